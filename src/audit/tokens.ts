@@ -1,0 +1,247 @@
+// The token store: who may push, with which role, to which repos. A secret is shown
+// once at creation and never stored — only its sha256 — so a stolen database file
+// does not let anyone push.
+//
+// It lives in the audit log's SQLite file and shares its handle (`new TokenStore(store)`);
+// its `tokens` table comes from migration 2 in src/audit/store.ts.
+//
+// API
+//   new TokenStore(store: AuditStore, options?: { now?: () => number })
+//   tokens.create(name, role, { repos?, expiresDays?, actor? }): string   the secret, `pg_` + 43 chars
+//   tokens.list(): TokenInfo[]                     every token ever made, oldest first; no secrets, no hashes
+//   tokens.revoke(name, { actor? }): void
+//   tokens.count(): number                         active tokens (not revoked, not expired)
+//   tokens.authenticate(secret): AuthenticatedToken | null
+//   tokens.allowsRepo(token, repoName): boolean    same as the exported allowsRepo()
+//   allowsRepo({ repos }, repoName): boolean
+//   TOKEN_NAME_RE, SECRET_PREFIX, hashSecret(secret)
+//
+// create() and revoke() append their own `admin` audit row (`token.create` /
+// `token.revoke`, subject = token name, detail = role, repos, expiry; never the secret)
+// in the SAME transaction as the token change: callers must not append another.
+// Errors: UsageError for bad names, roles, globs, expiries, duplicate or unknown names;
+// AuditError when the database fails.
+//
+// Names: /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/. One active token per name; a name whose
+// token is revoked or expired can be created again (an expired one is then marked revoked).
+//
+// Repo globs (picomatch, whole-name match, dot files allowed): `*` is every repo name
+// without a `/`, `**` every name, `team-*` a prefix, `{a,b}` a list, `!x` everything but x.
+
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import picomatch from 'picomatch';
+import type Database from 'better-sqlite3';
+import { AuditError, UsageError } from '../errors.js';
+import { ROLES, type AuditStore, type Role } from './store.js';
+
+export const TOKEN_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+export const SECRET_PREFIX = 'pg_';
+/** `pg_` + base64url of 32 random bytes. */
+const SECRET_RE = /^pg_[A-Za-z0-9_-]{43}$/;
+const MAX_EXPIRES_DAYS = 36_500;
+const DAY_MS = 86_400_000;
+
+export type TokenStatus = 'active' | 'revoked' | 'expired';
+
+export interface TokenInfo {
+  name: string;
+  role: Role;
+  repos: string;
+  created: string;
+  expires: string | null;
+  revoked: string | null;
+  status: TokenStatus;
+}
+
+export interface AuthenticatedToken {
+  name: string;
+  role: Role;
+  repos: string;
+}
+
+export interface CreateTokenOptions {
+  /** Repo glob, default `*`. */
+  repos?: string;
+  /** Positive number of days (fractions allowed); default: never expires. */
+  expiresDays?: number;
+  /** Who is creating it, for the audit row; default `local`. */
+  actor?: string;
+}
+
+interface TokenRow {
+  id: number;
+  name: string;
+  role: Role;
+  repos: string;
+  secret_hash: string;
+  created: string;
+  expires: string | null;
+  revoked: string | null;
+}
+
+/** sha256 hex of the whole secret string. */
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex');
+}
+
+const matchers = new Map<string, (name: string) => boolean>();
+
+/** Does the token's repo glob cover this repo name? A broken glob matches nothing. */
+export function allowsRepo(token: { readonly repos: string }, repoName: string): boolean {
+  if (typeof repoName !== 'string' || repoName.length === 0) return false;
+  let match = matchers.get(token.repos);
+  if (!match) {
+    try {
+      match = picomatch(token.repos, { dot: true });
+    } catch {
+      match = () => false;
+    }
+    if (matchers.size > 1000) matchers.clear();
+    matchers.set(token.repos, match);
+  }
+  return match(repoName);
+}
+
+function checkName(name: unknown): string {
+  if (typeof name !== 'string' || !TOKEN_NAME_RE.test(name)) {
+    throw new UsageError(`token name: must match ${TOKEN_NAME_RE} (got ${JSON.stringify(name)})`);
+  }
+  return name;
+}
+
+function checkRepos(repos: unknown): string {
+  if (typeof repos !== 'string' || repos.length === 0 || repos.length > 256 || /[\s\u0000-\u001f\u007f]/.test(repos)) {
+    throw new UsageError(`--repos: must be a glob of up to 256 characters without spaces (got ${JSON.stringify(repos)})`);
+  }
+  try {
+    picomatch.makeRe(repos);
+  } catch (err) {
+    throw new UsageError(`--repos: not a valid glob: ${(err as Error).message}`, { cause: err });
+  }
+  return repos;
+}
+
+export class TokenStore {
+  private readonly store: AuditStore;
+  private readonly db: Database.Database;
+  private readonly now: () => number;
+
+  constructor(store: AuditStore, options: { now?: () => number } = {}) {
+    this.store = store;
+    this.db = store.db;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Makes a token and returns its secret (the only time it exists outside the caller). */
+  create(name: string, role: Role, options: CreateTokenOptions = {}): string {
+    checkName(name);
+    if (!(ROLES as readonly string[]).includes(role)) {
+      throw new UsageError(`--role: must be ${ROLES.join(', ')} (got ${JSON.stringify(role)})`);
+    }
+    const repos = checkRepos(options.repos ?? '*');
+    const days = options.expiresDays;
+    if (days !== undefined && (typeof days !== 'number' || !Number.isFinite(days) || days <= 0 || days > MAX_EXPIRES_DAYS)) {
+      throw new UsageError(`--expires-days: must be a number of days above 0 and at most ${MAX_EXPIRES_DAYS} (got ${JSON.stringify(days)})`);
+    }
+    const actor = options.actor ?? 'local';
+    const secret = SECRET_PREFIX + randomBytes(32).toString('base64url');
+    const hash = hashSecret(secret);
+    this.run(() =>
+      this.db
+        .transaction(() => {
+          const nowMs = this.now();
+          const now = new Date(nowMs).toISOString();
+          const current = this.db
+            .prepare('SELECT * FROM tokens WHERE name = ? AND revoked IS NULL')
+            .get(name) as TokenRow | undefined;
+          if (current) {
+            if (!isExpired(current, nowMs)) {
+              throw new UsageError(`token ${name} already exists; revoke it first (patchgate token revoke ${name})`);
+            }
+            this.db.prepare('UPDATE tokens SET revoked = ? WHERE id = ?').run(now, current.id);
+          }
+          const expires = days === undefined ? null : new Date(nowMs + days * DAY_MS).toISOString();
+          this.db
+            .prepare('INSERT INTO tokens (name, role, repos, secret_hash, created, expires) VALUES (?, ?, ?, ?, ?, ?)')
+            .run(name, role, repos, hash, now, expires);
+          this.store.appendAdmin({ time: now, actor, action: 'token.create', subject: name, detail: { role, repos, expires } });
+        })
+        .immediate(),
+    );
+    return secret;
+  }
+
+  /** Every token, oldest first, without secrets or hashes. */
+  list(): TokenInfo[] {
+    const nowMs = this.now();
+    const rows = this.run(() => this.db.prepare('SELECT * FROM tokens ORDER BY id').all() as TokenRow[]);
+    return rows.map((r) => ({
+      name: r.name,
+      role: r.role,
+      repos: r.repos,
+      created: r.created,
+      expires: r.expires,
+      revoked: r.revoked,
+      status: r.revoked !== null ? 'revoked' : isExpired(r, nowMs) ? 'expired' : 'active',
+    }));
+  }
+
+  /** Revokes the token with this name (active or expired); UsageError if there is none. */
+  revoke(name: string, options: { actor?: string } = {}): void {
+    checkName(name);
+    this.run(() =>
+      this.db
+        .transaction(() => {
+          const now = new Date(this.now()).toISOString();
+          const res = this.db.prepare('UPDATE tokens SET revoked = ? WHERE name = ? AND revoked IS NULL').run(now, name);
+          if (res.changes === 0) throw new UsageError(`no token named ${name} (or it is already revoked)`);
+          this.store.appendAdmin({ time: now, actor: options.actor ?? 'local', action: 'token.revoke', subject: name });
+        })
+        .immediate(),
+    );
+  }
+
+  /** How many tokens can authenticate now (not revoked, not expired). */
+  count(): number {
+    const now = new Date(this.now()).toISOString();
+    const row = this.run(
+      () =>
+        this.db
+          .prepare('SELECT count(*) AS n FROM tokens WHERE revoked IS NULL AND (expires IS NULL OR expires > ?)')
+          .get(now) as { n: number },
+    );
+    return row.n;
+  }
+
+  /** The token this secret belongs to, if it is neither revoked nor expired; else null. */
+  authenticate(secret: string): AuthenticatedToken | null {
+    if (typeof secret !== 'string' || secret.length > 256) return null;
+    const presented = Buffer.from(hashSecret(secret), 'hex');
+    if (!SECRET_RE.test(secret)) return null;
+    const row = this.run(
+      () => this.db.prepare('SELECT * FROM tokens WHERE secret_hash = ?').get(presented.toString('hex')) as TokenRow | undefined,
+    );
+    if (!row) return null;
+    const stored = Buffer.from(row.secret_hash, 'hex');
+    if (stored.length !== presented.length || !timingSafeEqual(stored, presented)) return null;
+    if (row.revoked !== null || isExpired(row, this.now())) return null;
+    return { name: row.name, role: row.role, repos: row.repos };
+  }
+
+  allowsRepo(token: { readonly repos: string }, repoName: string): boolean {
+    return allowsRepo(token, repoName);
+  }
+
+  private run<T>(fn: () => T): T {
+    try {
+      return fn();
+    } catch (err) {
+      if (err instanceof UsageError || err instanceof AuditError) throw err;
+      throw new AuditError(`tokens: ${(err as Error).message}`, { cause: err });
+    }
+  }
+}
+
+function isExpired(row: { expires: string | null }, nowMs: number): boolean {
+  return row.expires !== null && Date.parse(row.expires) <= nowMs;
+}

@@ -1,0 +1,94 @@
+#!/usr/bin/env node
+// patchgate's command line: the pinned interface of DESIGN.md (check, serve, repo, token,
+// audit, contract, fixtures, ledger, ci). Each command's work lives in src/commands/; this
+// file only declares options and maps results to output and exit codes.
+
+import yargs, { type Argv } from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { resolve } from 'node:path';
+import { errorMessage, PatchgateError } from './errors.js';
+import { runCheck, checkJson, checkExitCode, renderDecision } from './commands/check.js';
+import { runContract } from './commands/contract.js';
+import { runFixturesLock, runFixturesVerify } from './commands/fixtures.js';
+import { runLedgerCheck } from './commands/ledger.js';
+
+function out(lines: string[]): void {
+  if (lines.length) process.stdout.write(lines.join('\n') + '\n');
+}
+
+/** Run a command body; an error prints one line and sets exit code 2. */
+async function guarded(fn: () => Promise<number | void>): Promise<void> {
+  try {
+    const code = await fn();
+    process.exitCode = code ?? 0;
+  } catch (err) {
+    const msg = err instanceof PatchgateError ? err.message : `unexpected error: ${errorMessage(err)}`;
+    process.stderr.write(`patchgate: ${msg.split('\n')[0]}\n`);
+    if (process.env.PATCHGATE_DEBUG && err instanceof Error) process.stderr.write(`${err.stack}\n`);
+    process.exitCode = 2;
+  }
+}
+
+const repoOpt = { type: 'string', default: '.', describe: 'repository directory' } as const;
+
+export function buildCli(argv: string[]): Argv {
+  return yargs(argv)
+    .scriptName('patchgate')
+    .usage('$0 <command> [options]\n\nA merge gate for patches written by AI coding agents.')
+    .command('check', 'run the whole policy on a local repository (CI mode); exit 0 accept, 1 reject, 2 error', (y) => y
+      .option('repo', repoOpt)
+      .option('base', { type: 'string', demandOption: true, describe: 'trusted revision (policy, allow file and baseline are read from it)' })
+      .option('head', { type: 'string', demandOption: true, describe: 'the revision to judge' })
+      .option('role', { choices: ['agent', 'human'] as const, default: 'agent' as const })
+      .option('ref', { type: 'string', describe: 'also apply the ref rules as if REF moved from base to head' })
+      .option('json', { type: 'boolean', default: false }),
+    (a) => guarded(async () => {
+      const d = await runCheck({ repo: resolve(a.repo), base: a.base, head: a.head, role: a.role, ref: a.ref });
+      if (a.json) out([JSON.stringify(checkJson(d))]);
+      else out(renderDecision(d));
+      return checkExitCode(d);
+    }))
+    .command('contract', 'print the public-API contract digest of a revision (last line)', (y) => y
+      .option('repo', repoOpt)
+      .option('rev', { type: 'string', default: 'HEAD' })
+      .option('format', { choices: ['v1', 'seed'] as const, describe: 'digest format (default: the policy\'s, v1)' })
+      .option('json', { type: 'boolean', default: false, describe: 'also print the rows as JSON' }),
+    (a) => guarded(async () => out(await runContract({ repo: resolve(a.repo), rev: a.rev, format: a.format, json: a.json }))))
+    .command('fixtures', 'the fixture lock: `fixtures lock DIR...` (a person\'s step) and `fixtures verify`', (y) => y
+      .command('lock <dirs..>', 'write the lock from every file under DIR...', (y2) => y2
+        .positional('dirs', { type: 'string', array: true, demandOption: true })
+        .option('repo', repoOpt)
+        .option('lock', { type: 'string', default: 'ci/fixtures.lock' }),
+      (a) => guarded(async () => out(await runFixturesLock({ repo: resolve(a.repo), dirs: a.dirs as string[], lock: a.lock }))))
+      .command('verify', 'check the work tree (or --rev) against the lock; exit 1 on drift', (y2) => y2
+        .option('repo', repoOpt)
+        .option('lock', { type: 'string', default: 'ci/fixtures.lock' })
+        .option('rev', { type: 'string', describe: 'verify a commit instead of the work tree' }),
+      (a) => guarded(async () => {
+        const r = await runFixturesVerify({ repo: resolve(a.repo), lock: a.lock, rev: a.rev });
+        out(r.lines);
+        return r.drift.length ? 1 : 0;
+      }))
+      .demandCommand(1, 'name a fixtures command: lock or verify'))
+    .command('ledger', 'the flake ledger: `ledger check`', (y) => y
+      .command('check', 'validate the flake ledger; exit 1 when a row is invalid', (y2) => y2
+        .option('repo', repoOpt)
+        .option('today', { type: 'string', describe: 'YYYY-MM-DD (default: today, UTC)' }),
+      (a) => guarded(async () => {
+        const r = await runLedgerCheck({ repo: resolve(a.repo), today: a.today });
+        out(r.lines);
+        return r.problems.length ? 1 : 0;
+      }))
+      .demandCommand(1, 'name a ledger command: check'))
+    .demandCommand(1, 'name a command; see patchgate --help')
+    .strict()
+    .fail((msg, err) => {
+      if (err) throw err;
+      process.stderr.write(`patchgate: ${msg}\nrun \`patchgate --help\` for usage\n`);
+      process.exit(2);
+    })
+    .help()
+    .version(false);
+}
+
+await buildCli(hideBin(process.argv)).parseAsync();

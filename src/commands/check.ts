@@ -1,0 +1,65 @@
+// `patchgate check`: the whole policy on a local repository, as CI runs it. The base is the
+// trusted revision: the policy and allow file are read from it, and only commits reachable
+// from head and not from base are judged. Exit 0 accept, 1 reject, 2 error.
+
+import { Git, isZeroId } from '../git/git.js';
+import { errorMessage } from '../errors.js';
+import { judgeUpdate, renderDecision } from '../policy/engine.js';
+import type { RefDecision, Role } from '../policy/types.js';
+
+export interface CheckArgs {
+  repo: string;
+  base: string;
+  head: string;
+  role: Role;
+  ref?: string;
+}
+
+const ZERO = '0'.repeat(40);
+
+export async function runCheck(args: CheckArgs, cache?: Map<string, unknown>): Promise<RefDecision> {
+  const git = new Git({ dir: args.repo });
+  try {
+    let base: string;
+    let head: string;
+    try {
+      base = await git.resolveCommit(args.base);
+      head = await git.resolveCommit(args.head);
+    } catch (err) {
+      return {
+        ref: args.ref ?? 'HEAD', oldId: ZERO, newId: ZERO, verdict: 'reject', row: 'gate-error',
+        action: 'nothing was accepted; retry, and if it persists a person reads the audit log',
+        remediation: 'pass --base and --head revisions that exist in the repository (git fetch the trusted branch first)',
+        reasons: [{ rule: 'error', message: `cannot resolve revisions: ${errorMessage(err).split('\n')[0]}` }],
+        outcomes: [], contract: { base: null, head: null }, ms: 0,
+      };
+    }
+    const mergeBase = await git.mergeBase(base, head);
+    const oldId = args.ref ? base : (mergeBase ?? ZERO.slice(0, head.length));
+    return await judgeUpdate(
+      { git, role: args.role, mode: 'check', trustedTip: base, exclude: [base], checkRefs: !!args.ref, cache },
+      { ref: args.ref ?? 'HEAD', oldId: isZeroId(oldId) ? '0'.repeat(head.length) : oldId, newId: head },
+    );
+  } finally {
+    git.close();
+  }
+}
+
+/** The pinned `check --json` shape. */
+export function checkJson(d: RefDecision): Record<string, unknown> {
+  return {
+    verdict: d.verdict,
+    reasons: d.reasons.map((r) => ({ rule: r.rule, message: r.message, ...(r.path !== undefined ? { path: r.path } : {}), ...(r.commit !== undefined ? { commit: r.commit } : {}) })),
+    contract: d.contract,
+    action: d.verdict === 'accept' ? d.action : `${d.action}. ${d.remediation}`.trim(),
+    row: d.row,
+    outcomes: d.outcomes.map((o) => ({ rule: o.rule, status: o.status, findings: o.findings.length, ms: o.ms })),
+  };
+}
+
+export function checkExitCode(d: RefDecision): number {
+  if (d.verdict === 'accept') return 0;
+  return d.row === 'gate-error' ? 2 : 1;
+}
+
+export { renderDecision };

@@ -1,0 +1,22 @@
+// `patchgate contract`: print the contract digest of a revision (last line of output) and,
+// with --json, its rows, so a person can add the digest to the allow file knowingly.
+
+import { contractOf, type ContractFormat } from '../contract/digest.js';
+import { Git } from '../git/git.js';
+import { loadPolicy } from '../policy/config.js';
+
+export async function runContract(args: { repo: string; rev: string; format?: ContractFormat; json: boolean }): Promise<string[]> {
+  const git = new Git({ dir: args.repo });
+  try {
+    const rev = await git.resolveCommit(args.rev);
+    const policy = await loadPolicy(git, rev);
+    const format = args.format ?? policy.contract.format;
+    const c = await contractOf(git, rev, policy.contract.roots, format);
+    const out: string[] = [];
+    if (args.json) out.push(JSON.stringify({ rev, format, roots: policy.contract.roots, files: c.files, digest: c.digest, rows: c.rows }));
+    out.push(c.digest);
+    return out;
+  } finally {
+    git.close();
+  }
+}

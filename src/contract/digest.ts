@@ -1,0 +1,131 @@
+// The contract digest: the public API rows of every source file under the contract roots
+// of one revision, read from git blobs (never checked out or run), and a sha256 over them.
+// Rows are cached per blob id and digests per root tree id, because git trees are Merkle
+// trees: an unchanged `src/` is a lookup.
+
+import { createHash } from 'node:crypto';
+import type { Git, TreeEntry } from '../git/git.js';
+import { extractTypeScript, isTypeScriptPath, TS_EXTRACTOR_VERSION } from './typescript.js';
+import { extractPythonSeed, extractPythonV1, initPython, PY_EXTRACTOR_VERSION, seedDigest, seedOrder } from './python.js';
+
+export type ContractFormat = 'v1' | 'seed';
+
+export interface Contract {
+  format: ContractFormat;
+  digest: string;
+  rows: string[];
+  files: number;
+}
+
+const REGULAR = new Set(['100644', '100755']);
+
+/** Roots as git path prefixes without a trailing slash ("src/" -> "src"; "" or "." -> whole tree). */
+function normRoot(root: string): string {
+  const r = root.replace(/\/+$/, '');
+  return r === '.' ? '' : r;
+}
+
+async function rootEntries(git: Git, rev: string, root: string): Promise<{ treeId: string | null; files: TreeEntry[] }> {
+  const r = normRoot(root);
+  const tree = r ? await git.pathId(rev, r) : await git.pathId(rev, '');
+  if (!tree || tree.type !== 'tree') return { treeId: null, files: [] };
+  const entries = await git.lsTree(rev, { recursive: true, path: r ? `${r}/` : undefined });
+  return { treeId: tree.id, files: entries.filter((e) => e.type === 'blob' && REGULAR.has(e.mode)) };
+}
+
+function sha256(s: string): string {
+  return createHash('sha256').update(s, 'utf8').digest('hex');
+}
+
+/** Rows of one file, cached by blob id (the path is part of every row, so it is in the key). */
+async function fileRows(git: Git, cache: Map<string, unknown>, e: TreeEntry, format: ContractFormat): Promise<string[]> {
+  const version = format === 'seed' || e.path.endsWith('.py') ? PY_EXTRACTOR_VERSION : TS_EXTRACTOR_VERSION;
+  const key = `rows:${format}:${version}:${e.id}:${e.path}`;
+  const hit = cache.get(key) as string[] | undefined;
+  if (hit) return hit;
+  const blob = await git.readBlob(e.id);
+  if (!blob) throw new Error(`blob ${e.id} for ${e.path} is missing`);
+  const source = blob.toString('utf8');
+  let rows: string[];
+  if (format === 'seed') rows = extractPythonSeed(source, e.path);
+  else if (e.path.endsWith('.py')) rows = extractPythonV1(source, e.path);
+  else rows = extractTypeScript(source, e.path);
+  cache.set(key, rows);
+  return rows;
+}
+
+/** Byte order of UTF-8 paths, which is git's own order. */
+function byteOrder(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
+
+/**
+ * The contract of `rev`. v1: TS/JS and Python files under every root, rows per file in path
+ * order, digest over "patchgate-contract-v1\n" + rows. seed: the seed article's digest over
+ * the Python files of the first root, byte for byte.
+ */
+export async function contractOf(git: Git, rev: string, roots: string[], format: ContractFormat, cache: Map<string, unknown> = new Map()): Promise<Contract> {
+  await initPython();
+  const useRoots = format === 'seed' ? roots.slice(0, 1) : roots;
+  const listed = await Promise.all(useRoots.map((r) => rootEntries(git, rev, r)));
+  const treeKey = `digest:${format}:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${useRoots.join('|')}:${listed.map((l) => l.treeId ?? '-').join('|')}`;
+  const hit = cache.get(treeKey) as Contract | undefined;
+  if (hit) return hit;
+
+  const seen = new Set<string>();
+  let files = listed.flatMap((l) => l.files).filter((e) => (seen.has(e.path) ? false : (seen.add(e.path), true)));
+  let contract: Contract;
+  if (format === 'seed') {
+    files = files.filter((e) => e.path.endsWith('.py'));
+    const byPath = new Map(files.map((e) => [e.path, e]));
+    const ordered = seedOrder(files.map((e) => e.path)).map((p) => byPath.get(p)!);
+    const rows: string[] = [];
+    for (const e of ordered) rows.push(...(await fileRows(git, cache, e, 'seed')));
+    contract = { format, rows, digest: seedDigest(rows), files: ordered.length };
+  } else {
+    files = files.filter((e) => e.path.endsWith('.py') || isTypeScriptPath(e.path)).sort((a, b) => byteOrder(a.path, b.path));
+    const perFile = await Promise.all(files.map((e) => fileRows(git, cache, e, 'v1')));
+    const rows = perFile.flat();
+    contract = { format, rows, digest: sha256('patchgate-contract-v1\n' + rows.join('\n')), files: files.length };
+  }
+  cache.set(treeKey, contract);
+  return contract;
+}
+
+export interface ContractDiff {
+  added: string[];
+  removed: string[];
+  changed: Array<{ from: string; to: string }>;
+}
+
+/** The key a row is paired on: path and name, up to the signature. */
+function rowKey(row: string): string {
+  const m = /^(.*?::[^(:<=\s]*)/.exec(row);
+  return m ? m[1]! : row;
+}
+
+export function diffContracts(before: string[], after: string[]): ContractDiff {
+  const b = new Set(before);
+  const a = new Set(after);
+  const removed = before.filter((r) => !a.has(r));
+  const added = after.filter((r) => !b.has(r));
+  const changed: ContractDiff['changed'] = [];
+  const addedLeft = [...added];
+  const removedLeft: string[] = [];
+  for (const r of removed) {
+    const i = addedLeft.findIndex((x) => rowKey(x) === rowKey(r));
+    if (i >= 0) changed.push({ from: r, to: addedLeft.splice(i, 1)[0]! });
+    else removedLeft.push(r);
+  }
+  return { added: addedLeft, removed: removedLeft, changed };
+}
+
+/** Digests listed in an allow file: one hex digest per line, `#` starts a comment. */
+export function parseAllowFile(text: string): Set<string> {
+  const out = new Set<string>();
+  for (const line of text.split(/\r?\n/)) {
+    const word = line.replace(/#.*/, '').trim().toLowerCase();
+    if (/^[0-9a-f]{64}$/.test(word)) out.add(word);
+  }
+  return out;
+}

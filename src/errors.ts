@@ -1,0 +1,66 @@
+// Named error classes: every failure patchgate can meet carries a stable code and the
+// original error as `cause`, so the engine can turn any of them into a one-line refusal.
+
+export class PatchgateError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** A git command failed: carries the command, its exit code and stderr. */
+export class GitError extends PatchgateError {
+  readonly args: readonly string[];
+  readonly exitCode: number | null;
+  readonly stderr: string;
+  constructor(args: readonly string[], exitCode: number | null, stderr: string, options?: { cause?: unknown }) {
+    const first = stderr.trim().split('\n')[0] ?? '';
+    super('GIT', `git ${args.join(' ')} failed (exit ${exitCode}): ${first}`, options);
+    this.args = args;
+    this.exitCode = exitCode;
+    this.stderr = stderr;
+  }
+}
+
+/** The policy file (or a CLI option standing in for it) is invalid. Message starts with CONFIG: and names the key. */
+export class ConfigError extends PatchgateError {
+  readonly key: string;
+  constructor(key: string, message: string, options?: { cause?: unknown }) {
+    super('CONFIG', `CONFIG: ${key}: ${message}`, options);
+    this.key = key;
+  }
+}
+
+/** A source file under a contract root does not parse. */
+export class ContractParseError extends PatchgateError {
+  readonly path: string;
+  readonly line: number;
+  readonly column: number;
+  constructor(path: string, line: number, column: number, detail: string, options?: { cause?: unknown }) {
+    super('CONTRACT_PARSE', `${path}:${line}:${column}: does not parse: ${detail}`, options);
+    this.path = path;
+    this.line = line;
+    this.column = column;
+  }
+}
+
+/** The audit log could not be written or read. A failed write always refuses the push. */
+export class AuditError extends PatchgateError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('AUDIT', message, options);
+  }
+}
+
+/** Bad input from a user of the CLI or the API (not a policy violation). */
+export class UsageError extends PatchgateError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('USAGE', message, options);
+  }
+}
+
+export function errorMessage(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return String(err);
+}

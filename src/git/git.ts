@@ -1,0 +1,344 @@
+// The one module through which patchgate reads git. Everything comes from the object
+// database with plumbing (rev-list, diff-tree, ls-tree, a long-lived cat-file --batch);
+// nothing pushed is ever checked out, imported or executed. It honours a receive-pack
+// quarantine by passing the hook's object-directory variables to every child.
+
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { GitError } from '../errors.js';
+
+export type ObjectFormat = 'sha1' | 'sha256';
+
+const EMPTY_TREE: Record<ObjectFormat, string> = {
+  sha1: '4b825dc642cb6eb9a060e54bf8d69288fbee4904',
+  sha256: '6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321',
+};
+
+/** Variables a pre-receive hook gets from receive-pack that point at quarantined objects. */
+export const QUARANTINE_VARS = ['GIT_OBJECT_DIRECTORY', 'GIT_ALTERNATE_OBJECT_DIRECTORIES', 'GIT_QUARANTINE_PATH'] as const;
+
+export function isZeroId(id: string): boolean {
+  return /^0+$/.test(id);
+}
+
+export interface CommitInfo {
+  id: string;
+  parents: string[];
+}
+
+/** One changed path between two trees, from `diff-tree -r -z --raw --no-renames`. */
+export interface Change {
+  status: string; // A, D, M, T
+  oldMode: string;
+  newMode: string;
+  oldId: string;
+  newId: string;
+  path: string;
+}
+
+export interface TreeEntry {
+  mode: string;
+  type: 'blob' | 'tree' | 'commit';
+  id: string;
+  path: string;
+}
+
+export interface GitOptions {
+  /** The repository (a bare repo's directory or a work tree's top). */
+  dir: string;
+  /** Extra environment, e.g. the quarantine variables from the hook. */
+  env?: Record<string, string | undefined>;
+}
+
+export const MODE_SYMLINK = '120000';
+export const MODE_GITLINK = '160000';
+
+/** Variables that would make git read another repository or config than the one we chose. */
+const SCRUBBED_VARS = ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT_CONFIG_PARAMETERS', 'GIT_CONFIG_COUNT', 'GIT_NAMESPACE', 'GIT_CEILING_DIRECTORIES', 'GIT_COMMON_DIR', ...QUARANTINE_VARS];
+
+export class Git {
+  readonly dir: string;
+  private readonly env: NodeJS.ProcessEnv;
+  private batch: CatFileBatch | null = null;
+  private format: ObjectFormat | null = null;
+
+  constructor(opts: GitOptions) {
+    this.dir = opts.dir;
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    for (const k of SCRUBBED_VARS) delete env[k];
+    env.GIT_TERMINAL_PROMPT = '0';
+    env.LC_ALL = 'C';
+    for (const [k, v] of Object.entries(opts.env ?? {})) if (v !== undefined) env[k] = v;
+    this.env = env;
+  }
+
+  /** Run one git command and return stdout. Non-zero exit throws GitError unless listed in `okExit`. */
+  run(args: string[], opts: { input?: string | Buffer; okExit?: number[] } = {}): Promise<{ stdout: Buffer; code: number }> {
+    return new Promise((resolve, reject) => {
+      const child = spawn('git', args, { cwd: this.dir, env: this.env, stdio: ['pipe', 'pipe', 'pipe'] });
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      child.stdout.on('data', (b: Buffer) => out.push(b));
+      child.stderr.on('data', (b: Buffer) => err.push(b));
+      child.on('error', (e) => reject(new GitError(args, null, String(e), { cause: e })));
+      child.on('close', (code) => {
+        const stdout = Buffer.concat(out);
+        if (code === 0 || (code !== null && opts.okExit?.includes(code))) resolve({ stdout, code: code ?? 0 });
+        else reject(new GitError(args, code, Buffer.concat(err).toString('utf8')));
+      });
+      child.stdin.on('error', () => {}); // a child that exits early closes its stdin; its exit code tells.
+      child.stdin.end(opts.input ?? '');
+    });
+  }
+
+  async text(args: string[]): Promise<string> {
+    return (await this.run(args)).stdout.toString('utf8');
+  }
+
+  async objectFormat(): Promise<ObjectFormat> {
+    if (!this.format) {
+      const f = (await this.text(['rev-parse', '--show-object-format'])).trim();
+      if (f !== 'sha1' && f !== 'sha256') throw new GitError(['rev-parse', '--show-object-format'], 0, `unknown object format ${f}`);
+      this.format = f;
+    }
+    return this.format;
+  }
+
+  async emptyTree(): Promise<string> {
+    return EMPTY_TREE[await this.objectFormat()];
+  }
+
+  /** Resolve a revision to a commit id; throws GitError when it does not name a commit. */
+  async resolveCommit(rev: string): Promise<string> {
+    return (await this.text(['rev-parse', '--verify', '--end-of-options', `${rev}^{commit}`])).trim();
+  }
+
+  /** The commit id a ref points at, or null when the ref does not exist. */
+  async refTip(ref: string): Promise<string | null> {
+    const { stdout, code } = await this.run(['rev-parse', '--verify', '-q', '--end-of-options', `${ref}^{commit}`], { okExit: [1] });
+    return code === 0 ? stdout.toString('utf8').trim() : null;
+  }
+
+  /** Commits reachable from `include` and not from `exclude` (or from any existing ref when exclude is 'all'), oldest first. */
+  async newCommits(include: string, exclude: string[] | 'all'): Promise<CommitInfo[]> {
+    const args = ['rev-list', '--parents', '--topo-order', '--reverse', include, '--not'];
+    if (exclude === 'all') args.push('--all');
+    else args.push(...exclude);
+    const lines = (await this.text(args)).split('\n').filter(Boolean);
+    return lines.map((l) => {
+      const [id, ...parents] = l.split(' ');
+      return { id: id!, parents };
+    });
+  }
+
+  async isAncestor(ancestor: string, descendant: string): Promise<boolean> {
+    const { code } = await this.run(['merge-base', '--is-ancestor', ancestor, descendant], { okExit: [1] });
+    return code === 0;
+  }
+
+  async mergeBase(a: string, b: string): Promise<string | null> {
+    const { stdout, code } = await this.run(['merge-base', a, b], { okExit: [1] });
+    return code === 0 ? stdout.toString('utf8').trim() : null;
+  }
+
+  /** Changes from tree-ish `a` to tree-ish `b`, recursive, renames off, NUL separated. */
+  async diffTree(a: string, b: string): Promise<Change[]> {
+    const { stdout } = await this.run(['diff-tree', '-r', '-z', '--raw', '--no-renames', '--no-commit-id', '--full-index', a, b]);
+    const parts = stdout.toString('utf8').split('\0');
+    const changes: Change[] = [];
+    for (let i = 0; i + 1 < parts.length; i += 2) {
+      const meta = parts[i]!;
+      const path = parts[i + 1]!;
+      const m = /^:(\d{6}) (\d{6}) ([0-9a-f]+) ([0-9a-f]+) ([A-Z])\d*$/.exec(meta);
+      if (!m) throw new GitError(['diff-tree', a, b], 0, `unparsable diff-tree line ${JSON.stringify(meta)}`);
+      changes.push({ oldMode: m[1]!, newMode: m[2]!, oldId: m[3]!, newId: m[4]!, status: m[5]!, path });
+    }
+    return changes;
+  }
+
+  /**
+   * Paths a commit changes. A root commit is diffed against the empty tree, a non-merge
+   * against its parent, and a merge changes a path only where its result differs from
+   * every parent (so merging a trusted edit is not a write, an "evil merge" is).
+   */
+  async commitChanges(commit: CommitInfo): Promise<Change[]> {
+    if (commit.parents.length === 0) return this.diffTree(await this.emptyTree(), commit.id);
+    if (commit.parents.length === 1) return this.diffTree(commit.parents[0]!, commit.id);
+    const perParent = await Promise.all(commit.parents.map((p) => this.diffTree(p, commit.id)));
+    const [first, ...rest] = perParent;
+    const restSets = rest.map((cs) => new Set(cs.map((c) => c.path)));
+    return first!.filter((c) => restSets.every((s) => s.has(c.path)));
+  }
+
+  /** Entries of a tree-ish, recursive when asked; `path` limits to one folder. */
+  async lsTree(treeish: string, opts: { recursive?: boolean; path?: string } = {}): Promise<TreeEntry[]> {
+    const args = ['ls-tree', '-z', '--full-tree'];
+    if (opts.recursive) args.push('-r');
+    args.push(treeish);
+    if (opts.path !== undefined) args.push('--', opts.path);
+    const { stdout } = await this.run(args);
+    const entries: TreeEntry[] = [];
+    for (const rec of stdout.toString('utf8').split('\0')) {
+      if (!rec) continue;
+      const tab = rec.indexOf('\t');
+      const [mode, type, id] = rec.slice(0, tab).split(' ');
+      entries.push({ mode: mode!, type: type as TreeEntry['type'], id: id!, path: rec.slice(tab + 1) });
+    }
+    return entries;
+  }
+
+  /** The object id at `rev:path`, or null when absent. */
+  async pathId(rev: string, path: string): Promise<{ id: string; type: string } | null> {
+    const r = await this.batchReader().header(`${rev}:${path}`);
+    return r ? { id: r.id, type: r.type } : null;
+  }
+
+  /** The contents of a blob by id, or of `rev:path`; null when it does not exist. */
+  async readBlob(spec: string): Promise<Buffer | null> {
+    const r = await this.batchReader().read(spec);
+    if (!r) return null;
+    if (r.type !== 'blob') throw new GitError(['cat-file', '--batch'], 0, `${spec} is a ${r.type}, not a blob`);
+    return r.data;
+  }
+
+  /** Committer time of a commit. */
+  async commitDate(id: string): Promise<Date> {
+    const s = (await this.text(['show', '-s', '--format=%ct', id])).trim();
+    return new Date(Number(s) * 1000);
+  }
+
+  /** Commits touching `path`, reachable from `rev`, newest first. */
+  async pathHistory(rev: string, path: string): Promise<CommitInfo[]> {
+    const lines = (await this.text(['rev-list', '--parents', '--full-history', rev, '--', path])).split('\n').filter(Boolean);
+    return lines.map((l) => {
+      const [id, ...parents] = l.split(' ');
+      return { id: id!, parents };
+    });
+  }
+
+  private batchReader(): CatFileBatch {
+    if (!this.batch || this.batch.dead) this.batch = new CatFileBatch(this.dir, this.env);
+    return this.batch;
+  }
+
+  close(): void {
+    this.batch?.close();
+    this.batch = null;
+  }
+}
+
+interface BatchResult {
+  id: string;
+  type: string;
+  size: number;
+  data: Buffer;
+}
+
+interface Pending {
+  spec: string;
+  headerOnly: boolean;
+  resolve: (r: BatchResult | null) => void;
+  reject: (e: unknown) => void;
+}
+
+/**
+ * A long-lived `git cat-file --batch` (or --batch-check) reader. Requests are answered in
+ * order; the parser is a small state machine over the stdout byte stream.
+ */
+class CatFileBatch {
+  dead = false;
+  private readonly full: ChildProcessWithoutNullStreams;
+  private readonly check: ChildProcessWithoutNullStreams;
+  private readonly fullQ: Pending[] = [];
+  private readonly checkQ: Pending[] = [];
+  private fullBuf: Buffer = Buffer.alloc(0);
+  private checkBuf = '';
+  private stderr = '';
+
+  constructor(dir: string, env: NodeJS.ProcessEnv) {
+    this.full = spawn('git', ['cat-file', '--batch'], { cwd: dir, env });
+    this.check = spawn('git', ['cat-file', '--batch-check'], { cwd: dir, env });
+    for (const p of [this.full, this.check]) {
+      p.stderr.on('data', (b: Buffer) => (this.stderr += b.toString('utf8')));
+      p.on('error', (e) => this.fail(e));
+      p.on('close', () => this.fail(new Error('git cat-file exited')));
+      p.stdin.on('error', (e) => this.fail(e));
+    }
+    this.full.stdout.on('data', (b: Buffer) => {
+      this.fullBuf = this.fullBuf.length ? Buffer.concat([this.fullBuf, b]) : b;
+      this.drainFull();
+    });
+    this.check.stdout.on('data', (b: Buffer) => {
+      this.checkBuf += b.toString('utf8');
+      this.drainCheck();
+    });
+  }
+
+  private fail(e: unknown): void {
+    if (this.dead) return;
+    this.dead = true;
+    const err = new GitError(['cat-file', '--batch'], null, this.stderr || String(e), { cause: e });
+    for (const p of [...this.fullQ.splice(0), ...this.checkQ.splice(0)]) p.reject(err);
+  }
+
+  private send(proc: ChildProcessWithoutNullStreams, q: Pending[], spec: string, headerOnly: boolean): Promise<BatchResult | null> {
+    if (this.dead) return Promise.reject(new GitError(['cat-file', '--batch'], null, this.stderr || 'cat-file is not running'));
+    if (/[\n\r]/.test(spec)) return Promise.reject(new GitError(['cat-file', '--batch'], null, `object name with a newline: ${JSON.stringify(spec)}`));
+    return new Promise((resolve, reject) => {
+      q.push({ spec, headerOnly, resolve, reject });
+      proc.stdin.write(spec + '\n');
+    });
+  }
+
+  read(spec: string): Promise<BatchResult | null> {
+    return this.send(this.full, this.fullQ, spec, false);
+  }
+
+  header(spec: string): Promise<BatchResult | null> {
+    return this.send(this.check, this.checkQ, spec, true);
+  }
+
+  private drainCheck(): void {
+    let nl: number;
+    while ((nl = this.checkBuf.indexOf('\n')) >= 0) {
+      const line = this.checkBuf.slice(0, nl);
+      this.checkBuf = this.checkBuf.slice(nl + 1);
+      const p = this.checkQ.shift();
+      if (!p) return this.fail(new Error(`unexpected cat-file output ${line}`));
+      p.resolve(parseHeader(line, Buffer.alloc(0)));
+    }
+  }
+
+  private drainFull(): void {
+    for (;;) {
+      const nl = this.fullBuf.indexOf(10);
+      if (nl < 0) return;
+      const line = this.fullBuf.subarray(0, nl).toString('utf8');
+      const head = parseHeader(line, Buffer.alloc(0));
+      if (!head) {
+        this.fullBuf = this.fullBuf.subarray(nl + 1);
+        this.fullQ.shift()?.resolve(null);
+        continue;
+      }
+      const end = nl + 1 + head.size;
+      if (this.fullBuf.length < end + 1) return; // wait for body and its trailing LF
+      head.data = Buffer.from(this.fullBuf.subarray(nl + 1, end));
+      this.fullBuf = this.fullBuf.subarray(end + 1);
+      const p = this.fullQ.shift();
+      if (!p) return this.fail(new Error('unexpected cat-file output'));
+      p.resolve(head);
+    }
+  }
+
+  close(): void {
+    this.dead = true;
+    this.full.stdin.end();
+    this.check.stdin.end();
+  }
+}
+
+function parseHeader(line: string, data: Buffer): BatchResult | null {
+  // "<id> <type> <size>" or "<spec> missing" / "<spec> ambiguous"
+  const m = /^([0-9a-f]+) (\S+) (\d+)$/.exec(line);
+  if (!m) return null;
+  return { id: m[1]!, type: m[2]!, size: Number(m[3]), data };
+}

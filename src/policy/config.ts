@@ -1,0 +1,94 @@
+// The policy file (`ci/patchgate.json`): its schema, its defaults, and how it is read.
+// It is always read from the trusted revision, never from the pushed tree, and it passes
+// one validation step: an unknown key or a wrong type is a ConfigError naming the key path.
+
+import { z } from 'zod';
+import { ConfigError } from '../errors.js';
+import type { Git } from '../git/git.js';
+
+export const POLICY_PATH = 'ci/patchgate.json';
+
+/** Protected by default: the test tree, the oracle's files and every test-runner configuration. */
+export const DEFAULT_PROTECTED: readonly string[] = [
+  'tests/**', 'test/**', 'ci/**', '.ci/**', '.github/**',
+  'conftest.py', '**/conftest.py', 'pytest.ini', 'tox.ini', 'setup.cfg', 'pyproject.toml', 'package.json',
+  'jest.config.*', 'vitest.config.*', '.mocharc*', '.taprc', 'Makefile',
+  '**/.gitattributes', '.gitmodules',
+  '**/*.test.*', '**/*.spec.*', '**/__tests__/**', '**/__mocks__/**', '**/test_*.py', '**/*_test.py',
+  '**/setupTests.*', '**/sitecustomize.py', '**/usercustomize.py', '**/*.pth',
+];
+
+const globList = z.array(z.string().min(1));
+
+const PolicySchema = z.strictObject({
+  trustedBranch: z.string().min(1).default('main'),
+  writable: globList.default(['src/**']),
+  protected: globList.default([...DEFAULT_PROTECTED]),
+  allowSymlinks: z.boolean().default(false),
+  allowSubmodules: z.boolean().default(false),
+  refs: z.strictObject({
+    protectedBranches: globList.default(['release/**']),
+    allowDeletes: z.boolean().default(false),
+    allowNonFastForward: z.boolean().default(false),
+    allowTags: z.boolean().default(false),
+    allowOutsideHeads: z.boolean().default(false),
+  }).prefault({}),
+  contract: z.strictObject({
+    roots: globList.default(['src/']),
+    allowFile: z.string().min(1).default('ci/contract.allow'),
+    format: z.enum(['v1', 'seed']).default('v1'),
+  }).prefault({}),
+  fixtures: z.strictObject({
+    lock: z.string().min(1).default('ci/fixtures.lock'),
+  }).prefault({}),
+  ledger: z.strictObject({
+    path: z.string().min(1).default('ci/flake-ledger.jsonl'),
+    maxDays: z.number().int().positive().max(3650).default(30),
+  }).prefault({}),
+});
+
+export type Policy = z.infer<typeof PolicySchema> & {
+  /** Files that guard the oracle; protected whatever `protected` says. */
+  oracleFiles: string[];
+  /** Where the policy came from, for messages. */
+  source: string;
+};
+
+/** Validate a parsed policy object. Throws ConfigError naming the first bad key path. */
+export function parsePolicy(raw: unknown, source = POLICY_PATH): Policy {
+  const r = PolicySchema.safeParse(raw);
+  if (!r.success) {
+    const issue = r.error.issues[0]!;
+    let key = issue.path.map(String).join('.');
+    let msg = issue.message;
+    if (issue.code === 'unrecognized_keys') {
+      key = [...issue.path.map(String), issue.keys[0]].join('.');
+      msg = 'unknown key';
+    }
+    throw new ConfigError(`${source}: ${key || '(root)'}`, msg);
+  }
+  const p = r.data;
+  for (const root of p.contract.roots) {
+    if (root.startsWith('/') || root.split('/').includes('..')) throw new ConfigError(`${source}: contract.roots`, `not a relative path: ${root}`);
+  }
+  const oracleFiles = [POLICY_PATH, p.contract.allowFile, p.fixtures.lock, p.ledger.path];
+  return { ...p, oracleFiles, source };
+}
+
+export function defaultPolicy(): Policy {
+  return parsePolicy({}, '(defaults)');
+}
+
+/** Read the policy from `rev` (the trusted revision). Absent file: defaults. Bad JSON or schema: ConfigError. */
+export async function loadPolicy(git: Git, rev: string | null): Promise<Policy> {
+  if (!rev) return defaultPolicy();
+  const blob = await git.readBlob(`${rev}:${POLICY_PATH}`);
+  if (!blob) return defaultPolicy();
+  let raw: unknown;
+  try {
+    raw = JSON.parse(blob.toString('utf8'));
+  } catch (e) {
+    throw new ConfigError(`${POLICY_PATH}@${rev.slice(0, 12)}`, `not valid JSON: ${(e as Error).message}`, { cause: e });
+  }
+  return parsePolicy(raw, `${POLICY_PATH}@${rev.slice(0, 12)}`);
+}

@@ -1,0 +1,50 @@
+// The seed's decision table, extended with the rows patchgate adds (refs, ledger, error).
+// A verdict names the first row that fired and its next action; CI prints the whole table
+// with that row marked, so reviewers never reconstruct the policy from chat.
+
+export interface TableRow {
+  id: string;
+  observation: string;
+  result: 'fail' | 'skip once' | 'pass';
+  action: string;
+}
+
+export const DECISION_TABLE: readonly TableRow[] = [
+  { id: 'gate-error', observation: 'the gate could not decide (error, timeout, bad policy)', result: 'fail', action: 'nothing was accepted; retry, and if it persists a person reads the audit log' },
+  { id: 'ref-not-allowed', observation: 'agent ref update not allowed (trusted branch, tag, delete, force)', result: 'fail', action: 'push a fast-forward to an agent branch' },
+  { id: 'test-tree-write', observation: 'tests/ in the agent diff', result: 'fail', action: 'strip test edits; re-run' },
+  { id: 'contract-red', observation: 'contract digest unchanged, properties red', result: 'fail', action: 'reject patch; do not freeze' },
+  { id: 'contract-moved', observation: 'contract digest changed, no allow-file row', result: 'fail', action: 'human updates allow file and properties' },
+  { id: 'fixture-drift', observation: 'fixture bytes ≠ lock', result: 'fail', action: 'human regenerates lock or rejects' },
+  { id: 'ledger-invalid', observation: 'flake ledger row invalid (no digest or expiry, too far, revived)', result: 'fail', action: 'human fixes the ledger' },
+  { id: 'frozen-flake', observation: 'same nodeid+seed+digest, before expiry', result: 'skip once', action: 'calendar the expiry' },
+  { id: 'new-seed', observation: 'same nodeid, new seed', result: 'fail', action: 'treat as new bug' },
+  { id: 'accept', observation: 'no row fired', result: 'pass', action: 'merge may proceed' },
+];
+
+/** The table row a failing rule maps to. */
+export const RULE_ROW: Record<string, string> = {
+  error: 'gate-error',
+  refs: 'ref-not-allowed',
+  'write-block': 'test-tree-write',
+  contract: 'contract-moved',
+  fixtures: 'fixture-drift',
+  ledger: 'ledger-invalid',
+};
+
+export function tableRow(id: string): TableRow {
+  const r = DECISION_TABLE.find((x) => x.id === id);
+  if (!r) throw new Error(`unknown decision row ${id}`);
+  return r;
+}
+
+/** The table as text, the fired rows marked with `>>`. */
+export function renderTable(fired: string[]): string {
+  const w1 = Math.max(...DECISION_TABLE.map((r) => r.observation.length));
+  const lines = [`   ${'Observation'.padEnd(w1)}  Gate result  Next action`];
+  for (const r of DECISION_TABLE) {
+    const mark = fired.includes(r.id) ? '>> ' : '   ';
+    lines.push(`${mark}${r.observation.padEnd(w1)}  ${r.result.padEnd(11)}  ${r.action}`);
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,125 @@
+// The engine: runs every rule, in order, for every ref update of a push (or for one
+// base..head range in `check`), and turns the outcomes into a decision. Any exception is a
+// rejection with rule `error`: the engine fails closed.
+
+import { isZeroId, type Change, type CommitInfo, type Git } from '../git/git.js';
+import { errorMessage } from '../errors.js';
+import { loadPolicy, type Policy } from './config.js';
+import { RULE_ROW, tableRow } from './decision-table.js';
+import { RULES } from './rules/index.js';
+import type { Reason, RefDecision, RefUpdate, Role, RuleContext, RuleOutcome, UpdateKind } from './types.js';
+import { formatMessage, short } from './types.js';
+
+export interface JudgeOptions {
+  git: Git;
+  role: Role;
+  mode: 'push' | 'check';
+  /** Trusted tip; the policy and the allow file are read from it. */
+  trustedTip: string | null;
+  /** For `check`: the base whose commits are not new. For a push: every existing ref (`--not --all`). */
+  exclude?: string[];
+  /** In `check` mode the refs rule runs only when a ref is named. */
+  checkRefs?: boolean;
+  cache?: Map<string, unknown>;
+  policy?: Policy;
+}
+
+export function updateKind(u: RefUpdate): UpdateKind {
+  if (isZeroId(u.oldId)) return 'create';
+  if (isZeroId(u.newId)) return 'delete';
+  return 'update';
+}
+
+function errorDecision(u: RefUpdate, err: unknown, started: number, outcomes: RuleOutcome[] = []): RefDecision {
+  const row = tableRow('gate-error');
+  const message = `gate error: ${errorMessage(err).split('\n')[0]}`;
+  return {
+    ref: u.ref, oldId: u.oldId, newId: u.newId, verdict: 'reject', row: row.id, action: row.action,
+    remediation: 'nothing was accepted; push again, and if this repeats ask a person to read the audit log',
+    reasons: [{ rule: 'error', message, ref: u.ref }], outcomes, contract: { base: null, head: null }, ms: Date.now() - started,
+  };
+}
+
+/** Judge one ref update. Never throws: errors become a rejection. */
+export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promise<RefDecision> {
+  const started = Date.now();
+  const outcomes: RuleOutcome[] = [];
+  try {
+    const policy = opts.policy ?? (await loadPolicy(opts.git, opts.trustedTip));
+    const kind = updateKind(update);
+    const newCommits: CommitInfo[] = kind === 'delete' ? [] : await opts.git.newCommits(update.newId, opts.exclude ?? 'all');
+    const changeMemo = new Map<string, Promise<Change[]>>();
+    const ctx: RuleContext = {
+      git: opts.git, policy, role: opts.role, mode: opts.mode, update, kind,
+      trustedTip: opts.trustedTip, newCommits, cache: opts.cache ?? new Map(),
+      changes(commit) {
+        let p = changeMemo.get(commit.id);
+        if (!p) changeMemo.set(commit.id, (p = opts.git.commitChanges(commit)));
+        return p;
+      },
+    };
+    const human = opts.role !== 'agent';
+    for (const rule of RULES) {
+      const t0 = Date.now();
+      if (rule.id === 'refs' && opts.mode === 'check' && !opts.checkRefs) {
+        outcomes.push({ rule: rule.id, status: 'skipped', findings: [], details: { why: 'no ref update in check mode' }, ms: 0 });
+        continue;
+      }
+      try {
+        const res = await rule.check(ctx);
+        const findings = res.findings.map((f) => ({ ...f, message: formatMessage(rule.messages[f.messageId] ?? f.messageId, f.data) }));
+        const failed = findings.length > 0;
+        outcomes.push({
+          rule: rule.id,
+          status: !failed ? 'pass' : human && rule.waivedForHumans ? 'waived' : 'fail',
+          findings,
+          remediation: failed ? rule.remediation(ctx, res.findings) : undefined,
+          details: res.details,
+          ms: Date.now() - t0,
+        });
+      } catch (err) {
+        outcomes.push({ rule: rule.id, status: 'fail', findings: [], details: { error: errorMessage(err) }, ms: Date.now() - t0 });
+        return errorDecision(update, new Error(`rule ${rule.id}: ${errorMessage(err)}`, { cause: err }), started, outcomes);
+      }
+    }
+    const contractOutcome = outcomes.find((o) => o.rule === 'contract');
+    const contract = {
+      base: (contractOutcome?.details?.base as string | null | undefined) ?? null,
+      head: (contractOutcome?.details?.head as string | null | undefined) ?? null,
+    };
+    const failing = outcomes.filter((o) => o.status === 'fail');
+    const reasons: Reason[] = failing.flatMap((o) => o.findings.map((f) => ({
+      rule: o.rule, message: f.message, messageId: f.messageId, ref: update.ref,
+      ...(f.path !== undefined ? { path: f.path } : {}), ...(f.commit !== undefined ? { commit: f.commit } : {}),
+    })));
+    const first = failing[0];
+    const row = tableRow(first ? RULE_ROW[first.rule]! : 'accept');
+    return {
+      ref: update.ref, oldId: update.oldId, newId: update.newId,
+      verdict: first ? 'reject' : 'accept', row: row.id, action: row.action,
+      remediation: first?.remediation ?? '', reasons, outcomes, contract, ms: Date.now() - started,
+    };
+  } catch (err) {
+    return errorDecision(update, err, started, outcomes);
+  }
+}
+
+/** Lines for the agent (git relays them as `remote:`): verdict, every reason, the decision row, the fix. */
+export function renderDecision(d: RefDecision, actor?: string): string[] {
+  const range = `${isZeroId(d.oldId) ? '(new)' : short(d.oldId)}..${isZeroId(d.newId) ? '(delete)' : short(d.newId)}`;
+  const who = actor ? ` for ${actor}` : '';
+  if (d.verdict === 'accept') {
+    const waived = d.outcomes.filter((o) => o.status === 'waived');
+    const lines = [`patchgate: ACCEPT ${d.ref} ${range}${who}`];
+    for (const o of waived) lines.push(`  (waived for a person) [${o.rule}] ${o.findings.length} finding(s), first: ${o.findings[0]?.message ?? ''}`);
+    return lines;
+  }
+  const row = tableRow(d.row);
+  const lines = [`patchgate: REJECT ${d.ref} ${range}${who}`];
+  const shown = d.reasons.slice(0, 40);
+  for (const r of shown) lines.push(`  [${r.rule}] ${r.message}`);
+  if (d.reasons.length > shown.length) lines.push(`  ... and ${d.reasons.length - shown.length} more`);
+  lines.push(`  decision: ${row.observation} -> ${row.result} -> ${row.action}`);
+  if (d.remediation) lines.push(`  next step: ${d.remediation}`);
+  return lines;
+}

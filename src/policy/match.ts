@@ -1,0 +1,31 @@
+// Path matching for the write-block. Protected patterns match case-insensitively after
+// Unicode NFC, so `Tests/x.py` or a decomposed "tésts/" cannot slip past `tests/**`;
+// writable patterns match exactly (a path is writable only as written).
+
+import picomatch from 'picomatch';
+
+export type Matcher = (path: string) => boolean;
+
+function compile(patterns: readonly string[], nocase: boolean): Matcher {
+  const fns = patterns.map((p) => picomatch(p.normalize('NFC'), { dot: true, nocase }));
+  // `dir/**` also covers `dir` itself: a symlink or file put where the folder was.
+  const bare = patterns.filter((p) => p.endsWith('/**')).map((p) => picomatch(p.slice(0, -3).normalize('NFC'), { dot: true, nocase }));
+  const all = [...fns, ...bare];
+  return (path: string) => {
+    const p = path.normalize('NFC');
+    return all.some((f) => f(p));
+  };
+}
+
+export function protectedMatcher(patterns: readonly string[]): Matcher {
+  return compile(patterns, true);
+}
+
+export function writableMatcher(patterns: readonly string[]): Matcher {
+  return compile(patterns, false);
+}
+
+/** The first pattern that matches, for messages. */
+export function firstMatch(patterns: readonly string[], path: string, nocase: boolean): string | undefined {
+  return patterns.find((p) => compile([p], nocase)(path));
+}

@@ -1,0 +1,77 @@
+// Rule `contract`: the public API of the contract roots may not move without a person.
+// The pushed digest must equal the digest at the merge-base with the trusted branch or at
+// the trusted tip, or be listed in the allow file read from the trusted tip.
+
+import { ContractParseError } from '../../errors.js';
+import { contractOf, diffContracts, parseAllowFile, type Contract } from '../../contract/digest.js';
+import { isZeroId } from '../../git/git.js';
+import type { Finding, Rule, RuleContext } from '../types.js';
+import { short } from '../types.js';
+
+export const contract: Rule = {
+  id: 'contract',
+  description: 'The public API digest of the contract roots must be unchanged or listed in the allow file on the trusted branch.',
+  waivedForHumans: true,
+  messages: {
+    moved: 'public API of {roots} changed at {commit}: digest {head} is neither the merge-base digest {base} nor listed in {allowFile} on {trusted}',
+    added: '+ {row}',
+    removed: '- {row}',
+    changed: '~ {from}  =>  {to}',
+    parseError: 'commit {commit}: {path}:{line} does not parse ({detail}); the contract cannot be computed, so the push is refused',
+  },
+  async check(ctx) {
+    const { policy, update, git } = ctx;
+    if (isZeroId(update.newId)) return { findings: [], details: { skipped: 'delete' } };
+    const { roots, format, allowFile } = policy.contract;
+    const headCommit = update.newId;
+    let head: Contract;
+    try {
+      head = await contractOf(git, headCommit, roots, format, ctx.cache);
+    } catch (e) {
+      if (e instanceof ContractParseError) {
+        return { findings: [{ messageId: 'parseError', path: e.path, commit: headCommit, data: { commit: short(headCommit), path: e.path, line: e.line, detail: e.message.replace(/^.*does not parse: /, '') } }] };
+      }
+      throw e;
+    }
+    const trusted = ctx.trustedTip;
+    const mergeBase = trusted ? await git.mergeBase(headCommit, trusted) : null;
+    const refs: Array<{ name: string; rev: string }> = [];
+    if (mergeBase) refs.push({ name: 'merge-base', rev: mergeBase });
+    if (trusted && trusted !== mergeBase) refs.push({ name: 'trusted tip', rev: trusted });
+    const baseContracts: Array<{ name: string; c: Contract | null }> = [];
+    for (const r of refs) {
+      let c: Contract | null = null;
+      try {
+        c = await contractOf(git, r.rev, roots, format, ctx.cache);
+      } catch (e) {
+        if (!(e instanceof ContractParseError)) throw e; // a trusted tree that does not parse matches nothing
+      }
+      baseContracts.push({ name: r.name, c });
+    }
+    const base = baseContracts[0]?.c ?? null;
+    const details = { format, head: head.digest, base: base?.digest ?? null, trusted: baseContracts.find((b) => b.name === 'trusted tip')?.c?.digest ?? base?.digest ?? null, files: head.files };
+    if (baseContracts.some((b) => b.c?.digest === head.digest)) return { findings: [], details: { ...details, matched: 'base' } };
+    const allowText = trusted ? await git.readBlob(`${trusted}:${allowFile}`) : null;
+    const allowed = allowText ? parseAllowFile(allowText.toString('utf8')) : new Set<string>();
+    if (allowed.has(head.digest)) return { findings: [], details: { ...details, matched: 'allow' } };
+
+    const findings: Finding[] = [{
+      messageId: 'moved', commit: headCommit,
+      data: { roots: roots.join(', '), commit: short(headCommit), head: head.digest, base: base?.digest ?? '(none)', allowFile, trusted: policy.trustedBranch },
+    }];
+    const diff = diffContracts(base?.rows ?? [], head.rows);
+    for (const row of diff.removed) findings.push({ messageId: 'removed', data: { row }, path: row.split('::')[0] });
+    for (const row of diff.added) findings.push({ messageId: 'added', data: { row }, path: row.split('::')[0] });
+    for (const ch of diff.changed) findings.push({ messageId: 'changed', data: { from: ch.from, to: ch.to }, path: ch.to.split('::')[0] });
+    return { findings, details: { ...details, diff } };
+  },
+  remediation(ctx, findings) {
+    if (findings.some((f) => f.messageId === 'parseError')) {
+      const f = findings.find((x) => x.messageId === 'parseError')!;
+      return `fix the syntax error in ${f.path} line ${f.data.line}, commit, and push again`;
+    }
+    const files = [...new Set(findings.map((f) => f.path).filter((p): p is string => !!p))];
+    const base = ctx.trustedTip ? short(ctx.trustedTip) : 'the trusted branch';
+    return `keep every public signature as it was (see the rows above): restore the old signatures in ${files.join(', ') || 'the changed files'} (compare with: git diff ${base} HEAD -- ${files.join(' ') || 'src/'}), commit, and push again; if the API change is intended, a person must add the new digest to ${ctx.policy.contract.allowFile} on ${ctx.policy.trustedBranch} and write tests for it`;
+  },
+};

@@ -1,0 +1,42 @@
+// Rule `fixtures`: fixtures are bound by content. Every entry of the lock must exist in the
+// pushed tree with the locked sha256, and a file the lock lacks in a locked folder is drift.
+// This rule binds humans too: a lock that disagrees with its tree is never accepted.
+
+import { gitSource, readLock, verifyLock } from '../../fixtures/lock.js';
+import { isZeroId } from '../../git/git.js';
+import type { Rule } from '../types.js';
+import { shq, short } from '../types.js';
+
+export const fixtures: Rule = {
+  id: 'fixtures',
+  description: 'Every locked fixture exists with its sha256; locked folders hold no unlocked files.',
+  waivedForHumans: false,
+  messages: {
+    missing: 'commit {commit}: locked fixture {path} is missing',
+    changed: 'commit {commit}: fixture {path} has sha256 {actual}, the lock says {expected}',
+    unlocked: 'commit {commit}: {path} sits in a locked fixture folder but is not in {lock}',
+    'not-a-file': 'commit {commit}: locked fixture {path} is not a regular file',
+  },
+  async check(ctx) {
+    const rev = ctx.update.newId;
+    if (isZeroId(rev)) return { findings: [] };
+    const lockPath = ctx.policy.fixtures.lock;
+    const lock = await readLock(ctx.git, rev, lockPath);
+    if (!lock) return { findings: [], details: { lock: 'absent' } };
+    const drift = await verifyLock(gitSource(ctx.git, rev, ctx.cache), lock);
+    return {
+      findings: drift.map((d) => ({
+        messageId: d.kind, path: d.path, commit: rev,
+        data: { commit: short(rev), path: d.path, expected: d.expected ?? '', actual: d.actual ?? '', lock: lockPath },
+      })),
+      details: { locked: lock.size },
+    };
+  },
+  remediation(ctx, findings) {
+    const paths = [...new Set(findings.map((f) => f.path!))];
+    if (ctx.role === 'agent' && ctx.trustedTip) {
+      return `put the fixtures back as the trusted branch has them: git restore --source=${short(ctx.trustedTip)} --staged --worktree -- ${paths.map((p) => shq(`:(literal)${p}`)).join(' ')} && git commit -m 'restore locked fixtures' and push again; if the fixture must change, a person regenerates the lock (patchgate fixtures lock DIR)`;
+    }
+    return `regenerate the lock from the fixture folders (a person's step): patchgate fixtures lock ${[...new Set(paths.map((p) => p.slice(0, p.lastIndexOf('/')) || '.'))].join(' ')} && git add ${ctx.policy.fixtures.lock} && git commit; or restore the fixtures`;
+  },
+};

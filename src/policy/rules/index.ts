@@ -1,0 +1,13 @@
+// The rule registry, in the order the policy runs them. The order is the method: without
+// the ref rule and the write-block first, the later layers could be moved by the agent.
+
+import type { Rule, RuleId } from '../types.js';
+import { refs } from './refs.js';
+import { writeBlock } from './write-block.js';
+import { contract } from './contract.js';
+import { fixtures } from './fixtures.js';
+import { ledger } from './ledger.js';
+
+export const RULES = [refs, writeBlock, contract, fixtures, ledger] as const satisfies readonly Rule[];
+
+export const RULE_IDS: readonly RuleId[] = RULES.map((r) => r.id);

@@ -1,0 +1,51 @@
+// Rule `refs`: which refs an agent may move, and how. A force-push back to an ancestor adds
+// no commit, so the write-block would see nothing, yet it can drop a human's test: only
+// fast-forward updates of ordinary branches other than the trusted one are allowed.
+
+import picomatch from 'picomatch';
+import type { Rule, Finding } from '../types.js';
+import { short } from '../types.js';
+
+export const refs: Rule = {
+  id: 'refs',
+  description: 'Agents may fast-forward branches other than the trusted branch and protected branches; no deletes, tags or other refs.',
+  waivedForHumans: true,
+  messages: {
+    outsideHeads: 'ref {ref} is not a branch (refs/heads/*); agents may only push branches',
+    tag: 'ref {ref} is a tag; agents may not create or move tags',
+    trustedBranch: 'ref {ref} is the trusted branch {branch}; agents may not push to it',
+    protectedBranch: 'ref {ref} matches protected branch pattern {pattern}; agents may not push to it',
+    delete: 'ref {ref} would be deleted; agents may not delete refs',
+    nonFastForward: 'ref {ref}: {old} -> {new} is not a fast-forward (history would be rewritten)',
+  },
+  async check(ctx) {
+    const { update, policy, kind } = ctx;
+    const findings: Finding[] = [];
+    const ref = update.ref;
+    const rp = policy.refs;
+    if (ref.startsWith('refs/tags/')) {
+      if (!rp.allowTags) findings.push({ messageId: 'tag', data: { ref } });
+    } else if (!ref.startsWith('refs/heads/')) {
+      if (!rp.allowOutsideHeads) findings.push({ messageId: 'outsideHeads', data: { ref } });
+    } else {
+      const branch = ref.slice('refs/heads/'.length);
+      if (branch === policy.trustedBranch) findings.push({ messageId: 'trustedBranch', data: { ref, branch } });
+      const pattern = rp.protectedBranches.find((p) => picomatch(p, { dot: true })(branch));
+      if (pattern) findings.push({ messageId: 'protectedBranch', data: { ref, pattern } });
+    }
+    if (kind === 'delete' && !rp.allowDeletes) findings.push({ messageId: 'delete', data: { ref } });
+    if (kind === 'update' && !rp.allowNonFastForward && !(await ctx.git.isAncestor(update.oldId, update.newId))) {
+      findings.push({ messageId: 'nonFastForward', data: { ref, old: short(update.oldId), new: short(update.newId) }, commit: update.newId });
+    }
+    return { findings };
+  },
+  remediation(ctx, findings) {
+    const ids = new Set(findings.map((f) => f.messageId));
+    const branch = ctx.update.ref.replace(/^refs\/heads\//, '');
+    if (ids.has('nonFastForward')) {
+      return `rebase your work on the gate's copy of the branch and push without --force: git fetch origin ${branch} && git rebase origin/${branch} && git push origin HEAD:${branch}`;
+    }
+    if (ids.has('delete')) return 'leave the branch in place; ask a person to delete it if it is no longer needed';
+    return `push to an agent branch instead, e.g.: git push origin HEAD:refs/heads/agent/${branch.replace(/^refs\//, '').replace(/[^A-Za-z0-9._/-]/g, '-') || 'work'}`;
+  },
+};

@@ -1,0 +1,109 @@
+// The shapes every rule shares: what a rule is given (a push context), what it reports
+// (findings with a message id), and what the engine makes of them (outcomes, a decision).
+
+import type { Git, CommitInfo, Change } from '../git/git.js';
+import type { Policy } from './config.js';
+
+export type Role = 'agent' | 'human' | 'admin';
+export type RuleId = 'refs' | 'write-block' | 'contract' | 'fixtures' | 'ledger';
+
+export interface RefUpdate {
+  ref: string;
+  oldId: string;
+  newId: string;
+}
+
+export type UpdateKind = 'create' | 'update' | 'delete';
+
+/** Everything a rule may look at for one ref update. Rules read git only through `git`. */
+export interface RuleContext {
+  git: Git;
+  policy: Policy;
+  role: Role;
+  /** 'push' in the server's hook; 'check' for `patchgate check` (no real ref moves). */
+  mode: 'push' | 'check';
+  update: RefUpdate;
+  kind: UpdateKind;
+  /** The trusted branch tip (in check mode: --base). Null when the trusted branch does not exist yet. */
+  trustedTip: string | null;
+  /** Commits this update brings that the repository did not have, oldest first. */
+  newCommits: CommitInfo[];
+  /** Paths a commit changes (memoised; merges as DESIGN.md says). */
+  changes(commit: CommitInfo): Promise<Change[]>;
+  /** Shared caches that live as long as the daemon (contract rows, digests). */
+  cache: Map<string, unknown>;
+}
+
+export interface Finding {
+  messageId: string;
+  /** Values for the message template's {placeholders}. */
+  data: Record<string, string | number>;
+  path?: string;
+  commit?: string;
+}
+
+export interface RuleResult {
+  findings: Finding[];
+  /** Rule-specific facts for the audit trace (digests, counts). */
+  details?: Record<string, unknown>;
+}
+
+export interface Rule {
+  id: RuleId;
+  description: string;
+  /** Message templates by id; `{name}` is replaced with finding.data.name. */
+  messages: Record<string, string>;
+  /** When true, a human's push reports the findings but is not refused by them. */
+  waivedForHumans: boolean;
+  check(ctx: RuleContext): Promise<RuleResult>;
+  /** A command or steps an agent can run itself to clear these findings. */
+  remediation(ctx: RuleContext, findings: Finding[]): string;
+}
+
+export type OutcomeStatus = 'pass' | 'fail' | 'waived' | 'skipped';
+
+export interface RuleOutcome {
+  rule: RuleId;
+  status: OutcomeStatus;
+  findings: Array<Finding & { message: string }>;
+  remediation?: string;
+  details?: Record<string, unknown>;
+  ms: number;
+}
+
+export interface Reason {
+  rule: RuleId | 'error';
+  message: string;
+  path?: string;
+  commit?: string;
+  ref?: string;
+  messageId?: string;
+}
+
+export interface RefDecision {
+  ref: string;
+  oldId: string;
+  newId: string;
+  verdict: 'accept' | 'reject';
+  /** The decision-table row that fired, or 'accept'. */
+  row: string;
+  action: string;
+  remediation: string;
+  reasons: Reason[];
+  outcomes: RuleOutcome[];
+  contract: { base: string | null; head: string | null };
+  ms: number;
+}
+
+export function formatMessage(template: string, data: Record<string, string | number>): string {
+  return template.replace(/\{(\w+)\}/g, (_, k: string) => (k in data ? String(data[k]) : `{${k}}`));
+}
+
+/** Quote a word for a POSIX shell command line printed to the agent. */
+export function shq(s: string): string {
+  return /^[A-Za-z0-9_./:@=+-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+export function short(id: string): string {
+  return id.slice(0, 12);
+}
