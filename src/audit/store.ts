@@ -26,6 +26,7 @@
 //                                            rules trace) and confirm rows
 //   store.verify(): VerifyResult             walks the whole chain
 //   store.lastRow(): {id, hash}              the chain head as recorded in `chain_head`
+//   store.explainQuery(QueryOptions): string[]   SQLite's plan for that query
 //   newPushId(), nowIso(), parseIsoDate(), compactRow(), canonicalJson(), rowHash()
 //
 // Errors
@@ -124,6 +125,7 @@ export interface AuthFailureInput {
   remoteAddr?: string | null;
   /** The user name presented (stored in the `actor` column), if any. Long values are cut. */
   user?: string | null;
+  userAgent?: string | null;
   repo?: string | null;
   reason: string;
 }
@@ -646,6 +648,7 @@ export class AuditStore {
         time: timeOf(input.time),
         remote_addr: lenientString(input.remoteAddr, 256),
         actor: lenientString(input.user, 256),
+        user_agent: lenientString(input.userAgent, 512),
         repo: lenientString(input.repo, 256),
         reason: reqString(input.reason, 'reason', 2048),
       },

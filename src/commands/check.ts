@@ -4,7 +4,7 @@
 
 import { Git, isZeroId } from '../git/git.js';
 import { errorMessage } from '../errors.js';
-import { judgeUpdate, renderDecision } from '../policy/engine.js';
+import { errorDecision, judgeUpdate, renderDecision } from '../policy/engine.js';
 import type { RefDecision, Role } from '../policy/types.js';
 
 export interface CheckArgs {
@@ -26,13 +26,8 @@ export async function runCheck(args: CheckArgs, cache?: Map<string, unknown>): P
       base = await git.resolveCommit(args.base);
       head = await git.resolveCommit(args.head);
     } catch (err) {
-      return {
-        ref: args.ref ?? 'HEAD', oldId: ZERO, newId: ZERO, verdict: 'reject', row: 'gate-error',
-        action: 'nothing was accepted; retry, and if it persists a person reads the audit log',
-        remediation: 'pass --base and --head revisions that exist in the repository (git fetch the trusted branch first)',
-        reasons: [{ rule: 'error', message: `cannot resolve revisions: ${errorMessage(err).split('\n')[0]}` }],
-        outcomes: [], contract: { base: null, head: null }, ms: 0,
-      };
+      const d = errorDecision({ ref: args.ref ?? 'HEAD', oldId: ZERO, newId: ZERO }, new Error(`cannot resolve revisions: ${errorMessage(err)}`, { cause: err }), Date.now());
+      return { ...d, remediation: 'pass --base and --head revisions that exist in the repository (git fetch the trusted branch first)' };
     }
     const mergeBase = await git.mergeBase(base, head);
     const oldId = args.ref ? base : (mergeBase ?? ZERO.slice(0, head.length));

@@ -112,6 +112,18 @@ export class Git {
     return (await this.text(['rev-parse', '--verify', '--end-of-options', `${rev}^{commit}`])).trim();
   }
 
+  /** The branch HEAD names (a bare repo's default branch), or null when HEAD is detached. */
+  async symbolicHead(): Promise<string | null> {
+    const { stdout, code } = await this.run(['symbolic-ref', '-q', 'HEAD'], { okExit: [1] });
+    return code === 0 ? stdout.toString('utf8').trim() : null;
+  }
+
+  /** A repository config value, or null when unset. */
+  async configGet(key: string): Promise<string | null> {
+    const { stdout, code } = await this.run(['config', '--get', key], { okExit: [1] });
+    return code === 0 ? stdout.toString('utf8').trim() : null;
+  }
+
   /** The commit id a ref points at, or null when the ref does not exist. */
   async refTip(ref: string): Promise<string | null> {
     const { stdout, code } = await this.run(['rev-parse', '--verify', '-q', '--end-of-options', `${ref}^{commit}`], { okExit: [1] });

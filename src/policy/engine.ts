@@ -22,6 +22,8 @@ export interface JudgeOptions {
   checkRefs?: boolean;
   cache?: Map<string, unknown>;
   policy?: Policy;
+  /** The server's trusted branch (the bare repo's HEAD); overrides the policy's name for it. */
+  trustedBranch?: string;
 }
 
 export function updateKind(u: RefUpdate): UpdateKind {
@@ -30,7 +32,7 @@ export function updateKind(u: RefUpdate): UpdateKind {
   return 'update';
 }
 
-function errorDecision(u: RefUpdate, err: unknown, started: number, outcomes: RuleOutcome[] = []): RefDecision {
+export function errorDecision(u: RefUpdate, err: unknown, started: number, outcomes: RuleOutcome[] = []): RefDecision {
   const row = tableRow('gate-error');
   const message = `gate error: ${errorMessage(err).split('\n')[0]}`;
   return {
@@ -45,7 +47,8 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
   const started = Date.now();
   const outcomes: RuleOutcome[] = [];
   try {
-    const policy = opts.policy ?? (await loadPolicy(opts.git, opts.trustedTip));
+    let policy = opts.policy ?? (await loadPolicy(opts.git, opts.trustedTip));
+    if (opts.trustedBranch) policy = { ...policy, trustedBranch: opts.trustedBranch };
     const kind = updateKind(update);
     const newCommits: CommitInfo[] = kind === 'delete' ? [] : await opts.git.newCommits(update.newId, opts.exclude ?? 'all');
     const changeMemo = new Map<string, Promise<Change[]>>();

@@ -60,9 +60,9 @@ export const contract: Rule = {
       data: { roots: roots.join(', '), commit: short(headCommit), head: head.digest, base: base?.digest ?? '(none)', allowFile, trusted: policy.trustedBranch },
     }];
     const diff = diffContracts(base?.rows ?? [], head.rows);
-    for (const row of diff.removed) findings.push({ messageId: 'removed', data: { row }, path: row.split('::')[0] });
-    for (const row of diff.added) findings.push({ messageId: 'added', data: { row }, path: row.split('::')[0] });
-    for (const ch of diff.changed) findings.push({ messageId: 'changed', data: { from: ch.from, to: ch.to }, path: ch.to.split('::')[0] });
+    for (const row of diff.removed) findings.push({ messageId: 'removed', data: { row }, path: row.split('::')[0], commit: headCommit });
+    for (const row of diff.added) findings.push({ messageId: 'added', data: { row }, path: row.split('::')[0], commit: headCommit });
+    for (const ch of diff.changed) findings.push({ messageId: 'changed', data: { from: ch.from, to: ch.to }, path: ch.to.split('::')[0], commit: headCommit });
     return { findings, details: { ...details, diff } };
   },
   remediation(ctx, findings) {

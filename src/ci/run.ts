@@ -1,0 +1,376 @@
+// The `patchgate ci` job: the static policy as an agent's push, then the test command with a
+// recorded seed, results from a structured report only, the trusted baseline (the oracle may
+// not shrink), the flake ledger, and one verdict that names the decision-table row that fired.
+
+import { mkdtemp, readFile, rm, stat, writeFile, mkdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
+import { checkJson, runCheck } from '../commands/check.js';
+import { errorMessage, UsageError } from '../errors.js';
+import { fixtureDigest, readLock } from '../fixtures/lock.js';
+import { Git } from '../git/git.js';
+import { dayOf, parseDay } from '../ledger/ledger.js';
+import { loadPolicy } from '../policy/config.js';
+import { DECISION_TABLE, renderTable, tableRow } from '../policy/decision-table.js';
+import { renderDecision } from '../policy/engine.js';
+import type { RefDecision } from '../policy/types.js';
+import { applyLedger, loadLedgerAt, type LedgerApplication } from './apply-ledger.js';
+import { compareBaseline, readBaseline, writeBaseline, type Baseline } from './baseline.js';
+import { parseSeed, randomSeed, runCommand, seedEnv, showArgv, withSeed } from './process.js';
+import { parseJUnitReport, parseTap, type ParsedReport, type TestResult } from './reports.js';
+
+export interface CiOptions {
+  repo: string;
+  base: string;
+  head: string;
+  seed?: string;
+  junit?: string;
+  report?: string;
+  baseline?: string;
+  writeBaseline?: string;
+  data?: string;
+  cmd: string[];
+  today?: string;
+}
+
+export interface CiIo {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+export type ReasonKind =
+  | 'check' | 'ledger-invalid' | 'failed' | 'new-seed' | 'expired' | 'fixture-mismatch'
+  | 'no-report' | 'stale-report' | 'unreadable-report' | 'incomplete-report' | 'empty-report'
+  | 'seed-file' | 'command-failed' | 'vanished' | 'skipped' | 'error';
+
+export interface CiReason {
+  kind: ReasonKind;
+  row: string;
+  message: string;
+  test?: string;
+}
+
+/** What `--report FILE` holds (and, shortened, what the audit log keeps). */
+export interface CiReport {
+  version: 1;
+  seed: number;
+  verdict: 'green' | 'red' | 'error';
+  exitCode: 0 | 1 | 2;
+  /** The deciding row: the first failing row in table order, else 'accept'. */
+  row: string;
+  /** Every row that fired (marked in the printed table). */
+  fired: string[];
+  reasons: CiReason[];
+  repo: string;
+  base: string;
+  head: string;
+  today: string;
+  check: Record<string, unknown> | null;
+  command: { argv: string[]; exitCode: number | null; signal: string | null; ms: number } | null;
+  results: { format: 'junit' | 'tap'; source: string; total: number; passed: number; failed: number; skipped: number; duplicates: string[] } | null;
+  tests: Array<TestResult & { seed: string; ledger?: LedgerApplication['outcome'] }>;
+  ledger: { path: string; rows: number; applications: LedgerApplication[] } | null;
+  fixtureDigest: string | null;
+  baseline: { path: string; tests: number; vanished: string[]; skipped: string[] } | null;
+  wroteBaseline: string | null;
+  audit: { id: number } | null;
+  startedAt: string;
+  ms: number;
+}
+
+const FAIL_ROWS = new Set(DECISION_TABLE.filter((r) => r.result === 'fail').map((r) => r.id));
+
+/** The deciding row: the first failing row in the table's order, else accept. */
+export function decidingRow(fired: string[]): string {
+  for (const r of DECISION_TABLE) if (FAIL_ROWS.has(r.id) && fired.includes(r.id)) return r.id;
+  return 'accept';
+}
+
+function todayOf(s: string | undefined): Date {
+  const d = s === undefined ? parseDay(dayOf(new Date())) : parseDay(s);
+  if (!d) throw new UsageError(`--today: ${JSON.stringify(s)} is not a date YYYY-MM-DD`);
+  return d;
+}
+
+/** The tests must run on the commit that was judged: the work tree must be at head, tracked files unmodified. */
+async function assertWorkTree(git: Git, headId: string): Promise<void> {
+  const inside = (await git.run(['rev-parse', '--is-inside-work-tree'], { okExit: [128] })).stdout.toString('utf8').trim();
+  if (inside !== 'true') throw new UsageError(`--repo ${git.dir}: not a work tree; check out --head there and run again`);
+  const at = (await git.text(['rev-parse', '--verify', 'HEAD'])).trim();
+  if (at !== headId) throw new UsageError(`the work tree ${git.dir} is at ${at.slice(0, 12)}, not at --head ${headId.slice(0, 12)}: the tests would not run on the judged commit; check out --head first`);
+  const dirty = (await git.run(['status', '--porcelain=v1', '-z', '--untracked-files=no', '--ignore-submodules=none'])).stdout.toString('utf8').split('\0').filter(Boolean);
+  if (dirty.length) {
+    const shown = dirty.slice(0, 10).map((l) => l.slice(3)).join(', ');
+    throw new UsageError(`the work tree ${git.dir} has modified tracked files (${shown}${dirty.length > 10 ? ', ...' : ''}): the tests would not run on the judged commit`);
+  }
+}
+
+/** Per-test seeds a runner wrote to PATCHGATE_SEED_FILE: {"<test id>": seed}. Absent: none. */
+export async function readSeedFile(path: string): Promise<{ seeds: Map<string, string>; problem?: string }> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { seeds: new Map() };
+    return { seeds: new Map(), problem: `cannot read the seed file: ${errorMessage(e)}` };
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    return { seeds: new Map(), problem: `the seed file is not JSON: ${errorMessage(e)}` };
+  }
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return { seeds: new Map(), problem: 'the seed file must be a JSON object {"<test id>": seed}' };
+  const seeds = new Map<string, string>();
+  for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
+    if (typeof v === 'number' && Number.isSafeInteger(v)) seeds.set(k, String(v));
+    else if (typeof v === 'string' && v.length > 0 && v.length <= 200) seeds.set(k, v);
+    else return { seeds: new Map(), problem: `the seed file gives ${JSON.stringify(k)} a seed that is neither an integer nor a string: ${JSON.stringify(v)}` };
+  }
+  return { seeds };
+}
+
+interface Ctx {
+  args: CiOptions;
+  io: CiIo;
+  report: CiReport;
+  started: number;
+}
+
+function finish(ctx: Ctx, extraFired: string[] = []): CiReport {
+  const { report } = ctx;
+  const fired = [...new Set([...report.reasons.map((r) => r.row), ...extraFired])];
+  const row = decidingRow(fired);
+  if (report.verdict !== 'error') report.verdict = row === 'accept' ? 'green' : 'red';
+  if (row === 'accept' && !fired.includes('accept')) fired.push('accept');
+  report.fired = DECISION_TABLE.map((r) => r.id).filter((id) => fired.includes(id));
+  report.row = report.verdict === 'error' ? 'gate-error' : row;
+  if (report.verdict === 'error' && !report.fired.includes('gate-error')) report.fired.unshift('gate-error');
+  report.exitCode = report.verdict === 'green' ? 0 : report.verdict === 'red' ? 1 : 2;
+  report.ms = Date.now() - ctx.started;
+  return report;
+}
+
+function red(ctx: Ctx, kind: ReasonKind, row: string, message: string, test?: string): void {
+  ctx.report.reasons.push({ kind, row, message, ...(test !== undefined ? { test } : {}) });
+}
+
+/** The whole job. Returns the report; never throws for a red run, only for usage errors before anything ran. */
+export async function executeCi(args: CiOptions, io: CiIo): Promise<CiReport> {
+  const started = Date.now();
+  const seed = args.seed !== undefined && args.seed !== '' ? parseSeed(args.seed) : randomSeed();
+  // The seed comes first, so a log cut short still says how to replay the run.
+  io.out(`patchgate: seed ${seed}`);
+  const today = todayOf(args.today);
+  if (!args.cmd.length) throw new UsageError('name the test command after --, e.g. patchgate ci --base main --head HEAD -- node --test');
+  const repo = resolve(args.repo);
+  const report: CiReport = {
+    version: 1, seed, verdict: 'red', exitCode: 1, row: 'gate-error', fired: [], reasons: [], repo, base: args.base, head: args.head,
+    today: dayOf(today), check: null, command: null, results: null, tests: [], ledger: null, fixtureDigest: null,
+    baseline: null, wroteBaseline: null, audit: null, startedAt: new Date(started).toISOString(), ms: 0,
+  };
+  const ctx: Ctx = { args, io, report, started };
+  let tmp: string | null = null;
+  try {
+    // 1. The static policy, exactly as an agent's push meets it.
+    const d: RefDecision = await runCheck({ repo, base: args.base, head: args.head, role: 'agent' });
+    report.check = checkJson(d);
+    if (d.verdict === 'reject') {
+      for (const l of renderDecision(d)) io.out(l);
+      if (d.row === 'gate-error') report.verdict = 'error';
+      for (const r of d.reasons) red(ctx, r.rule === 'error' ? 'error' : 'check', d.row, r.message);
+      if (!d.reasons.length) red(ctx, 'check', d.row, d.action);
+      io.out('patchgate: the static policy refused the patch; the tests were not run');
+      return finish(ctx);
+    }
+    io.out(`patchgate: static policy: ACCEPT (contract ${d.contract.head ? d.contract.head.slice(0, 12) : 'n/a'})`);
+
+    const git = new Git({ dir: repo });
+    let runArgv: string[];
+    let seedFile: string;
+    let junitPath: string | null;
+    let baseline: Baseline | null = null;
+    let digest: string;
+    let ledgerRows: Awaited<ReturnType<typeof loadLedgerAt>>['rows'];
+    try {
+      const baseId = await git.resolveCommit(args.base);
+      const headId = await git.resolveCommit(args.head);
+      report.base = baseId;
+      report.head = headId;
+      const policy = await loadPolicy(git, baseId);
+      await assertWorkTree(git, headId);
+
+      // 2. The ledger of the judged revision, revalidated, and the fixture digest it binds to.
+      const ledger = await loadLedgerAt(git, headId, policy.ledger.path, policy.ledger.maxDays);
+      report.ledger = { path: ledger.path, rows: ledger.rows.length, applications: [] };
+      if (ledger.problems.length) {
+        for (const p of ledger.problems) red(ctx, 'ledger-invalid', 'ledger-invalid', `${ledger.path}:${p.line}: ${p.messageId}: ${p.detail}`);
+        for (const r of report.reasons) io.out(`patchgate: ${r.message}`);
+        io.out('patchgate: the flake ledger is invalid; the tests were not run');
+        return finish(ctx);
+      }
+      ledgerRows = ledger.rows;
+      const lock = await readLock(git, headId, policy.fixtures.lock);
+      digest = fixtureDigest(lock ?? new Map());
+      report.fixtureDigest = digest;
+      if (args.baseline) {
+        baseline = await readBaseline(resolve(args.baseline));
+        report.baseline = { path: resolve(args.baseline), tests: baseline.tests.length, vanished: [], skipped: [] };
+      }
+
+      // 3. Run the command: no shell, in the repository, with the seed exported.
+      tmp = await mkdtemp(join(tmpdir(), 'patchgate-ci-'));
+      seedFile = join(tmp, 'seeds.json');
+      junitPath = args.junit ? resolve(repo, args.junit) : null;
+      // A report from an earlier run must never be read as this run's: remove it first.
+      if (junitPath) await rm(junitPath, { force: true });
+      runArgv = withSeed(args.cmd, seed);
+      report.results = null;
+      const runStarted = Date.now();
+      io.out(`patchgate: running ${showArgv(runArgv)} (cwd ${repo}, PATCHGATE_SEED=${seed})`);
+      const res = await runCommand(runArgv, { cwd: repo, env: seedEnv(seed, seedFile), onStdout: io.out, onStderr: io.err, capture: !junitPath });
+      report.command = { argv: runArgv, exitCode: res.code, signal: res.signal, ms: res.ms };
+      if (res.spawnError) {
+        report.verdict = 'error';
+        red(ctx, 'error', 'gate-error', res.spawnError);
+        io.err(`patchgate: ${res.spawnError}`);
+        return finish(ctx);
+      }
+      io.out(`patchgate: the command ${res.signal ? `was killed by ${res.signal}` : `exited ${res.code}`} after ${res.ms} ms`);
+
+      // 4. Results from the structured report only.
+      let parsed: ParsedReport | null = null;
+      const exists = async (p: string): Promise<boolean> => (await git.pathId(headId, p))?.type === 'blob';
+      if (junitPath) {
+        const st = await stat(junitPath).catch(() => null);
+        if (!st) red(ctx, 'no-report', 'contract-red', `no JUnit report at ${junitPath}: the command did not write one, so nothing shows the tests passed`);
+        else if (st.mtimeMs < runStarted - 2000) red(ctx, 'stale-report', 'contract-red', `the JUnit report ${junitPath} is older than this run`);
+        else {
+          try {
+            parsed = await parseJUnitReport(await readFile(junitPath, 'utf8'), exists);
+          } catch (e) {
+            red(ctx, 'unreadable-report', 'contract-red', `the JUnit report ${junitPath} cannot be read: ${errorMessage(e)}`);
+          }
+        }
+      } else {
+        parsed = parseTap(res.stdout);
+      }
+      if (parsed) {
+        for (const p of parsed.problems) red(ctx, 'incomplete-report', 'contract-red', `the ${parsed.format === 'tap' ? 'TAP stream' : 'JUnit report'} is incomplete: ${p}`);
+        const counts = { passed: 0, failed: 0, skipped: 0 };
+        for (const t of parsed.tests) counts[t.status]++;
+        report.results = { format: parsed.format, source: junitPath ?? 'stdout', total: parsed.tests.length, ...counts, duplicates: parsed.duplicates };
+        io.out(`patchgate: ${parsed.format === 'junit' ? `JUnit report ${junitPath}` : 'TAP on stdout'}: ${parsed.tests.length} test(s), ${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped`);
+        if (parsed.duplicates.length) io.out(`patchgate: note: ${parsed.duplicates.length} test id(s) occur more than once; later copies are named "id #2", ...: ${parsed.duplicates.slice(0, 5).join(', ')}`);
+        if (!parsed.tests.length && !parsed.problems.length) red(ctx, 'empty-report', 'contract-red', `the ${parsed.format === 'tap' ? 'TAP stream' : 'JUnit report'} lists no tests: an empty run shows nothing`);
+      }
+
+      // 5. Seeds per test, then the ledger for each failure.
+      const sidecar = await readSeedFile(seedFile);
+      if (sidecar.problem) red(ctx, 'seed-file', 'contract-red', `${sidecar.problem} (PATCHGATE_SEED_FILE)`);
+      const tests = parsed?.tests ?? [];
+      const seedOf = (id: string): string => sidecar.seeds.get(id) ?? String(seed);
+      const failures = tests.filter((t) => t.status === 'failed').map((t) => ({ id: t.id, seed: seedOf(t.id) }));
+      const apps = applyLedger(failures, ledgerRows, digest, today);
+      report.ledger.applications = apps;
+      const byId = new Map(apps.map((a) => [a.nodeid, a]));
+      report.tests = tests.map((t) => ({ ...t, seed: seedOf(t.id), ...(byId.has(t.id) ? { ledger: byId.get(t.id)!.outcome } : {}) }));
+      for (const t of tests.filter((x) => x.status === 'failed')) {
+        const a = byId.get(t.id)!;
+        io.out(`patchgate: FAIL ${t.id} (seed ${a.seed})${t.message ? `: ${t.message}` : ''}`);
+        if (a.outcome === 'frozen') io.out(`patchgate: ${a.message}; calendar the expiry: ${a.ledger!.expires}`);
+        else red(ctx, a.outcome === 'not-frozen' ? 'failed' : a.outcome, a.row, a.message, t.id);
+      }
+      const frozen = apps.filter((a) => a.outcome === 'frozen');
+      if (res.signal) red(ctx, 'command-failed', 'contract-red', `the command was killed by ${res.signal}`);
+      else if (res.code !== 0 && parsed && failures.length === 0) {
+        red(ctx, 'command-failed', 'contract-red', `the command exited ${res.code} but the report shows no failing test: the report does not account for the failure`);
+      }
+
+      // 6. The oracle may not shrink.
+      if (baseline && report.baseline) {
+        const cmp = compareBaseline(baseline, tests);
+        report.baseline.vanished = cmp.vanished;
+        report.baseline.skipped = cmp.skipped;
+        for (const id of cmp.vanished) red(ctx, 'vanished', 'contract-red', `${id} ran in the baseline but is missing from this run: the oracle shrank`, id);
+        for (const id of cmp.skipped) red(ctx, 'skipped', 'contract-red', `${id} ran in the baseline but was skipped in this run: the oracle shrank`, id);
+        if (!cmp.vanished.length && !cmp.skipped.length) io.out(`patchgate: baseline: all ${new Set(baseline.tests).size} baseline test(s) ran`);
+      }
+      for (const r of report.reasons) if (r.kind !== 'failed' && r.kind !== 'new-seed' && r.kind !== 'expired' && r.kind !== 'fixture-mismatch') io.out(`patchgate: ${r.message}`);
+      for (const r of report.reasons) if (r.kind === 'failed' || r.kind === 'new-seed' || r.kind === 'expired' || r.kind === 'fixture-mismatch') io.out(`patchgate: ${r.message}`);
+
+      finish(ctx, frozen.length ? ['frozen-flake'] : []);
+      if (report.verdict === 'green' && args.writeBaseline) {
+        const path = resolve(args.writeBaseline);
+        const written = await writeBaseline(path, tests, { head: headId, seed, format: parsed!.format, written: new Date().toISOString() });
+        report.wroteBaseline = path;
+        io.out(`patchgate: wrote the baseline ${path} (${written.length} test(s))`);
+      } else if (args.writeBaseline) {
+        io.out(`patchgate: the run is not green; the baseline ${resolve(args.writeBaseline)} was not written`);
+      }
+      return report;
+    } finally {
+      git.close();
+    }
+  } catch (e) {
+    if (e instanceof UsageError) throw e;
+    report.verdict = 'error';
+    red(ctx, 'error', 'gate-error', `gate error: ${errorMessage(e).split('\n')[0]}`);
+    io.err(`patchgate: gate error: ${errorMessage(e).split('\n')[0]}`);
+    return finish(ctx);
+  } finally {
+    if (tmp) await rm(tmp, { recursive: true, force: true }).catch(() => {});
+  }
+}
+
+/** The end of the job log: the table with the fired rows marked, the verdict, how to replay. */
+export function printVerdict(report: CiReport, args: CiOptions, io: CiIo): void {
+  io.out('');
+  for (const l of renderTable(report.fired).split('\n')) io.out(l);
+  io.out('');
+  const row = tableRow(report.row);
+  if (report.verdict === 'green') {
+    const skipped = report.ledger?.applications.filter((a) => a.outcome === 'frozen') ?? [];
+    io.out(`patchgate: GREEN (seed ${report.seed})${skipped.length ? `; ${skipped.length} frozen flake(s) skipped once, expiring ${skipped.map((a) => a.ledger!.expires).join(', ')}` : ''}`);
+    return;
+  }
+  io.out(`patchgate: ${report.verdict === 'error' ? 'ERROR' : 'RED'}: ${row.observation} -> ${row.action} (seed ${report.seed})`);
+  if (report.command) {
+    const base = /^[0-9a-f]{40,64}$/.test(report.base) ? report.base.slice(0, 12) : args.base;
+    const head = /^[0-9a-f]{40,64}$/.test(report.head) ? report.head.slice(0, 12) : args.head;
+    io.out(`patchgate: replay: PATCHGATE_SEED=${report.seed} PYTHONHASHSEED=${report.seed} ${showArgv(report.command.argv)}   (or: patchgate ci --base ${base} --head ${head} --seed ${report.seed} -- ${showArgv(args.cmd)})`);
+  }
+}
+
+export async function writeJsonReport(path: string, report: CiReport): Promise<void> {
+  const abs = resolve(path);
+  await mkdir(dirname(abs), { recursive: true });
+  await writeFile(abs, JSON.stringify(report, null, 2) + '\n');
+}
+
+/** Add the run to the audit log under `<data>/patchgate.db` (the server's file). Returns the row id. */
+export async function auditCi(dataDir: string, report: CiReport): Promise<number> {
+  const { AuditStore } = await import('../audit/store.js');
+  const store = AuditStore.open(join(resolve(dataDir), 'patchgate.db'));
+  try {
+    return store.appendCi({
+      repo: basename(report.repo) || report.repo,
+      base: report.base,
+      head: report.head,
+      verdict: report.verdict === 'green' ? 'accept' : 'reject',
+      actor: process.env.PATCHGATE_ACTOR ?? null,
+      detail: {
+        seed: report.seed, outcome: report.verdict, row: report.row, fired: report.fired, exitCode: report.exitCode,
+        repoPath: report.repo, today: report.today,
+        reasons: report.reasons.slice(0, 200),
+        command: report.command, results: report.results,
+        ledger: report.ledger ? { path: report.ledger.path, rows: report.ledger.rows, applications: report.ledger.applications.slice(0, 200) } : null,
+        fixtureDigest: report.fixtureDigest,
+        baseline: report.baseline,
+        check: report.check ? { verdict: report.check.verdict, row: report.check.row, contract: report.check.contract } : null,
+      },
+    });
+  } finally {
+    store.close();
+  }
+}

@@ -1,0 +1,254 @@
+// The gate daemon's hook endpoint: an HTTP server on a unix socket in the data dir that the
+// hook shims call. It ties a hook to the authenticated pusher through the shim's parent pid
+// (git-receive-pack, recorded from node-git-server's `service` event), runs the engine on
+// the quarantined objects, writes the decision to the audit log, and only then answers
+// `accept`. Unknown pid, bad input, timeout, engine error or audit failure: reject.
+
+import http from 'node:http';
+import { chmodSync, existsSync, realpathSync, unlinkSync } from 'node:fs';
+import { sep } from 'node:path';
+import { Git, QUARANTINE_VARS } from '../git/git.js';
+import { errorMessage } from '../errors.js';
+import { errorDecision, judgeUpdate, renderDecision } from '../policy/engine.js';
+import type { RefDecision, RefUpdate, Role } from '../policy/types.js';
+import type { AuditStore } from '../audit/store.js';
+
+export interface PushSession {
+  pid: number;
+  pushId: string;
+  repo: string;
+  repoDir: string;
+  actor: string;
+  role: Role;
+  remoteAddr: string | null;
+  userAgent: string | null;
+  decisions: Map<string, RefDecision>;
+  confirmed: Set<string>;
+}
+
+const key = (ref: string, oldId: string, newId: string) => `${ref} ${oldId} ${newId}`;
+
+export interface HookServiceOptions {
+  socketPath: string;
+  audit: AuditStore;
+  /** Engine time limit per push; past it the push is refused. */
+  timeoutMs: number;
+  cache: Map<string, unknown>;
+  /** Test seam: runs before the engine, e.g. to stop the daemon mid-push. */
+  beforeJudge?: () => Promise<void>;
+}
+
+interface HookRequest {
+  hook: string;
+  ppid: number;
+  dir: string;
+  env: Record<string, string>;
+  lines: string[];
+}
+
+function parseRequest(body: string): HookRequest {
+  const blank = body.indexOf('\n\n');
+  const head = (blank < 0 ? body : body.slice(0, blank)).split('\n');
+  const rest = blank < 0 ? '' : body.slice(blank + 2);
+  const req: HookRequest = { hook: '', ppid: 0, dir: '', env: {}, lines: rest.split('\n').filter((l) => l.trim()) };
+  for (const line of head) {
+    const sp = line.indexOf(' ');
+    const k = line.slice(0, sp);
+    const v = line.slice(sp + 1);
+    if (k === 'hook') req.hook = v;
+    else if (k === 'ppid') req.ppid = Number(v);
+    else if (k === 'dir') req.dir = v;
+    else if (k === 'env') {
+      const s2 = v.indexOf(' ');
+      req.env[v.slice(0, s2)] = v.slice(s2 + 1);
+    }
+  }
+  if (!req.hook || !Number.isInteger(req.ppid) || req.ppid <= 0 || !req.dir) throw new Error('malformed hook request');
+  return req;
+}
+
+function parseRefLine(line: string): RefUpdate {
+  const m = /^([0-9a-f]{40}|[0-9a-f]{64}) ([0-9a-f]{40}|[0-9a-f]{64}) (\S.*)$/.exec(line.trim());
+  if (!m) throw new Error(`malformed ref line ${JSON.stringify(line.slice(0, 200))}`);
+  return { oldId: m[1]!, newId: m[2]!, ref: m[3]! };
+}
+
+function inside(root: string, p: string): boolean {
+  try {
+    const real = realpathSync(p);
+    return real === root || real.startsWith(root + sep);
+  } catch {
+    return false;
+  }
+}
+
+export class HookService {
+  readonly sessions = new Map<number, PushSession>();
+  private server: http.Server | null = null;
+  private inflight = 0;
+
+  constructor(private readonly opts: HookServiceOptions) {}
+
+  async start(): Promise<void> {
+    if (existsSync(this.opts.socketPath)) unlinkSync(this.opts.socketPath);
+    const server = http.createServer((req, res) => void this.handle(req, res));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.opts.socketPath, () => resolve());
+    });
+    chmodSync(this.opts.socketPath, 0o600);
+    this.server = server;
+  }
+
+  async stop(): Promise<void> {
+    const s = this.server;
+    this.server = null;
+    if (!s) return;
+    await new Promise<void>((resolve) => s.close(() => resolve()));
+    s.closeAllConnections?.();
+    if (existsSync(this.opts.socketPath)) unlinkSync(this.opts.socketPath);
+  }
+
+  get busy(): number {
+    return this.inflight;
+  }
+
+  /** Called when receive-pack exits: refs that were judged but never confirmed did not move. */
+  endSession(pid: number): void {
+    const s = this.sessions.get(pid);
+    if (!s) return;
+    this.sessions.delete(pid);
+    const items = [...s.decisions.values()].filter((d) => !s.confirmed.has(key(d.ref, d.oldId, d.newId))).map((d) => ({ ref: d.ref, new: d.newId, moved: false }));
+    if (items.length) {
+      try {
+        this.opts.audit.confirmRefs(s.pushId, items, { repo: s.repo });
+      } catch (err) {
+        process.stderr.write(`patchgate: audit: could not record unmoved refs of push ${s.pushId}: ${errorMessage(err)}\n`);
+      }
+    }
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    this.inflight++;
+    res.setHeader('Content-Type', 'text/plain; charset=utf-8');
+    const lines: string[] = [];
+    let verdict: 'accept' | 'reject' = 'reject';
+    try {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const c of req) {
+        size += (c as Buffer).length;
+        if (size > 4 * 1024 * 1024) throw new Error('hook request too large');
+        chunks.push(c as Buffer);
+      }
+      const hr = parseRequest(Buffer.concat(chunks).toString('utf8'));
+      const session = this.sessions.get(hr.ppid);
+      if (!session) {
+        this.opts.audit.appendAuthFailure({ reason: `hook ${hr.hook} from unknown receive-pack pid ${hr.ppid} (${hr.dir})` });
+        throw new Error(`this push did not come through the authenticated gate (unknown pusher pid ${hr.ppid})`);
+      }
+      if (!inside(session.repoDir, hr.dir)) throw new Error('the hook runs in another repository than the one the pusher was authorised for');
+      if (hr.hook === 'pre-receive') verdict = await this.preReceive(session, hr, lines);
+      else if (hr.hook === 'update') verdict = this.update(session, hr, lines);
+      else if (hr.hook === 'post-receive') verdict = this.postReceive(session, hr);
+      else throw new Error(`unknown hook ${hr.hook}`);
+    } catch (err) {
+      lines.push(`patchgate: push refused: ${errorMessage(err).split('\n')[0]}`);
+      verdict = 'reject';
+    } finally {
+      this.inflight--;
+    }
+    res.end(lines.map((l) => l + '\n').join('') + `patchgate-verdict: ${verdict}\n`);
+  }
+
+  private async preReceive(s: PushSession, hr: HookRequest, lines: string[]): Promise<'accept' | 'reject'> {
+    const updates = hr.lines.map(parseRefLine);
+    const env: Record<string, string> = {};
+    for (const v of QUARANTINE_VARS) {
+      const val = hr.env[v];
+      if (val === undefined) continue;
+      for (const p of val.split(':').filter(Boolean)) {
+        if (!inside(s.repoDir, p)) throw new Error(`${v} points outside the repository`);
+      }
+      env[v] = val;
+    }
+    const t0 = Date.now();
+    const git = new Git({ dir: s.repoDir, env });
+    let decisions: RefDecision[];
+    try {
+      decisions = await this.judgeAll(git, s, updates);
+    } finally {
+      git.close();
+    }
+    const accepted = decisions.filter((d) => d.verdict === 'accept').length;
+    // The decision is written before the hook may accept; a failed write refuses the push.
+    this.opts.audit.recordPush({
+      pushId: s.pushId, repo: s.repo, actor: s.actor, role: s.role, remoteAddr: s.remoteAddr, userAgent: s.userAgent,
+      verdict: accepted === decisions.length ? 'accept' : 'reject',
+      timings: { total: Date.now() - t0 },
+      refs: decisions.map((d) => ({
+        ref: d.ref, old: d.oldId, new: d.newId, verdict: d.verdict, decision: d.row,
+        rules: JSON.parse(JSON.stringify(d.outcomes)) as unknown[],
+        contractBase: d.contract.base, contractHead: d.contract.head, timings: { total: d.ms },
+      })),
+    });
+    for (const d of decisions) {
+      s.decisions.set(key(d.ref, d.oldId, d.newId), d);
+      lines.push(...renderDecision(d, s.actor));
+    }
+    lines.push(`patchgate: push ${s.pushId} audited (${accepted}/${decisions.length} ref(s) accepted)`);
+    return accepted > 0 ? 'accept' : 'reject';
+  }
+
+  private async judgeAll(git: Git, s: PushSession, updates: RefUpdate[]): Promise<RefDecision[]> {
+    const work = (async () => {
+      if (this.opts.beforeJudge) await this.opts.beforeJudge();
+      const head = await git.symbolicHead();
+      const trustedRef = head ?? 'refs/heads/main';
+      const trustedTip = await git.refTip(trustedRef);
+      const trustedBranch = trustedRef.replace(/^refs\/heads\//, '');
+      const out: RefDecision[] = [];
+      for (const u of updates) {
+        out.push(await judgeUpdate({ git, role: s.role === 'agent' ? 'agent' : 'human', mode: 'push', trustedTip, trustedBranch, cache: this.opts.cache }, u));
+      }
+      return out;
+    })();
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<RefDecision[]>((resolve) => {
+      timer = setTimeout(() => resolve(updates.map((u) => timedOut(u, this.opts.timeoutMs))), this.opts.timeoutMs);
+    });
+    try {
+      return await Promise.race([work.catch((err) => updates.map((u) => failed(u, err))), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private update(s: PushSession, hr: HookRequest, lines: string[]): 'accept' | 'reject' {
+    const [u] = hr.lines.map(parseRefLine);
+    if (!u) throw new Error('update hook sent no ref');
+    const d = s.decisions.get(key(u.ref, u.oldId, u.newId));
+    if (!d) {
+      lines.push(`patchgate: ${u.ref} refused: it was not judged by the pre-receive gate`);
+      return 'reject';
+    }
+    return d.verdict;
+  }
+
+  private postReceive(s: PushSession, hr: HookRequest): 'accept' {
+    const items = hr.lines.map(parseRefLine).map((u) => {
+      s.confirmed.add(key(u.ref, u.oldId, u.newId));
+      return { ref: u.ref, new: u.newId, moved: true };
+    });
+    if (items.length) this.opts.audit.confirmRefs(s.pushId, items, { repo: s.repo });
+    return 'accept';
+  }
+}
+
+function timedOut(u: RefUpdate, ms: number): RefDecision {
+  return errorDecision(u, new Error(`the policy did not finish within ${ms} ms`), Date.now());
+}
+
+function failed(u: RefUpdate, err: unknown): RefDecision {
+  return errorDecision(u, err, Date.now());
+}
