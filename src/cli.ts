@@ -11,6 +11,7 @@ import { runCheck, checkJson, checkExitCode, renderDecision } from './commands/c
 import { runContract } from './commands/contract.js';
 import { runFixturesLock, runFixturesVerify } from './commands/fixtures.js';
 import { runLedgerCheck } from './commands/ledger.js';
+import { runAudit, runAuditShow, runAuditVerify, runRepoCreate, runRepoHooks, runServe, runTokenCreate, runTokenList, runTokenRevoke } from './commands/admin.js';
 
 function out(lines: string[]): void {
   if (lines.length) process.stdout.write(lines.join('\n') + '\n');
@@ -30,6 +31,7 @@ async function guarded(fn: () => Promise<number | void>): Promise<void> {
 }
 
 const repoOpt = { type: 'string', default: '.', describe: 'repository directory' } as const;
+const dataOpt = { type: 'string', default: './data', describe: 'data folder (repos, audit log, hook socket)' } as const;
 
 export function buildCli(argv: string[]): Argv {
   return yargs(argv)
@@ -80,6 +82,64 @@ export function buildCli(argv: string[]): Argv {
         return r.problems.length ? 1 : 0;
       }))
       .demandCommand(1, 'name a ledger command: check'))
+    .command('serve', 'run the gate server', (y) => y
+      .option('data', dataOpt)
+      .option('port', { type: 'number', default: 7005 })
+      .option('host', { type: 'string', default: '127.0.0.1' })
+      .option('tls-cert', { type: 'string', describe: 'PEM certificate (with --tls-key) to serve HTTPS' })
+      .option('tls-key', { type: 'string' })
+      .option('hook-timeout', { type: 'number', default: 30, describe: 'seconds the policy may take per push before it is refused' }),
+    (a) => guarded(async () => {
+      await runServe({ data: a.data, port: a.port, host: a.host, tlsCert: a.tlsCert, tlsKey: a.tlsKey, hookTimeout: a.hookTimeout });
+      return undefined;
+    }))
+    .command('repo', 'repositories: `repo create NAME`, `repo hooks NAME`', (y) => y
+      .command('create <name>', 'create a bare repository with the gate hooks installed', (y2) => y2
+        .positional('name', { type: 'string', demandOption: true })
+        .option('data', dataOpt)
+        .option('trusted', { type: 'string', default: 'main', describe: 'the trusted branch (the repo\'s HEAD)' }),
+      (a) => guarded(async () => out(await runRepoCreate({ data: a.data, name: a.name, trusted: a.trusted }))))
+      .command('hooks <name>', 'reinstall patchgate\'s hooks in a repository', (y2) => y2
+        .positional('name', { type: 'string', demandOption: true })
+        .option('data', dataOpt),
+      (a) => guarded(async () => out(runRepoHooks({ data: a.data, name: a.name }))))
+      .demandCommand(1, 'name a repo command: create or hooks'))
+    .command('token', 'access tokens: `token create|list|revoke`', (y) => y
+      .command('create <name>', 'create a token; the secret is the last line of output', (y2) => y2
+        .positional('name', { type: 'string', demandOption: true })
+        .option('role', { choices: ['agent', 'human', 'admin'] as const, demandOption: true })
+        .option('repos', { type: 'string', describe: 'repository glob this token may use (default *)' })
+        .option('expires', { type: 'number', describe: 'days until the token expires' })
+        .option('data', dataOpt),
+      (a) => guarded(async () => out(runTokenCreate({ data: a.data, name: a.name, role: a.role, repos: a.repos, expires: a.expires }))))
+      .command('list', 'list tokens (never their secrets)', (y2) => y2.option('data', dataOpt).option('json', { type: 'boolean', default: false }),
+        (a) => guarded(async () => out(runTokenList({ data: a.data, json: a.json }))))
+      .command('revoke <name>', 'revoke a token', (y2) => y2.positional('name', { type: 'string', demandOption: true }).option('data', dataOpt),
+        (a) => guarded(async () => out(runTokenRevoke({ data: a.data, name: a.name }))))
+      .demandCommand(1, 'name a token command: create, list or revoke'))
+    .command('audit', 'query the audit log (newest first); `audit show ID`, `audit verify`', (y) => y
+      .command('$0', 'query the audit log', (y2) => y2
+        .option('data', dataOpt)
+        .option('repo', { type: 'string' })
+        .option('actor', { type: 'string' })
+        .option('verdict', { choices: ['accept', 'reject'] as const })
+        .option('since', { type: 'string', describe: 'ISO 8601 time' })
+        .option('until', { type: 'string', describe: 'ISO 8601 time' })
+        .option('kind', { choices: ['push', 'ref', 'auth', 'admin', 'ci', 'confirm'] as const })
+        .option('limit', { type: 'number', default: 100 })
+        .option('json', { type: 'boolean', default: false, describe: 'one JSON object per line' }),
+      (a) => guarded(async () => out(runAudit({ data: a.data, json: a.json, repo: a.repo, actor: a.actor, verdict: a.verdict, since: a.since, until: a.until, kind: a.kind, limit: a.limit }))))
+      .command('show <id>', 'the trace of every rule checked for a push (push id or row number)', (y2) => y2
+        .positional('id', { type: 'string', demandOption: true })
+        .option('data', dataOpt)
+        .option('json', { type: 'boolean', default: false }),
+      (a) => guarded(async () => out(runAuditShow({ data: a.data, id: a.id, json: a.json }))))
+      .command('verify', 'check the hash chain; exit 1 when a row was changed or removed', (y2) => y2.option('data', dataOpt),
+        (a) => guarded(async () => {
+          const r = runAuditVerify({ data: a.data });
+          out(r.lines);
+          return r.ok ? 0 : 1;
+        })))
     .demandCommand(1, 'name a command; see patchgate --help')
     .strict()
     .fail((msg, err) => {

@@ -258,7 +258,7 @@ export function parseTapTree(text: string): { points: TapPoint[]; problems: stri
     const body = line.slice(indent);
     if (yaml) {
       if (indent === yaml.indent && /^\.\.\.\s*$/.test(body)) yaml = null;
-      else if (!yaml.point.ok && !yaml.point.message && indent === yaml.indent + 2) {
+      else if (!yaml.point.ok && !yaml.point.message && indent === yaml.indent) {
         const m = /^(message|error):\s*(.*)$/.exec(body);
         if (m) yaml.point.message = firstLine(m[2]!.replace(/^['"]|['"]$/g, ''));
       }

@@ -183,49 +183,184 @@ const TYPE_ONLY_FORMS = new Set(['union_type', 'generic_type', 'constrained_type
 
 /**
  * tree-sitter-python parses annotations with a separate `type` rule that rejects some
- * valid expressions (`x[1:]`, `a[b][c]`) and shapes others differently from Python.
- * Parenthesising an annotation never changes its Python AST, and puts it back into the
- * ordinary expression grammar, so every annotation that uses the type-only forms (or
- * holds an error) is wrapped in parentheses and the text parsed again.
+ * valid expressions (`x[1:]`, `a[b][c]`) and shapes others differently from Python
+ * (`list[int]` becomes a `generic_type`). Parenthesising an annotation never changes its
+ * Python AST and puts it back into the ordinary expression grammar, so annotations are
+ * wrapped in parentheses and the text parsed again:
+ *  - when the tree has errors, every annotation found by scanning the text (see
+ *    `textualAnnotationRegions`; the broken tree cannot be trusted to locate them);
+ *  - otherwise, the annotations whose `type` node uses one of the type-only forms.
  */
-function annotationWraps(root: Node, text: string): number[][] {
+function typeFormRegions(root: Node): Region[] {
   const owners = root.descendantsOfType(['typed_parameter', 'typed_default_parameter', 'function_definition', 'assignment']);
-  const regions: number[][] = [];
+  const regions: Region[] = [];
   for (const owner of owners) {
     if (!owner) continue;
     const isDef = owner.type === 'function_definition';
     const typeNode = owner.childForFieldName(isDef ? 'return_type' : 'type');
-    if (!typeNode) continue;
-    let marker: Node | null = null;
-    let broken = false;
-    for (let i = 0; i < owner.childCount; i++) {
-      const c = owner.child(i);
-      if (!c) continue;
-      if (c.endIndex <= typeNode.startIndex && c.type === (isDef ? '->' : ':') && !c.isNamed) marker = c;
-    }
-    if (!marker) continue;
-    for (let i = 0; i < owner.childCount; i++) {
-      const c = owner.child(i);
-      if (c && c.startIndex >= marker.endIndex && (c.hasError || c.isError || c.isMissing)) broken = true;
-    }
-    if (!broken && owner.nextSibling && (owner.nextSibling.isError || owner.nextSibling.isMissing)) broken = true;
-    const inner = typeNode.namedChildCount === 1 ? typeNode.namedChild(0) : null;
-    if (!broken && inner && inner.type === 'splat_type') continue;
-    // Error recovery scatters a broken annotation over several nodes, so its end is found
-    // in the text instead.
-    const kind = isDef ? 'return' : owner.type === 'assignment' ? 'assign' : 'param';
-    const end = broken ? annotationEnd(text, marker.endIndex, kind) : typeNode.endIndex;
-    if (broken || (inner && TYPE_ONLY_FORMS.has(inner.type))) regions.push([marker.endIndex, end]);
+    const inner = typeNode && typeNode.namedChildCount === 1 ? typeNode.namedChild(0) : null;
+    if (typeNode && inner && TYPE_ONLY_FORMS.has(inner.type)) regions.push([typeNode.startIndex, typeNode.endIndex]);
   }
-  regions.sort((a, b) => a[0]! - b[0]!);
-  const out: number[][] = [];
-  let lastEnd = -1;
-  for (const r of regions) {
-    if (r[0]! < lastEnd) continue; // nested in an earlier region (only possible in broken trees)
-    out.push(r);
-    lastEnd = r[1]!;
+  return regions;
+}
+
+type Region = [number, number];
+
+/** Skip a string literal whose opening quote is at i; returns the index after it. */
+function skipString(text: string, i: number): number {
+  const c = text[i]!;
+  const triple = text.startsWith(c.repeat(3), i);
+  const q = triple ? c.repeat(3) : c;
+  i += q.length;
+  while (i < text.length && !text.startsWith(q, i)) {
+    if (text[i] === '\\') i++;
+    else if (!triple && text[i] === '\n') return i;
+    i++;
   }
-  return out;
+  return Math.min(i + q.length, text.length);
+}
+
+const IDENT_START = /[\p{L}\p{Nl}_\u1885\u1886\u2118\u212e\u309b\u309c]/u;
+const IDENT_PART = /[\p{L}\p{Nl}\p{Mn}\p{Mc}\p{Nd}\p{Pc}_\u00b7\u0387\u1369-\u1371\u19da\u1885\u1886\u2118\u212e\u309b\u309c]/u;
+const STRING_PREFIX = /^(?:[rRuUbBfF]|[rR][bBfF]|[bBfF][rR])$/;
+const KEYWORDS = new Set([
+  'False', 'None', 'True', 'and', 'as', 'assert', 'async', 'await', 'break', 'class', 'continue', 'def', 'del', 'elif', 'else',
+  'except', 'finally', 'for', 'from', 'global', 'if', 'import', 'in', 'is', 'lambda', 'nonlocal', 'not', 'or', 'pass', 'raise',
+  'return', 'try', 'while', 'with', 'yield',
+]);
+
+function identAt(text: string, i: number): string {
+  const first = text.codePointAt(i);
+  if (first === undefined || !IDENT_START.test(String.fromCodePoint(first))) return '';
+  let j = i + (first > 0xffff ? 2 : 1);
+  while (j < text.length) {
+    const cp = text.codePointAt(j)!;
+    if (!IDENT_PART.test(String.fromCodePoint(cp))) break;
+    j += cp > 0xffff ? 2 : 1;
+  }
+  return text.slice(i, j);
+}
+
+/** Skip blanks, comments and (inside brackets) newlines and line continuations. */
+function skipBlank(text: string, i: number, newlines: boolean): number {
+  for (;;) {
+    const c = text[i];
+    if (c === ' ' || c === '\t' || c === '\f') i++;
+    else if (c === '\\' && text[i + 1] === '\n') i += 2;
+    else if (newlines && c === '\n') i++;
+    else if (newlines && c === '#') while (i < text.length && text[i] !== '\n') i++;
+    else return i;
+  }
+}
+
+/**
+ * Every annotation of a def's return (`-> X`), parameters (`name: X`, `*a: X`) and of an
+ * annotated assignment at the start of a logical line (`name: X` / `a.b: X`), found by
+ * scanning tokens. Only used to recover from tree-sitter errors; wrapping something that
+ * is not an annotation (a lambda body after `lambda x, y:` in a default) is harmless,
+ * because any complete expression may be parenthesised.
+ */
+function textualAnnotationRegions(text: string): Region[] {
+  const regions: Region[] = [];
+  const stack: string[] = []; // bracket kinds: 'params' for a def's parameter list
+  let lineStart = true;
+  let afterDef = 0; // 1: just saw `def`, 2: saw its name
+  const param = (from: number): number => {
+    // At the start of one parameter: [*|**]NAME [':' annotation]
+    let i = skipBlank(text, from, true);
+    if (text.startsWith('**', i)) i += 2;
+    else if (text[i] === '*') i += 1;
+    i = skipBlank(text, i, true);
+    const name = identAt(text, i);
+    if (!name) return from;
+    i = skipBlank(text, i + name.length, true);
+    if (text[i] === ':' && text[i + 1] !== '=') {
+      const end = annotationEnd(text, i + 1, 'param');
+      regions.push([i + 1, end]);
+      return end;
+    }
+    return from;
+  };
+  let i = 0;
+  while (i < text.length) {
+    const c = text[i]!;
+    if (lineStart && stack.length === 0) {
+      lineStart = false;
+      let j = skipBlank(text, i, false);
+      let name = identAt(text, j);
+      const start = j;
+      while (name && !KEYWORDS.has(name)) {
+        j = skipBlank(text, j + name.length, false);
+        if (text[j] !== '.') break;
+        j = skipBlank(text, j + 1, false);
+        name = identAt(text, j);
+      }
+      if (name && !KEYWORDS.has(name) && j > start && text[j] === ':' && text[j + 1] !== '=') {
+        const end = annotationEnd(text, j + 1, 'assign');
+        regions.push([j + 1, end]);
+        i = end;
+        continue;
+      }
+      i = skipBlank(text, i, false);
+      continue;
+    }
+    if (c === '#') {
+      while (i < text.length && text[i] !== '\n') i++;
+      continue;
+    }
+    if (c === '\\' && text[i + 1] === '\n') {
+      i += 2;
+      continue;
+    }
+    if (c === '\n' || c === ';') {
+      if (stack.length === 0) lineStart = true;
+      i++;
+      continue;
+    }
+    if (c === "'" || c === '"') {
+      i = skipString(text, i);
+      afterDef = 0;
+      continue;
+    }
+    const name = identAt(text, i);
+    if (name) {
+      i += name.length;
+      if (STRING_PREFIX.test(name) && (text[i] === "'" || text[i] === '"')) {
+        i = skipString(text, i);
+        afterDef = 0;
+      } else if (name === 'def') afterDef = 1;
+      else afterDef = afterDef === 1 ? 2 : 0;
+      continue;
+    }
+    if (c === '-' && text[i + 1] === '>') {
+      const end = annotationEnd(text, i + 2, 'return');
+      regions.push([i + 2, end]);
+      i = end;
+      afterDef = 0;
+      continue;
+    }
+    if (c === '(' || c === '[' || c === '{') {
+      const isParams = c === '(' && afterDef === 2;
+      stack.push(isParams ? 'params' : c);
+      afterDef = c === '[' && afterDef === 2 ? 2 : 0; // PEP 695 type parameters
+      i++;
+      if (isParams) i = param(i);
+      continue;
+    }
+    if (c === ')' || c === ']' || c === '}') {
+      const was = stack.pop();
+      if (was === '[' && afterDef === 2) afterDef = 2;
+      i++;
+      continue;
+    }
+    if (c === ',' && stack[stack.length - 1] === 'params') {
+      i = param(i + 1);
+      continue;
+    }
+    if (c !== ' ' && c !== '\t') afterDef = 0;
+    i++;
+  }
+  return regions;
 }
 
 /**
@@ -240,6 +375,7 @@ function annotationEnd(text: string, from: number, kind: 'return' | 'param' | 'a
   while (i < text.length) {
     const c = text[i]!;
     if (c === '#') {
+      if (depth === 0 && kind !== 'param') break;
       while (i < text.length && text[i] !== '\n') i++;
       continue;
     }
@@ -248,16 +384,8 @@ function annotationEnd(text: string, from: number, kind: 'return' | 'param' | 'a
       continue;
     }
     if (c === "'" || c === '"') {
-      const triple = text.startsWith(c.repeat(3), i);
-      const q = triple ? c.repeat(3) : c;
-      i += q.length;
-      while (i < text.length && !text.startsWith(q, i)) {
-        if (text[i] === '\\') i++;
-        else if (!triple && text[i] === '\n') break;
-        i++;
-      }
-      i += q.length;
-      lastSignificant = Math.min(i, text.length);
+      i = skipString(text, i);
+      lastSignificant = i;
       continue;
     }
     if (c === '(' || c === '[' || c === '{') depth++;
@@ -270,7 +398,7 @@ function annotationEnd(text: string, from: number, kind: 'return' | 'param' | 'a
       if (kind === 'return' && c === ':' && next !== '=') break;
       if (kind === 'param' && c === ',') break;
       if (kind !== 'return' && c === '=' && next !== '=' && !'=<>!:'.includes(prev ?? '')) break;
-      if (kind === 'assign' && (c === ';' || c === '\n')) break;
+      if (kind !== 'param' && (c === ';' || c === '\n')) break;
     }
     if (!/\s/.test(c)) lastSignificant = i + 1;
     i++;
@@ -278,10 +406,41 @@ function annotationEnd(text: string, from: number, kind: 'return' | 'param' | 'a
   return lastSignificant;
 }
 
+/** Insert '(' and ')' around each region; returns the new text and a map back. */
+function wrapRegions(text: string, regions: Region[]): { text: string; back: (i: number) => number } {
+  const sorted = [...regions].filter((r) => r[1] > r[0]).sort((a, b) => a[0] - b[0]);
+  const kept: Region[] = [];
+  for (const r of sorted) {
+    const last = kept[kept.length - 1];
+    if (last && r[0] < last[1]) continue;
+    kept.push(r);
+  }
+  let out = '';
+  let pos = 0;
+  const inserted: number[] = []; // positions in the new text of the added characters
+  for (const [s, e] of kept) {
+    out += text.slice(pos, s);
+    inserted.push(out.length);
+    out += '(' + text.slice(s, e);
+    inserted.push(out.length);
+    out += ')';
+    pos = e;
+  }
+  out += text.slice(pos);
+  const back = (i: number): number => {
+    let n = 0;
+    for (const p of inserted) if (p < i) n++;
+    return i - n;
+  };
+  return { text: out, back };
+}
+
 interface Parsed {
   /** The text the tree was parsed from (may have parentheses added around annotations). */
   text: string;
   root: Node;
+  /** Maps an index in `text` to the index in the original text. */
+  toOriginal: (i: number) => number;
   release(): void;
 }
 
@@ -289,62 +448,60 @@ const INVISIBLE_SPACE = /[\uFEFF\u2060\u200B]/g;
 
 function parsePython(original: string, path: string): Parsed {
   const p = requireParser();
-  const fail = (text: string, index: number, detail: string): never => {
-    const pos = positionOf(text, index);
+  const fail = (index: number, detail: string): never => {
+    const pos = positionOf(original, index);
     throw new ContractParseError(path, pos.line, pos.column, detail);
   };
+  const parse = (text: string) => {
+    const tree = p.parse(text);
+    if (!tree) throw new ContractParseError(path, 1, 1, 'parser returned no tree');
+    return tree;
+  };
   const nul = original.indexOf('\0');
-  if (nul !== -1) fail(original, nul, 'source contains a NUL character');
+  if (nul !== -1) fail(nul, 'source contains a NUL character');
 
-  let tree = p.parse(original);
-  if (!tree) throw new ContractParseError(path, 1, 1, 'parser returned no tree');
+  let tree = parse(original);
   let text = original;
-  let inserted: number[] = []; // positions (in original) where one character was added
-  const regions = annotationWraps(tree.rootNode, original);
+  let toOriginal = (i: number): number => i;
   if (tree.rootNode.hasError) {
     const first = firstErrorNode(tree.rootNode);
-    const fixable = first && regions.some((r) => first.startIndex >= r[0]! && first.startIndex <= r[1]!);
-    if (!fixable) {
-      const idx = first ? first.startIndex : 0;
-      const detail = first ? errorDetail(first) : 'syntax error';
+    const idx = first ? first.startIndex : 0;
+    const detail = first ? errorDetail(first) : 'syntax error';
+    const regions = textualAnnotationRegions(original);
+    let rescued = false;
+    if (regions.length > 0) {
+      const w = wrapRegions(original, regions);
+      const again = parse(w.text);
+      if (!again.rootNode.hasError) {
+        tree.delete();
+        tree = again;
+        text = w.text;
+        toOriginal = w.back;
+        rescued = true;
+      } else again.delete();
+    }
+    if (!rescued) {
       tree.delete();
-      fail(original, idx, detail);
+      fail(idx, detail);
     }
   }
-  if (regions.length > 0) {
-    let out = '';
-    let pos = 0;
-    for (const [s, e] of regions) {
-      out += original.slice(pos, s) + '(' + original.slice(s, e) + ')';
-      pos = e;
-      inserted.push(s, e);
-    }
-    text = out + original.slice(pos);
-    const again = p.parse(text);
-    if (!again) throw new ContractParseError(path, 1, 1, 'parser returned no tree');
-    const before = tree;
-    tree = again;
+  const typeForms = typeFormRegions(tree.rootNode);
+  if (typeForms.length > 0) {
+    const w = wrapRegions(text, typeForms);
+    const again = parse(w.text);
+    tree.delete();
+    const prev = toOriginal;
+    toOriginal = (i: number): number => prev(w.back(i));
     if (again.rootNode.hasError) {
-      // Report the first problem of the first parse, in the original coordinates.
-      const first = firstErrorNode(before.rootNode) ?? firstErrorNode(again.rootNode);
-      let idx = first ? first.startIndex : 0;
-      const detail = first ? errorDetail(first) : 'syntax error';
-      if (first && !firstErrorNode(before.rootNode)) idx -= inserted.filter((x, i) => x + i < idx).length;
-      before.delete();
+      const first = firstErrorNode(again.rootNode);
       again.delete();
-      fail(original, idx, detail);
+      fail(first ? toOriginal(first.startIndex) : 0, first ? errorDetail(first) : 'syntax error');
     }
-    before.delete();
-  } else {
-    inserted = [];
+    tree = again;
+    text = w.text;
   }
   const t = tree;
   const root = t.rootNode;
-  const toOriginal = (idx: number): number => {
-    let shift = 0;
-    for (let i = 0; i < inserted.length; i++) if (inserted[i]! + i < idx) shift++;
-    return idx - shift;
-  };
   try {
     // Constructs the tree-sitter grammar accepts but Python 3 does not.
     for (const n of root.descendantsOfType(['print_statement', 'exec_statement', '<>'])) {
@@ -353,31 +510,23 @@ function parsePython(original: string, path: string): Parsed {
     for (const n of root.descendantsOfType(['integer', 'float'])) {
       if (n) checkNumber(n);
     }
-    if (INVISIBLE_SPACE.test(text)) {
-      for (const m of text.matchAll(INVISIBLE_SPACE)) {
-        const at = root.descendantForIndex(m.index!, m.index! + 1);
-        let ok = false;
-        for (let a: Node | null = at; a; a = a.parent) {
-          if (a.type === 'string' || a.type === 'comment') {
-            ok = true;
-            break;
-          }
+    for (const m of text.matchAll(INVISIBLE_SPACE)) {
+      const at = root.descendantForIndex(m.index, m.index + 1);
+      let ok = false;
+      for (let a: Node | null = at; a; a = a.parent) {
+        if (a.type === 'string' || a.type === 'comment') {
+          ok = true;
+          break;
         }
-        if (!ok) throw new PyError(m.index!, `invalid non-printable character U+${m[0].codePointAt(0)!.toString(16).toUpperCase()}`);
       }
+      if (!ok) throw new PyError(m.index, `invalid non-printable character U+${m[0].codePointAt(0)!.toString(16).toUpperCase()}`);
     }
-    INVISIBLE_SPACE.lastIndex = 0;
   } catch (err) {
-    INVISIBLE_SPACE.lastIndex = 0;
     t.delete();
-    if (err instanceof PyError) fail(original, toOriginal(err.index), err.detail);
+    if (err instanceof PyError) fail(toOriginal(err.index), err.detail);
     throw err;
   }
-  return {
-    text,
-    root,
-    release: () => t.delete(),
-  };
+  return { text, root, toOriginal, release: () => t.delete() };
 }
 
 // ---------------------------------------------------------------------------------------
@@ -580,19 +729,18 @@ class Lowerer {
         }
         return c.type === 'yield' ? this.yieldExpr(c) : this.expr(c);
       }
-      case 'attribute':
-        return { k: 'Attribute', value: this.expr(n.childForFieldName('object')!), attr: this.name(n.childForFieldName('attribute')!) };
+      case 'attribute': {
+        const attr = this.name(n.childForFieldName('attribute')!);
+        return this.postfix(n.childForFieldName('object')!, (value) => ({ k: 'Attribute', value, attr }));
+      }
       case 'subscript':
         return this.subscript(n);
       case 'call':
         return this.call(n);
-      case 'binary_operator': {
-        const op = n.childForFieldName('operator')!.type;
-        if (!BINOPS.has(op)) this.fail(n, `unknown operator ${op}`);
-        return { k: 'BinOp', op, left: this.expr(n.childForFieldName('left')!), right: this.expr(n.childForFieldName('right')!) };
-      }
+      case 'binary_operator':
       case 'unary_operator':
-        return { k: 'UnaryOp', op: n.childForFieldName('operator')!.type, operand: this.expr(n.childForFieldName('argument')!) };
+      case 'await':
+        return this.arithmetic(n);
       case 'not_operator':
         return { k: 'UnaryOp', op: 'not', operand: this.expr(n.childForFieldName('argument')!) };
       case 'boolean_operator':
@@ -606,14 +754,16 @@ class Lowerer {
       case 'conditional_expression': {
         const [body, test, orelse] = named(n);
         if (!body || !test || !orelse) this.fail(n, 'malformed conditional expression');
+        if (body.type === 'named_expression') {
+          // tree-sitter reads `y := a if b else c` as `(y := a) if b else c`; Python does not.
+          const target: Expr = { k: 'Name', id: this.name(body.childForFieldName('name')!) };
+          const value: Expr = { k: 'IfExp', body: this.expr(body.childForFieldName('value')!), test: this.expr(test), orelse: this.expr(orelse) };
+          return { k: 'NamedExpr', target, value };
+        }
         return { k: 'IfExp', body: this.expr(body), test: this.expr(test), orelse: this.expr(orelse) };
       }
       case 'named_expression':
         return { k: 'NamedExpr', target: { k: 'Name', id: this.name(n.childForFieldName('name')!) }, value: this.expr(n.childForFieldName('value')!) };
-      case 'await': {
-        const [v] = named(n);
-        return { k: 'Await', value: this.expr(v!) };
-      }
       case 'list':
         return { k: 'List', elts: this.elements(n) };
       case 'tuple':
@@ -722,8 +872,106 @@ class Lowerer {
     });
   }
 
+  /**
+   * tree-sitter binds `*a[i]` / `*a.b` / `*f()` as `(*a)[i]`; Python stars the whole
+   * primary. Lower the base, and move a star on it outwards.
+   */
+  private postfix(base: Node, make: (value: Expr) => Expr): Expr {
+    const v = this.expr(base);
+    if (v.k === 'Starred' && base.type !== 'parenthesized_expression') return { k: 'Starred', value: make(v.value) };
+    return make(v);
+  }
+
+  /**
+   * Binary, unary and await operators. tree-sitter's precedences differ from Python's
+   * (it ranks `^` above `&`, and `await` below `**`), so the operator chain is flattened
+   * back into tokens in source order and regrouped with Python's grammar:
+   *   star: '*' bor | bor;  bor: bxor ('|' bxor)*;  ... term: factor (op factor)*;
+   *   factor: ('+'|'-'|'~') factor | power;  power: await_primary ['**' factor];
+   *   await_primary: 'await' primary | primary
+   */
+  private arithmetic(n: Node): Expr {
+    type Tok = { op: string; node: Node } | { operand: Node };
+    const toks: Tok[] = [];
+    const flatten = (x: Node): void => {
+      if (x.type === 'binary_operator') {
+        const op = x.childForFieldName('operator')!;
+        if (!BINOPS.has(op.type)) this.fail(x, `unknown operator ${op.type}`);
+        flatten(x.childForFieldName('left')!);
+        toks.push({ op: op.type, node: op });
+        flatten(x.childForFieldName('right')!);
+      } else if (x.type === 'unary_operator') {
+        const op = x.childForFieldName('operator')!;
+        toks.push({ op: 'u' + op.type, node: op });
+        flatten(x.childForFieldName('argument')!);
+      } else if (x.type === 'await') {
+        toks.push({ op: 'await', node: x });
+        flatten(named(x)[0]!);
+      } else toks.push({ operand: x });
+    };
+    flatten(n);
+    let pos = 0;
+    const peek = (): string | null => {
+      const t = toks[pos];
+      return t && 'op' in t ? t.op : null;
+    };
+    const levels: string[][] = [['|'], ['^'], ['&'], ['<<', '>>'], ['+', '-'], ['*', '@', '/', '%', '//']];
+    // A star on the first operand applies to the whole chain (`*a + b` is `*(a + b)`).
+    let starred = false;
+    const operand = (): Expr => {
+      const at = pos;
+      const t = toks[pos++];
+      if (!t || 'op' in t) return this.fail(t ? t.node : n, 'invalid syntax');
+      const e = this.expr(t.operand);
+      if (e.k === 'Starred' && t.operand.type !== 'parenthesized_expression') {
+        if (at !== 0) this.fail(t.operand, 'cannot use starred expression here');
+        starred = true;
+        return e.value;
+      }
+      return e;
+    };
+    const factor = (): Expr => {
+      const op = peek();
+      if (op === 'u-' || op === 'u+' || op === 'u~') {
+        pos++;
+        return { k: 'UnaryOp', op: op.slice(1), operand: factor() };
+      }
+      let base: Expr;
+      if (op === 'await') {
+        pos++;
+        if (peek() !== null) this.fail((toks[pos] as { node: Node }).node, 'invalid syntax');
+        base = { k: 'Await', value: operand() };
+      } else if (op !== null) {
+        return this.fail((toks[pos] as { node: Node }).node, 'invalid syntax');
+      } else base = operand();
+      if (peek() === '**') {
+        pos++;
+        return { k: 'BinOp', op: '**', left: base, right: factor() };
+      }
+      return base;
+    };
+    const level = (i: number): Expr => {
+      if (i === levels.length) return factor();
+      let left = level(i + 1);
+      for (let op = peek(); op !== null && levels[i]!.includes(op); op = peek()) {
+        pos++;
+        left = { k: 'BinOp', op, left, right: level(i + 1) };
+      }
+      return left;
+    };
+    const e = level(0);
+    if (pos !== toks.length) {
+      const t = toks[pos]!;
+      this.fail('op' in t ? t.node : t.operand, 'invalid syntax');
+    }
+    return starred ? { k: 'Starred', value: e } : e;
+  }
+
   private subscript(n: Node): Expr {
-    const value = this.expr(n.childForFieldName('value')!);
+    const valueNode = n.childForFieldName('value')!;
+    const base = this.expr(valueNode);
+    const hoist = base.k === 'Starred' && valueNode.type !== 'parenthesized_expression';
+    const value = hoist ? (base as { value: Expr }).value : base;
     const items = n.childrenForFieldName('subscript').filter((c): c is Node => !!c);
     let afterBracket = false;
     let commas = 0;
@@ -733,7 +981,8 @@ class Lowerer {
     }
     const elts = items.map((c) => (c.type === 'slice' ? this.slice(c) : this.expr(c)));
     const slice: Expr = elts.length === 1 && commas === 0 && elts[0]!.k !== 'Starred' ? elts[0]! : { k: 'Tuple', elts };
-    return { k: 'Subscript', value, slice };
+    const sub: Expr = { k: 'Subscript', value, slice };
+    return hoist ? { k: 'Starred', value: sub } : sub;
   }
 
   private slice(n: Node): Expr {
@@ -763,10 +1012,11 @@ class Lowerer {
   }
 
   private call(n: Node): Expr {
-    const func = this.expr(n.childForFieldName('function')!);
     const a = n.childForFieldName('arguments')!;
-    if (a.type === 'generator_expression') return { k: 'Call', func, args: [this.expr(a)], keywords: [] };
-    return { k: 'Call', func, ...this.callArguments(a) };
+    return this.postfix(n.childForFieldName('function')!, (func) => {
+      if (a.type === 'generator_expression') return { k: 'Call', func, args: [this.expr(a)], keywords: [] };
+      return { k: 'Call', func, ...this.callArguments(a) };
+    });
   }
 
   private boolOp(n: Node): Expr {
@@ -913,24 +1163,25 @@ class Lowerer {
     let anyBytes = false;
     let allBytes = true;
     let kind: 'u' | null = null;
-    const pieces: { flags: StrFlags; node: Node; start: Node; end: Node }[] = [];
+    // The body ends before the closing quote (tree-sitter's string_end node may swallow
+    // trailing backslashes of a raw string, so it is not used for that).
+    const pieces: { flags: StrFlags; node: Node; start: Node; bodyEnd: number }[] = [];
     parts.forEach((s, i) => {
-      const kids = all(s);
-      const start = kids[0]!;
-      const end = kids[kids.length - 1]!;
-      const prefix = start.text.replace(/['"]+$/, '').toLowerCase();
+      const start = all(s)[0]!;
+      const quote = /['"]+$/.exec(start.text)?.[0] ?? '';
+      const prefix = start.text.slice(0, start.text.length - quote.length).toLowerCase();
       const flags = { raw: prefix.includes('r'), bytes: prefix.includes('b'), fmt: prefix.includes('f') };
-      if (i === 0 && prefix.includes('u')) kind = 'u';
+      if (i === 0 && start.text[0] === 'u') kind = 'u'; // CPython checks the first character only
       anyF ||= flags.fmt;
       anyBytes ||= flags.bytes;
       allBytes &&= flags.bytes;
-      pieces.push({ flags, node: s, start, end });
+      pieces.push({ flags, node: s, start, bodyEnd: s.endIndex - quote.length });
     });
     if (anyBytes && !allBytes) this.fail(parts[0]!, 'cannot mix bytes and nonbytes literals');
     if (!anyF) {
       const out: number[] = [];
       for (const p of pieces) {
-        const raw = this.text.slice(p.start.endIndex, p.end.startIndex);
+        const raw = this.text.slice(p.start.endIndex, p.bodyEnd);
         out.push(...decodeBody(raw, p.flags, (i) => p.start.endIndex + i, this.strictNamedEscapes));
       }
       return constant(allBytes ? { t: 'bytes', b: out } : { t: 'str', s: out }, allBytes ? null : kind);
@@ -938,11 +1189,11 @@ class Lowerer {
     const values: (ConstantNode | FormattedValue)[] = [];
     for (const p of pieces) {
       if (!p.flags.fmt) {
-        const raw = this.text.slice(p.start.endIndex, p.end.startIndex);
+        const raw = this.text.slice(p.start.endIndex, p.bodyEnd);
         appendText(values, decodeBody(raw, p.flags, (i) => p.start.endIndex + i, this.strictNamedEscapes));
         continue;
       }
-      this.fstringParts(values, p.start.endIndex, p.end.startIndex, named(p.node).filter((c) => c.type === 'interpolation'), p.flags);
+      this.fstringParts(values, p.start.endIndex, p.bodyEnd, named(p.node).filter((c) => c.type === 'interpolation'), p.flags);
     }
     return { k: 'JoinedStr', values };
   }
@@ -1665,7 +1916,7 @@ function withTree<T>(source: string, path: string, strictNamedEscapes: boolean, 
     return f(ctx);
   } catch (err) {
     if (err instanceof PyError || err instanceof UnparseError) {
-      const idx = err instanceof PyError ? mapBack(parsed.text, original, err.index) : 0;
+      const idx = err instanceof PyError ? parsed.toOriginal(err.index) : 0;
       const pos = positionOf(original, idx);
       throw new ContractParseError(path, pos.line, pos.column, err.message, { cause: err });
     }
@@ -1673,20 +1924,6 @@ function withTree<T>(source: string, path: string, strictNamedEscapes: boolean, 
   } finally {
     parsed.release();
   }
-}
-
-/** Map an index in the (possibly parenthesised) parse text back to the original text. */
-function mapBack(text: string, original: string, idx: number): number {
-  if (text === original) return idx;
-  let i = 0;
-  let j = 0;
-  while (i < idx && i < text.length) {
-    if (text[i] === original[j]) {
-      i++;
-      j++;
-    } else i++; // an inserted parenthesis
-  }
-  return j;
 }
 
 function functionOf(stmt: Node): { def: Node; decorators: Node[] } | null {

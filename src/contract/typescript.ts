@@ -259,6 +259,8 @@ class Extractor {
   private readonly rows: string[] = [];
   private scope: Scope = new Scope(null, '', false);
   private prefix = '';
+  /** Declarations being emitted right now, so self-referencing re-exports cannot recurse forever. */
+  private readonly active = new Set<Local>();
 
   constructor(
     private readonly source: string,
@@ -382,6 +384,11 @@ class Extractor {
       const locals = s.locals.get(local);
       if (!locals) continue;
       s.emitted.add(local);
+      if (locals.some(l => this.active.has(l))) {
+        // A namespace re-exporting the declaration it belongs to (`namespace M { export { M } }`).
+        this.row(`${scope.q}export ${typeOnly ? 'type ' : ''}{ ${local} as ${exported} } (circular)`);
+        return;
+      }
       for (const l of locals) {
         const typeSide = l.k === 'iface' || l.k === 'type' || (l.k === 'import' && l.typeOnly);
         this.emitLocal(l, scope.q, exported, typeOnly && !typeSide ? 'type-only ' : '', typeOnly);
@@ -474,6 +481,8 @@ class Extractor {
   // --- declarations -------------------------------------------------------------------------
 
   private emitLocal(l: Local, q: string, name: string, prefix: string, typeOnly = false): void {
+    if (this.active.has(l)) return;
+    this.active.add(l);
     const saved = this.prefix;
     if (prefix && !saved.includes(prefix)) this.prefix = saved + prefix;
     const display = q + name;
@@ -516,6 +525,7 @@ class Extractor {
       }
     } finally {
       this.prefix = saved;
+      this.active.delete(l);
     }
   }
 

@@ -104,8 +104,9 @@ export class HookService {
     const s = this.server;
     this.server = null;
     if (!s) return;
-    await new Promise<void>((resolve) => s.close(() => resolve()));
-    s.closeAllConnections?.();
+    const closed = new Promise<void>((resolve) => s.close(() => resolve()));
+    s.closeAllConnections();
+    await closed;
     if (existsSync(this.opts.socketPath)) unlinkSync(this.opts.socketPath);
   }
 

@@ -4,8 +4,16 @@
 
 import { execFileSync } from 'node:child_process';
 
+let interpreter: string | null = null;
+
+/** The real interpreter behind `python3` (version-manager shims can cost a second a call). */
+function python(): string {
+  interpreter ??= execFileSync('python3', ['-c', 'import sys; print(sys.executable)']).toString().trim() || 'python3';
+  return interpreter;
+}
+
 export function runPython(script: string, input: unknown, cwd?: string): unknown {
-  const out = execFileSync('python3', ['-X', 'utf8', '-c', script], {
+  const out = execFileSync(python(), ['-X', 'utf8', '-c', script], {
     input: JSON.stringify(input),
     cwd,
     maxBuffer: 64 * 1024 * 1024,
@@ -17,8 +25,9 @@ export function runPython(script: string, input: unknown, cwd?: string): unknown
 /**
  * The seed's contract: for every *.py under ./src (in sorted path order), the module-level
  * public def/async def of the file, as `path::name(regular args)->unparsed return`, hashed
- * with sha256 over the rows joined by newlines. Run with cwd = the tree's root. Prints
- * {"rows", "digest", "files"} or {"error"} when the seed would crash.
+ * with sha256 over the rows joined by newlines. Input: a list of tree roots; for each, the
+ * working directory is changed to that root and the root of the walk is Path("src").
+ * Prints per tree {"rows", "digest", "files"}, or {"error", "files"} when the seed crashes.
  */
 export const SEED_ORACLE = String.raw`
 import ast, hashlib, json, sys
@@ -36,16 +45,20 @@ def signature_rows(root):
             rows.append(f"{path.as_posix()}::{stmt.name}({names})->{ret}")
     return rows
 
-json.load(sys.stdin)
-root = Path("src")
-files = [p.as_posix() for p in sorted(root.rglob("*.py"))]
-try:
-    rows = signature_rows(root)
-except Exception as e:
-    print(json.dumps({"error": type(e).__name__ + ": " + str(e), "files": files}))
-else:
-    digest = hashlib.sha256("\n".join(rows).encode()).hexdigest()
-    print(json.dumps({"rows": rows, "digest": digest, "files": files}))
+import os
+results = []
+for tree in json.load(sys.stdin):
+    os.chdir(tree)
+    root = Path("src")
+    files = [p.as_posix() for p in sorted(root.rglob("*.py"))]
+    try:
+        rows = signature_rows(root)
+    except Exception as e:
+        results.append({"error": type(e).__name__ + ": " + str(e), "files": files})
+    else:
+        digest = hashlib.sha256("\n".join(rows).encode()).hexdigest()
+        results.append({"rows": rows, "digest": digest, "files": files})
+print(json.dumps(results))
 `;
 
 /** sorted() of PurePosixPath objects, for a list of path strings. */

@@ -1,0 +1,60 @@
+// A real gate server for end-to-end tests: its own temp data folder, port 0, real tokens,
+// and an async `git` runner (the server runs in this process, so git must not block it).
+
+import { execFile } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { startServer, type RunningServer, type ServerOptions } from '../../src/server/app.js';
+import { createRepo } from '../../src/server/repos.js';
+import { GIT_ENV, tempDir } from './repo.js';
+
+export interface Gate {
+  srv: RunningServer;
+  data: string;
+  token(name: string, role: 'agent' | 'human' | 'admin', repos?: string): string;
+  repo(name: string): Promise<string>;
+  remote(name: string, user: string, secret: string): string;
+}
+
+interface T { teardown(fn: () => unknown): void }
+
+export async function startGate(t: T, opts: Partial<ServerOptions> = {}): Promise<Gate> {
+  const data = tempDir('pg-data-');
+  const srv = await startServer({ dataDir: data, port: 0, host: '127.0.0.1', log: () => {}, ...opts });
+  t.teardown(async () => {
+    await srv.close();
+    rmSync(data, { recursive: true, force: true });
+  });
+  return {
+    srv,
+    data,
+    token: (name, role, repos) => srv.tokens.create(name, role, { repos }),
+    repo: (name) => createRepo(data, name),
+    remote: (name, user, secret) => `http://${encodeURIComponent(user)}:${encodeURIComponent(secret)}@127.0.0.1:${srv.port}/${name}.git`,
+  };
+}
+
+export interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Run git asynchronously in `cwd`; never throws on a non-zero exit. */
+export function gitAsync(cwd: string, args: string[]): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile('git', args, { cwd, env: { ...process.env, ...GIT_ENV, GIT_ASKPASS: 'true' }, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+/** The id a ref has in a bare repository, or null. */
+export async function refIn(bare: string, ref: string): Promise<string | null> {
+  const r = await gitAsync(bare, ['rev-parse', '-q', '--verify', ref]);
+  return r.code === 0 ? r.stdout.trim() : null;
+}
+
+export function bareDir(gate: Gate, name: string): string {
+  return join(gate.data, 'repos', `${name}.git`);
+}
