@@ -7,11 +7,13 @@ import yargs, { type Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { resolve } from 'node:path';
 import { errorMessage, PatchgateError } from './errors.js';
-import { runCheck, checkJson, checkExitCode, renderDecision } from './commands/check.js';
-import { runContract } from './commands/contract.js';
-import { runFixturesLock, runFixturesVerify } from './commands/fixtures.js';
-import { runLedgerCheck } from './commands/ledger.js';
-import { runAudit, runAuditShow, runAuditVerify, runRepoCreate, runRepoHooks, runServe, runTokenCreate, runTokenList, runTokenRevoke } from './commands/admin.js';
+
+// Command modules load on first use: `token list` should not pay for loading TypeScript.
+const check = () => import('./commands/check.js');
+const contract = () => import('./commands/contract.js');
+const fixtures = () => import('./commands/fixtures.js');
+const ledger = () => import('./commands/ledger.js');
+const admin = () => import('./commands/admin.js');
 
 function out(lines: string[]): void {
   if (lines.length) process.stdout.write(lines.join('\n') + '\n');
@@ -45,6 +47,7 @@ export function buildCli(argv: string[]): Argv {
       .option('ref', { type: 'string', describe: 'also apply the ref rules as if REF moved from base to head' })
       .option('json', { type: 'boolean', default: false }),
     (a) => guarded(async () => {
+      const { runCheck, checkJson, checkExitCode, renderDecision } = await check();
       const d = await runCheck({ repo: resolve(a.repo), base: a.base, head: a.head, role: a.role, ref: a.ref });
       if (a.json) out([JSON.stringify(checkJson(d))]);
       else out(renderDecision(d));
@@ -55,19 +58,19 @@ export function buildCli(argv: string[]): Argv {
       .option('rev', { type: 'string', default: 'HEAD' })
       .option('format', { choices: ['v1', 'seed'] as const, describe: 'digest format (default: the policy\'s, v1)' })
       .option('json', { type: 'boolean', default: false, describe: 'also print the rows as JSON' }),
-    (a) => guarded(async () => out(await runContract({ repo: resolve(a.repo), rev: a.rev, format: a.format, json: a.json }))))
+    (a) => guarded(async () => out(await (await contract()).runContract({ repo: resolve(a.repo), rev: a.rev, format: a.format, json: a.json }))))
     .command('fixtures', 'the fixture lock: `fixtures lock DIR...` (a person\'s step) and `fixtures verify`', (y) => y
       .command('lock <dirs..>', 'write the lock from every file under DIR...', (y2) => y2
         .positional('dirs', { type: 'string', array: true, demandOption: true })
         .option('repo', repoOpt)
         .option('lock', { type: 'string', default: 'ci/fixtures.lock' }),
-      (a) => guarded(async () => out(await runFixturesLock({ repo: resolve(a.repo), dirs: a.dirs as string[], lock: a.lock }))))
+      (a) => guarded(async () => out(await (await fixtures()).runFixturesLock({ repo: resolve(a.repo), dirs: a.dirs as string[], lock: a.lock }))))
       .command('verify', 'check the work tree (or --rev) against the lock; exit 1 on drift', (y2) => y2
         .option('repo', repoOpt)
         .option('lock', { type: 'string', default: 'ci/fixtures.lock' })
         .option('rev', { type: 'string', describe: 'verify a commit instead of the work tree' }),
       (a) => guarded(async () => {
-        const r = await runFixturesVerify({ repo: resolve(a.repo), lock: a.lock, rev: a.rev });
+        const r = await (await fixtures()).runFixturesVerify({ repo: resolve(a.repo), lock: a.lock, rev: a.rev });
         out(r.lines);
         return r.drift.length ? 1 : 0;
       }))
@@ -77,7 +80,7 @@ export function buildCli(argv: string[]): Argv {
         .option('repo', repoOpt)
         .option('today', { type: 'string', describe: 'YYYY-MM-DD (default: today, UTC)' }),
       (a) => guarded(async () => {
-        const r = await runLedgerCheck({ repo: resolve(a.repo), today: a.today });
+        const r = await (await ledger()).runLedgerCheck({ repo: resolve(a.repo), today: a.today });
         out(r.lines);
         return r.problems.length ? 1 : 0;
       }))
@@ -90,7 +93,7 @@ export function buildCli(argv: string[]): Argv {
       .option('tls-key', { type: 'string' })
       .option('hook-timeout', { type: 'number', default: 30, describe: 'seconds the policy may take per push before it is refused' }),
     (a) => guarded(async () => {
-      await runServe({ data: a.data, port: a.port, host: a.host, tlsCert: a.tlsCert, tlsKey: a.tlsKey, hookTimeout: a.hookTimeout });
+      await (await admin()).runServe({ data: a.data, port: a.port, host: a.host, tlsCert: a.tlsCert, tlsKey: a.tlsKey, hookTimeout: a.hookTimeout });
       return undefined;
     }))
     .command('repo', 'repositories: `repo create NAME`, `repo hooks NAME`', (y) => y
@@ -98,11 +101,11 @@ export function buildCli(argv: string[]): Argv {
         .positional('name', { type: 'string', demandOption: true })
         .option('data', dataOpt)
         .option('trusted', { type: 'string', default: 'main', describe: 'the trusted branch (the repo\'s HEAD)' }),
-      (a) => guarded(async () => out(await runRepoCreate({ data: a.data, name: a.name, trusted: a.trusted }))))
+      (a) => guarded(async () => out(await (await admin()).runRepoCreate({ data: a.data, name: a.name, trusted: a.trusted }))))
       .command('hooks <name>', 'reinstall patchgate\'s hooks in a repository', (y2) => y2
         .positional('name', { type: 'string', demandOption: true })
         .option('data', dataOpt),
-      (a) => guarded(async () => out(runRepoHooks({ data: a.data, name: a.name }))))
+      (a) => guarded(async () => out((await admin()).runRepoHooks({ data: a.data, name: a.name }))))
       .demandCommand(1, 'name a repo command: create or hooks'))
     .command('token', 'access tokens: `token create|list|revoke`', (y) => y
       .command('create <name>', 'create a token; the secret is the last line of output', (y2) => y2
@@ -111,11 +114,11 @@ export function buildCli(argv: string[]): Argv {
         .option('repos', { type: 'string', describe: 'repository glob this token may use (default *)' })
         .option('expires', { type: 'number', describe: 'days until the token expires' })
         .option('data', dataOpt),
-      (a) => guarded(async () => out(runTokenCreate({ data: a.data, name: a.name, role: a.role, repos: a.repos, expires: a.expires }))))
+      (a) => guarded(async () => out((await admin()).runTokenCreate({ data: a.data, name: a.name, role: a.role, repos: a.repos, expires: a.expires }))))
       .command('list', 'list tokens (never their secrets)', (y2) => y2.option('data', dataOpt).option('json', { type: 'boolean', default: false }),
-        (a) => guarded(async () => out(runTokenList({ data: a.data, json: a.json }))))
+        (a) => guarded(async () => out((await admin()).runTokenList({ data: a.data, json: a.json }))))
       .command('revoke <name>', 'revoke a token', (y2) => y2.positional('name', { type: 'string', demandOption: true }).option('data', dataOpt),
-        (a) => guarded(async () => out(runTokenRevoke({ data: a.data, name: a.name }))))
+        (a) => guarded(async () => out((await admin()).runTokenRevoke({ data: a.data, name: a.name }))))
       .demandCommand(1, 'name a token command: create, list or revoke'))
     .command('audit', 'query the audit log (newest first); `audit show ID`, `audit verify`', (y) => y
       .command('$0', 'query the audit log', (y2) => y2
@@ -128,15 +131,15 @@ export function buildCli(argv: string[]): Argv {
         .option('kind', { choices: ['push', 'ref', 'auth', 'admin', 'ci', 'confirm'] as const })
         .option('limit', { type: 'number', default: 100 })
         .option('json', { type: 'boolean', default: false, describe: 'one JSON object per line' }),
-      (a) => guarded(async () => out(runAudit({ data: a.data, json: a.json, repo: a.repo, actor: a.actor, verdict: a.verdict, since: a.since, until: a.until, kind: a.kind, limit: a.limit }))))
+      (a) => guarded(async () => out((await admin()).runAudit({ data: a.data, json: a.json, repo: a.repo, actor: a.actor, verdict: a.verdict, since: a.since, until: a.until, kind: a.kind, limit: a.limit }))))
       .command('show <id>', 'the trace of every rule checked for a push (push id or row number)', (y2) => y2
         .positional('id', { type: 'string', demandOption: true })
         .option('data', dataOpt)
         .option('json', { type: 'boolean', default: false }),
-      (a) => guarded(async () => out(runAuditShow({ data: a.data, id: a.id, json: a.json }))))
+      (a) => guarded(async () => out((await admin()).runAuditShow({ data: a.data, id: a.id, json: a.json }))))
       .command('verify', 'check the hash chain; exit 1 when a row was changed or removed', (y2) => y2.option('data', dataOpt),
         (a) => guarded(async () => {
-          const r = runAuditVerify({ data: a.data });
+          const r = (await admin()).runAuditVerify({ data: a.data });
           out(r.lines);
           return r.ok ? 0 : 1;
         })))

@@ -6,7 +6,6 @@ import { AuditStore, compactRow, type AuditRow, type QueryOptions } from '../aud
 import { TokenStore } from '../audit/tokens.js';
 import { UsageError } from '../errors.js';
 import { createRepo, normalizeRepoName, installHooks, resolveRepo } from '../server/repos.js';
-import { startServer } from '../server/app.js';
 import type { Role } from '../policy/types.js';
 
 export function dbPath(data: string): string {
@@ -23,6 +22,7 @@ function withStore<T>(data: string, fn: (s: AuditStore) => T): T {
 }
 
 export async function runServe(args: { data: string; port: number; host: string; tlsCert?: string; tlsKey?: string; hookTimeout: number }): Promise<void> {
+  const { startServer } = await import('../server/app.js');
   const srv = await startServer({ dataDir: args.data, port: args.port, host: args.host, tlsCert: args.tlsCert, tlsKey: args.tlsKey, hookTimeoutMs: args.hookTimeout * 1000 });
   const say = (l: string) => process.stdout.write(l + '\n');
   say(`patchgate: serving ${resolve(args.data, 'repos')} at ${srv.url} (audit log ${dbPath(args.data)})`);

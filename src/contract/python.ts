@@ -370,10 +370,18 @@ function textualAnnotationRegions(text: string): Region[] {
  */
 function annotationEnd(text: string, from: number, kind: 'return' | 'param' | 'assign'): number {
   let depth = 0;
+  let lambdas = 0; // unbracketed lambdas still waiting for their ':'
   let lastSignificant = from;
   let i = from;
   while (i < text.length) {
     const c = text[i]!;
+    const word = identAt(text, i);
+    if (word) {
+      if (word === 'lambda' && depth === 0) lambdas++;
+      i += word.length;
+      lastSignificant = i;
+      continue;
+    }
     if (c === '#') {
       if (depth === 0 && kind !== 'param') break;
       while (i < text.length && text[i] !== '\n') i++;
@@ -395,15 +403,63 @@ function annotationEnd(text: string, from: number, kind: 'return' | 'param' | 'a
     } else if (depth === 0) {
       const next = text[i + 1];
       const prev = text[i - 1];
-      if (kind === 'return' && c === ':' && next !== '=') break;
-      if (kind === 'param' && c === ',') break;
-      if (kind !== 'return' && c === '=' && next !== '=' && !'=<>!:'.includes(prev ?? '')) break;
+      if (c === ':' && next !== '=' && lambdas > 0) lambdas--;
+      else if (lambdas > 0 && (c === ',' || c === '=')) {
+        // a lambda's own parameters and defaults
+      } else {
+        if (kind === 'return' && c === ':' && next !== '=') break;
+        if (kind === 'param' && c === ',') break;
+        if (kind !== 'return' && c === '=' && next !== '=' && !'=<>!:'.includes(prev ?? '')) break;
+      }
       if (kind !== 'param' && (c === ';' || c === '\n')) break;
     }
     if (!/\s/.test(c)) lastSignificant = i + 1;
     i++;
   }
   return lastSignificant;
+}
+
+/**
+ * Newlines, comments and line continuations inside brackets mean nothing to Python, but
+ * tree-sitter-python's scanner can emit a DEDENT for a continuation line inside `[...]`
+ * that is indented less than its block. Replacing them by spaces (same length, so every
+ * offset stays valid) removes the problem without changing the Python AST.
+ */
+function flattenBrackets(text: string): string {
+  let out = '';
+  let depth = 0;
+  let from = 0;
+  let i = 0;
+  const blank = (end: number): void => {
+    out += text.slice(from, i) + ' '.repeat(end - i);
+    i = from = end;
+  };
+  while (i < text.length) {
+    const c = text[i]!;
+    if (c === '#') {
+      let end = i;
+      while (end < text.length && text[end] !== '\n') end++;
+      if (depth > 0) blank(end);
+      else i = end;
+      continue;
+    }
+    if (c === "'" || c === '"') {
+      i = skipString(text, i);
+      continue;
+    }
+    if (depth > 0 && c === '\n') {
+      blank(i + 1);
+      continue;
+    }
+    if (depth > 0 && c === '\\' && text[i + 1] === '\n') {
+      blank(i + 2);
+      continue;
+    }
+    if (c === '(' || c === '[' || c === '{') depth++;
+    else if ((c === ')' || c === ']' || c === '}') && depth > 0) depth--;
+    i++;
+  }
+  return out + text.slice(from);
 }
 
 /** Insert '(' and ')' around each region; returns the new text and a map back. */
@@ -467,10 +523,12 @@ function parsePython(original: string, path: string): Parsed {
     const first = firstErrorNode(tree.rootNode);
     const idx = first ? first.startIndex : 0;
     const detail = first ? errorDetail(first) : 'syntax error';
-    const regions = textualAnnotationRegions(original);
+    // Retry with the two workarounds for tree-sitter-python's known problems.
+    const flat = flattenBrackets(original);
+    const regions = textualAnnotationRegions(flat);
     let rescued = false;
-    if (regions.length > 0) {
-      const w = wrapRegions(original, regions);
+    if (regions.length > 0 || flat !== original) {
+      const w = wrapRegions(flat, regions);
       const again = parse(w.text);
       if (!again.rootNode.hasError) {
         tree.delete();
