@@ -268,7 +268,7 @@ class Extractor {
   ) {}
 
   run(ast: TSESTree.Program): string[] {
-    const isDts = /\.d\.[cm]?ts$/.test(this.path);
+    const isDts = /\.d\.(?:[cm]ts|(?:[^./\\]+\.)?ts)$/.test(this.path); // x.d.ts, x.d.mts, x.d.css.ts
     const isModule = ast.body.some(isModuleSyntax);
     // A declaration file without module syntax declares globals.
     this.processBody(ast.body, null, isDts && !isModule ? 'global.' : '', isDts);

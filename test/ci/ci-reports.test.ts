@@ -27,13 +27,15 @@ t.test('later', { skip: 'not yet' }, async () => {});
  * with its own seed derived from the one on its command line, writes the JUnit file and
  * the per-test seeds, and exits 1 when a test failed.
  */
-const PY_RUNNER = `import { writeFileSync } from 'node:fs';
+const PY_RUNNER = `import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 const [out, seedArg] = process.argv.slice(2);
 const runSeed = Number(seedArg.replace('--seed=', ''));
 const propSeed = runSeed + 5000;
 const failed = propSeed === 5151;
 const seeds = { 'tests/test_calc.py::test_prop': propSeed, 'tests/test_calc.py::TestCalc::test_add': runSeed };
 if (process.env.PATCHGATE_SEED_FILE) writeFileSync(process.env.PATCHGATE_SEED_FILE, JSON.stringify(seeds));
+mkdirSync(dirname(out), { recursive: true });
 const fail = failed ? '<failure message="Falsifying example: cents=-1">AssertionError</failure>' : '';
 writeFileSync(out, '<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="0" failures="' + (failed ? 1 : 0) + '" skipped="0" tests="3" time="0.1" timestamp="2026-11-05T10:00:00" hostname="ci">'
   + '<testcase classname="tests.test_calc" name="test_prop" time="0.01">' + fail + '</testcase>'

@@ -591,8 +591,8 @@ const same: Array<[string, string, string, string?]> = [
   ['non-exported code changes', 'export function f(): void {}\nfunction helper() { return 1; }',
     'export function f(): void {}\nfunction helper2(a: number) { return a; }\nconst z = 3;'],
   ['JSX default value reformatted',
-    'export function C({ icon = <Icon size={1} label="x" /> }: P) { return null; }',
-    'export function C({\n  icon = <Icon\n    size={ 1 }  // big\n    label=\'x\'\n  />,\n}: P) { return <div />; }', 'ui/c.tsx'],
+    'export function C({ icon = <Icon size={1} label="x" list={[1, 2]} /> }: P) { return null; }',
+    'export function C({\n  icon = <Icon\n    size={ 1 }  // big\n    label=\'x\'\n    list={[1, 2,]}\n  />,\n}: P) { return <div />; }', 'ui/c.tsx'],
   ['object literal key quoting and spacing', 'export const o = { a: 1, "b-c": "x" } as const;', "export const o = {\n  'a': 1,\n  'b-c': 'x',\n} as const;"],
   ['JS formatting', 'export function f(a, b = {x: 1}) {}', 'export function f(\n  a,\n  b = { x: 1, },\n) { /* body */ }', 'src/x.js'],
 ];
@@ -603,6 +603,17 @@ t.test('formatting-only edits leave the rows identical', async t => {
     t.ok(ra.length > 0, `${name}: has rows`);
     t.same(rows(b, path), ra, name);
   }
+});
+
+t.test('a namespace re-exporting its own declaration does not recurse', async t => {
+  const out = rows(`declare module 'm' { class M { a(): void } namespace M { export { M }; } export = M; }`, 'types/m.d.ts');
+  t.same(out, [
+    '"m".export=.export { M as M } (circular)',
+    'class "m".export=',
+    'class "m".export=.a(): void',
+    'declare module "m"',
+    'namespace "m".export=',
+  ]);
 });
 
 t.test('CRLF line endings do not matter', async t => {

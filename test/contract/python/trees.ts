@@ -253,7 +253,7 @@ export const TREES: PyTree[] = [
         'def ﬁnd(ﬂag: ℌ) -> ℌ: ...',
         'def données(é: int) -> dict[str, ñ]: ...',
         'def _ﬁ(): ...',
-        'def ＿fullwidth_underscore(): ...',
+        'def a＿b(x＿y) -> a＿b: ...',
       ),
     },
   },
