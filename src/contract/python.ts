@@ -163,8 +163,7 @@ function positionOf(text: string, index: number): { line: number; column: number
 
 function firstErrorNode(n: Node): Node | null {
   if (n.isError || n.isMissing) return n;
-  for (let i = 0; i < n.childCount; i++) {
-    const c = n.child(i);
+  for (const c of n.children) {
     if (c && (c.hasError || c.isMissing || c.isError)) {
       const r = firstErrorNode(c);
       if (r) return r;
@@ -720,25 +719,17 @@ function nfkc(name: string): string {
 }
 
 function isTrivia(n: Node): boolean {
-  return n.isExtra || n.type === 'comment' || n.type === 'line_continuation';
+  const t = n.type;
+  return t === 'comment' || t === 'line_continuation';
 }
 
+// (Node#children fetches all children in one call; child(i) walks from the first each time.)
 function named(n: Node): Node[] {
-  const out: Node[] = [];
-  for (let i = 0; i < n.namedChildCount; i++) {
-    const c = n.namedChild(i);
-    if (c && !isTrivia(c)) out.push(c);
-  }
-  return out;
+  return n.namedChildren.filter((c): c is Node => c !== null && !isTrivia(c));
 }
 
 function all(n: Node): Node[] {
-  const out: Node[] = [];
-  for (let i = 0; i < n.childCount; i++) {
-    const c = n.child(i);
-    if (c && !isTrivia(c)) out.push(c);
-  }
-  return out;
+  return n.children.filter((c): c is Node => c !== null && !isTrivia(c));
 }
 
 class Lowerer {
