@@ -25,12 +25,16 @@ function normRoot(root: string): string {
   return r === '.' ? '' : r;
 }
 
-async function rootEntries(git: Git, rev: string, root: string): Promise<{ treeId: string | null; files: TreeEntry[] }> {
+/** The tree id of a root at `rev` (null when absent or not a folder). One batch-check lookup. */
+async function rootTree(git: Git, rev: string, root: string): Promise<string | null> {
+  const t = await git.pathId(rev, normRoot(root));
+  return t && t.type === 'tree' ? t.id : null;
+}
+
+async function rootFiles(git: Git, rev: string, root: string): Promise<TreeEntry[]> {
   const r = normRoot(root);
-  const tree = r ? await git.pathId(rev, r) : await git.pathId(rev, '');
-  if (!tree || tree.type !== 'tree') return { treeId: null, files: [] };
   const entries = await git.lsTree(rev, { recursive: true, path: r ? `${r}/` : undefined });
-  return { treeId: tree.id, files: entries.filter((e) => e.type === 'blob' && REGULAR.has(e.mode)) };
+  return entries.filter((e) => e.type === 'blob' && REGULAR.has(e.mode));
 }
 
 function sha256(s: string): string {
@@ -67,13 +71,15 @@ function byteOrder(a: string, b: string): number {
 export async function contractOf(git: Git, rev: string, roots: string[], format: ContractFormat, cache: Map<string, unknown> = new Map()): Promise<Contract> {
   await initPython();
   const useRoots = format === 'seed' ? roots.slice(0, 1) : roots;
-  const listed = await Promise.all(useRoots.map((r) => rootEntries(git, rev, r)));
-  const treeKey = `digest:${format}:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${useRoots.join('|')}:${listed.map((l) => l.treeId ?? '-').join('|')}`;
+  // git trees are Merkle trees: the same root tree ids mean the same contract, so look them up first.
+  const trees = await Promise.all(useRoots.map((r) => rootTree(git, rev, r)));
+  const treeKey = `digest:${format}:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${useRoots.join('|')}:${trees.map((t) => t ?? '-').join('|')}`;
   const hit = cache.get(treeKey) as Contract | undefined;
   if (hit) return hit;
 
+  const listed = await Promise.all(useRoots.map((r, i) => (trees[i] ? rootFiles(git, rev, r) : Promise.resolve([]))));
   const seen = new Set<string>();
-  let files = listed.flatMap((l) => l.files).filter((e) => (seen.has(e.path) ? false : (seen.add(e.path), true)));
+  let files = listed.flat().filter((e) => (seen.has(e.path) ? false : (seen.add(e.path), true)));
   let contract: Contract;
   if (format === 'seed') {
     files = files.filter((e) => e.path.endsWith('.py'));

@@ -13,6 +13,7 @@ import { TokenStore, allowsRepo, type AuthenticatedToken } from '../audit/tokens
 import { ConfigError, errorMessage, UsageError } from '../errors.js';
 import { FailureLimiter, parseBasic, DEFAULT_LIMITER, type LimiterOptions } from './auth.js';
 import { HookService } from './hook-service.js';
+import { LruMap } from '../cache/lru.js';
 import { checkHooks, listRepos, normalizeRepoName, reposDir, resolveRepo, createRepo } from './repos.js';
 
 export interface ServerOptions {
@@ -74,7 +75,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   }
 
   // --- hook daemon
-  const cache = new Map<string, unknown>();
+  const cache = new LruMap<string, unknown>(200_000);
   const hooks = new HookService({ socketPath, audit, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge });
   await hooks.start();
 

@@ -371,14 +371,18 @@ const cases: Case[] = [
           export function use(o: Opts): void {}
           export class Sub extends Base {}
           export const k: typeof helper = helper;
-          function helper(x: number): void {}`,
+          function helper(x: number): void {}
+          const impl = (a: string): number => 1;
+          export const api = impl;`,
     rows: [
       'class Sub extends Base',
+      'const api: typeof impl',
       'const k: typeof helper',
       'function use(o: Opts): void',
       'local class Base',
       'local class Base.protected b(): void',
       'local function helper(x: number): void',
+      'local const impl: (a: string): number => …',
       'local interface Inner',
       'local interface Inner.z?: number',
       'local interface Opts',
@@ -648,6 +652,8 @@ t.test('.ts parses type assertions, .tsx parses JSX', async t => {
   t.same(rows('export const x = <number>y;', 'src/a.ts'), ['const x: number']);
   t.throws(() => extractTypeScript('export const x = <number>y;', 'src/a.tsx'), ContractParseError);
   t.same(rows('export const el = <div />;', 'src/a.tsx'), ['const el: <inferred>']);
+  t.same(rows('export const el = <div />;', 'src/a.js'), ['const el: <inferred>']);
+  t.same(rows('export const x = <number>y;', 'src/no-extension'), ['const x: number'], 'unknown extensions parse without JSX');
 });
 
 t.test('the source is never executed', async t => {
