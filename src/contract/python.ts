@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { Language, Parser, type Node } from 'web-tree-sitter';
+import { Language, Parser, type Node, type Tree } from 'web-tree-sitter';
 import { ContractParseError } from '../errors.js';
 
 /** Bumped whenever the rows produced for the same source could change. */
@@ -462,7 +462,7 @@ function flattenBrackets(text: string): string {
 }
 
 /** Insert '(' and ')' around each region; returns the new text and a map back. */
-function wrapRegions(text: string, regions: Region[]): { text: string; back: (i: number) => number } {
+function wrapRegions(text: string, regions: Region[]): { text: string; kept: Region[]; back: (i: number) => number } {
   const sorted = [...regions].filter((r) => r[1] > r[0]).sort((a, b) => a[0] - b[0]);
   const kept: Region[] = [];
   for (const r of sorted) {
@@ -487,7 +487,34 @@ function wrapRegions(text: string, regions: Region[]): { text: string; back: (i:
     for (const p of inserted) if (p < i) n++;
     return i - n;
   };
-  return { text: out, back };
+  return { text: out, kept, back };
+}
+
+/**
+ * Tell the old tree about the inserted parentheses so the second parse is incremental
+ * (web-tree-sitter counts indices and columns in UTF-16 code units, like JS strings).
+ */
+function editForWraps(tree: Tree, text: string, kept: Region[]): void {
+  const lineStarts = [0];
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) lineStarts.push(i + 1);
+  const point = (i: number): { row: number; column: number } => {
+    let lo = 0;
+    let hi = lineStarts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (lineStarts[mid]! <= i) lo = mid;
+      else hi = mid - 1;
+    }
+    return { row: lo, column: i - lineStarts[lo]! };
+  };
+  const insert = (i: number): void => {
+    const at = point(i);
+    tree.edit({ startIndex: i, oldEndIndex: i, newEndIndex: i + 1, startPosition: at, oldEndPosition: at, newEndPosition: { row: at.row, column: at.column + 1 } });
+  };
+  for (let k = kept.length - 1; k >= 0; k--) {
+    insert(kept[k]![1]);
+    insert(kept[k]![0]);
+  }
 }
 
 interface Parsed {
@@ -545,8 +572,10 @@ function parsePython(original: string, path: string): Parsed {
   const typeForms = typeFormRegions(tree.rootNode);
   if (typeForms.length > 0) {
     const w = wrapRegions(text, typeForms);
-    const again = parse(w.text);
+    editForWraps(tree, text, w.kept);
+    const again = p.parse(w.text, tree);
     tree.delete();
+    if (!again) throw new ContractParseError(path, 1, 1, 'parser returned no tree');
     const prev = toOriginal;
     toOriginal = (i: number): number => prev(w.back(i));
     if (again.rootNode.hasError) {

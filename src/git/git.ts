@@ -212,18 +212,21 @@ export class Git {
     return r.data;
   }
 
-  /** Committer time of a commit. */
+  /** Committer time of a commit, read from the commit object through the batch reader. */
   async commitDate(id: string): Promise<Date> {
-    const s = (await this.text(['show', '-s', '--format=%ct', id])).trim();
-    return new Date(Number(s) * 1000);
+    const r = await this.batchReader().read(id);
+    if (!r || r.type !== 'commit') throw new GitError(['cat-file', '--batch'], 0, `${id} is not a commit`);
+    const m = /^committer .* (\d+) [+-]\d{4}$/m.exec(r.data.toString('utf8'));
+    if (!m) throw new GitError(['cat-file', '--batch'], 0, `commit ${id} has no committer line`);
+    return new Date(Number(m[1]) * 1000);
   }
 
-  /** Commits touching `path`, reachable from `rev`, newest first. */
-  async pathHistory(rev: string, path: string): Promise<CommitInfo[]> {
-    const lines = (await this.text(['rev-list', '--parents', '--full-history', rev, '--', path])).split('\n').filter(Boolean);
+  /** Commits touching `path`, reachable from `rev`, newest first, with their committer dates. */
+  async pathHistory(rev: string, path: string): Promise<Array<CommitInfo & { date: Date }>> {
+    const lines = (await this.text(['rev-list', '--parents', '--timestamp', rev, '--', path])).split('\n').filter(Boolean);
     return lines.map((l) => {
-      const [id, ...parents] = l.split(' ');
-      return { id: id!, parents };
+      const [ts, id, ...parents] = l.split(' ');
+      return { id: id!, parents, date: new Date(Number(ts) * 1000) };
     });
   }
 

@@ -111,7 +111,7 @@ export async function ledgerHistory(git: Git, rev: string, path: string): Promis
   for (const commit of history) {
     const mine = countRows(await textAt(commit.id));
     const parents = await Promise.all(commit.parents.map(async (p) => countRows(await textAt(p))));
-    const date = await git.commitDate(commit.id);
+    const date = commit.date;
     for (const [k, { n, row }] of mine) {
       const before = Math.max(0, ...parents.map((p) => p.get(k)?.n ?? 0));
       if (n <= before) continue;

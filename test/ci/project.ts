@@ -118,7 +118,7 @@ export function tapCmd(tests = TEST_FILES): string[] {
 }
 
 /** Assert an exit code; the whole log is the message only when it is wrong. */
-export function exits(t: { equal(a: unknown, b: unknown, m?: string): boolean }, res: Captured, code: number): void {
+export function exits(t: { equal(a: unknown, b: unknown, m: string): unknown }, res: Captured, code: number): void {
   t.equal(res.code, code, res.code === code ? `exit ${code}` : res.text);
 }
 
