@@ -14,6 +14,11 @@ const contract = () => import('./commands/contract.js');
 const fixtures = () => import('./commands/fixtures.js');
 const ledger = () => import('./commands/ledger.js');
 const admin = () => import('./commands/admin.js');
+const ciCommand = () => import('./ci/command.js');
+
+const io = { out: (l: string) => void process.stdout.write(l + '\n'), err: (l: string) => void process.stderr.write(l + '\n') };
+/** Arguments after `--`, as strings (yargs must not turn `1e3` into 1000). */
+const afterDashes = (a: Record<string, unknown>): string[] => ((a['--'] as unknown[] | undefined) ?? []).map(String);
 
 function out(lines: string[]): void {
   if (lines.length) process.stdout.write(lines.join('\n') + '\n');
@@ -75,7 +80,23 @@ export function buildCli(argv: string[]): Argv {
         return r.drift.length ? 1 : 0;
       }))
       .demandCommand(1, 'name a fixtures command: lock or verify'))
-    .command('ledger', 'the flake ledger: `ledger check`', (y) => y
+    .command('ci', 'check, then run the tests with a recorded seed, apply the ledger, print the decision table; exit 0 green, 1 red, 2 error', (y) => y
+      .option('repo', repoOpt)
+      .option('base', { type: 'string', demandOption: true, describe: 'trusted revision' })
+      .option('head', { type: 'string', demandOption: true, describe: 'the revision under test (must be checked out)' })
+      .option('seed', { type: 'string', describe: 'run seed (default: random); exported as PATCHGATE_SEED' })
+      .option('junit', { type: 'string', describe: 'JUnit XML report CMD writes (default: TAP on CMD\'s stdout)' })
+      .option('report', { type: 'string', describe: 'write a JSON report here' })
+      .option('baseline', { type: 'string', describe: 'test ids of the last green run of the base (JSON)' })
+      .option('write-baseline', { type: 'string', describe: 'after a green run, write the executed test ids here' })
+      .option('data', { type: 'string', describe: 'also record the run in <data>/patchgate.db' })
+      .option('today', { type: 'string', describe: 'YYYY-MM-DD for ledger expiry (default: today, UTC)' })
+      .parserConfiguration({ 'populate--': true, 'parse-positional-numbers': false }),
+    (a) => guarded(async () => (await ciCommand()).runCi({
+      repo: resolve(a.repo), base: a.base, head: a.head, seed: a.seed, junit: a.junit, report: a.report,
+      baseline: a.baseline, writeBaseline: a.writeBaseline, data: a.data, today: a.today, cmd: afterDashes(a),
+    }, io)))
+    .command('ledger', 'the flake ledger: `ledger check`, `ledger freeze`', (y) => y
       .command('check', 'validate the flake ledger; exit 1 when a row is invalid', (y2) => y2
         .option('repo', repoOpt)
         .option('today', { type: 'string', describe: 'YYYY-MM-DD (default: today, UTC)' }),
@@ -84,7 +105,18 @@ export function buildCli(argv: string[]): Argv {
         out(r.lines);
         return r.problems.length ? 1 : 0;
       }))
-      .demandCommand(1, 'name a ledger command: check'))
+      .command('freeze <nodeid>', 'freeze a flaky failure after re-running it twice (a person\'s command)', (y2) => y2
+        .positional('nodeid', { type: 'string', demandOption: true })
+        .option('repo', repoOpt)
+        .option('seed', { type: 'string', demandOption: true })
+        .option('reason', { type: 'string', demandOption: true })
+        .option('expires', { type: 'string', describe: 'YYYY-MM-DD (default and maximum: today + the policy\'s maxDays)' })
+        .option('today', { type: 'string' })
+        .parserConfiguration({ 'populate--': true, 'parse-positional-numbers': false }),
+      (a) => guarded(async () => (await ciCommand()).runLedgerFreeze({
+        repo: resolve(a.repo), nodeid: a.nodeid as string, seed: a.seed, reason: a.reason, expires: a.expires, today: a.today, rerun: afterDashes(a),
+      }, io)))
+      .demandCommand(1, 'name a ledger command: check or freeze'))
     .command('serve', 'run the gate server', (y) => y
       .option('data', dataOpt)
       .option('port', { type: 'number', default: 7005 })

@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { Language, Parser, type Node, type Tree } from 'web-tree-sitter';
+import { Language, Parser, Query, type Node, type Tree } from 'web-tree-sitter';
 import { ContractParseError } from '../errors.js';
 
 /** Bumped whenever the rows produced for the same source could change. */
@@ -20,7 +20,16 @@ export const PY_EXTRACTOR_VERSION = 1;
 // Grammar loading
 
 let parser: Parser | null = null;
+let typeFormQuery: Query | null = null;
 let loading: Promise<void> | null = null;
+
+const TYPE_FORMS = '[(generic_type) (union_type) (member_type) (constrained_type)]';
+const TYPE_FORM_QUERY = `
+(function_definition return_type: (type ${TYPE_FORMS}) @t)
+(typed_parameter type: (type ${TYPE_FORMS}) @t)
+(typed_default_parameter type: (type ${TYPE_FORMS}) @t)
+(assignment type: (type ${TYPE_FORMS}) @t)
+`;
 
 /** Load the grammar (idempotent). */
 export function initPython(): Promise<void> {
@@ -33,6 +42,7 @@ export function initPython(): Promise<void> {
       const language = await Language.load(new Uint8Array(wasm.buffer, wasm.byteOffset, wasm.byteLength));
       const p = new Parser();
       p.setLanguage(language);
+      typeFormQuery = new Query(language, TYPE_FORM_QUERY);
       parser = p;
     })();
     loading.catch(() => {
@@ -178,8 +188,6 @@ function errorDetail(n: Node): string {
   return snippet ? `syntax error near ${JSON.stringify(snippet)}` : 'syntax error';
 }
 
-const TYPE_ONLY_FORMS = new Set(['union_type', 'generic_type', 'constrained_type', 'member_type']);
-
 /**
  * tree-sitter-python parses annotations with a separate `type` rule that rejects some
  * valid expressions (`x[1:]`, `a[b][c]`) and shapes others differently from Python
@@ -190,17 +198,29 @@ const TYPE_ONLY_FORMS = new Set(['union_type', 'generic_type', 'constrained_type
  *    `textualAnnotationRegions`; the broken tree cannot be trusted to locate them);
  *  - otherwise, the annotations whose `type` node uses one of the type-only forms.
  */
-function typeFormRegions(root: Node): Region[] {
-  const owners = root.descendantsOfType(['typed_parameter', 'typed_default_parameter', 'function_definition', 'assignment']);
+function typeFormRegions(root: Node, scope: Scope): Region[] {
   const regions: Region[] = [];
-  for (const owner of owners) {
+  for (const { node } of typeFormQuery!.captures(root)) {
+    const owner = node.parent;
     if (!owner) continue;
-    const isDef = owner.type === 'function_definition';
-    const typeNode = owner.childForFieldName(isDef ? 'return_type' : 'type');
-    const inner = typeNode && typeNode.namedChildCount === 1 ? typeNode.namedChild(0) : null;
-    if (typeNode && inner && TYPE_ONLY_FORMS.has(inner.type)) regions.push([typeNode.startIndex, typeNode.endIndex]);
+    if (scope === 'seed') {
+      // Only the return annotations of module-level functions are ever read.
+      if (owner.type !== 'function_definition') continue;
+      const up = owner.parent?.type === 'decorated_definition' ? owner.parent.parent : owner.parent;
+      if (up?.type !== 'module') continue;
+    } else if (insideFunctionBody(owner)) continue;
+    regions.push([node.startIndex, node.endIndex]);
   }
   return regions;
+}
+
+/** Is n inside the body of a def or a lambda (whose annotations no extractor reads)? */
+function insideFunctionBody(n: Node): boolean {
+  for (let a = n.parent; a; a = a.parent) {
+    if (a.type === 'lambda') return true;
+    if (a.type === 'block' && a.parent?.type === 'function_definition') return true;
+  }
+  return false;
 }
 
 type Region = [number, number];
@@ -528,7 +548,9 @@ interface Parsed {
 
 const INVISIBLE_SPACE = /[\uFEFF\u2060\u200B]/g;
 
-function parsePython(original: string, path: string): Parsed {
+type Scope = 'seed' | 'v1';
+
+function parsePython(original: string, path: string, scope: Scope): Parsed {
   const p = requireParser();
   const fail = (index: number, detail: string): never => {
     const pos = positionOf(original, index);
@@ -569,7 +591,7 @@ function parsePython(original: string, path: string): Parsed {
       fail(idx, detail);
     }
   }
-  const typeForms = typeFormRegions(tree.rootNode);
+  const typeForms = typeFormRegions(tree.rootNode, scope);
   if (typeForms.length > 0) {
     const w = wrapRegions(text, typeForms);
     editForWraps(tree, text, w.kept);
@@ -593,8 +615,12 @@ function parsePython(original: string, path: string): Parsed {
     for (const n of root.descendantsOfType(['print_statement', 'exec_statement', '<>'])) {
       if (n) throw new PyError(n.startIndex, `not Python 3 syntax: ${n.type.replace('_', ' ')}`);
     }
-    for (const n of root.descendantsOfType(['integer', 'float'])) {
-      if (n) checkNumber(n);
+    for (const m of text.matchAll(NUMBER_LIKE)) {
+      if (FLOAT.test(m[0]) || DEC_INT.test(m[0]) || HEX_INT.test(m[0]) || OCT_INT.test(m[0]) || BIN_INT.test(m[0]) || IMAG_INT.test(m[0])) continue;
+      // Not a valid literal as a whole: ask the tree what is really there (it may be in a
+      // string or a comment, or be a number followed by a keyword, like `1if`).
+      const at = root.descendantForIndex(m.index, m.index + 1);
+      if (at && (at.type === 'integer' || at.type === 'float')) checkNumber(at);
     }
     for (const m of text.matchAll(INVISIBLE_SPACE)) {
       const at = root.descendantForIndex(m.index, m.index + 1);
@@ -619,6 +645,8 @@ function parsePython(original: string, path: string): Parsed {
 // Literals
 
 const DIGITPART = String.raw`\d(?:_?\d)*`;
+/** Candidate number tokens in source text (a superset; checked against the tree on doubt). */
+const NUMBER_LIKE = /(?<![\p{L}\p{N}_.])(?:\d|\.\d)(?:[eE][+-]|[\p{L}\p{N}_.])*/gu;
 const DEC_INT = /^(?:0(?:_?0)*|[1-9](?:_?\d)*)$/;
 const HEX_INT = /^0[xX](?:_?[0-9a-fA-F])+$/;
 const OCT_INT = /^0[oO](?:_?[0-7])+$/;
@@ -1985,10 +2013,11 @@ interface Ctx {
   lower: Lowerer;
 }
 
-function withTree<T>(source: string, path: string, strictNamedEscapes: boolean, f: (ctx: Ctx) => T): T {
+function withTree<T>(source: string, path: string, scope: Scope, f: (ctx: Ctx) => T): T {
   const original = normaliseNewlines(source);
-  const parsed = parsePython(original, path);
-  const lower = new Lowerer(parsed.text, strictNamedEscapes);
+  const parsed = parsePython(original, path, scope);
+  // The seed must never print a value it cannot reproduce exactly: \N{...} is refused.
+  const lower = new Lowerer(parsed.text, scope === 'seed');
   const ctx: Ctx = { path, original, parsed, lower };
   try {
     return f(ctx);
@@ -2023,7 +2052,7 @@ export function extractPythonSeed(source: string, rel: string): string[] {
     // read_text(encoding='utf-8') keeps the BOM, and ast.parse rejects it.
     throw new ContractParseError(rel, 1, 1, 'invalid non-printable character U+FEFF (byte order mark)');
   }
-  return withTree(source, rel, true, ({ parsed, lower }) => {
+  return withTree(source, rel, 'seed', ({ parsed, lower }) => {
     const rows: string[] = [];
     for (const stmt of named(parsed.root)) {
       const fn = functionOf(stmt);
@@ -2113,7 +2142,7 @@ function codePointCompare(a: string, b: string): number {
  */
 export function extractPythonV1(source: string, path: string): string[] {
   const text = source.charCodeAt(0) === 0xfeff ? source.slice(1) : source;
-  return withTree(text, path, false, ({ parsed, lower }) => {
+  return withTree(text, path, 'v1', ({ parsed, lower }) => {
     const rows = new Set<string>();
     const exported = moduleAll(parsed.root, lower);
     const exportSet = exported ? new Set(exported) : null;

@@ -434,6 +434,36 @@ t.test('parse errors become ContractParseError with the position', async (t) => 
   t.throws(() => extractPythonSeed('\ufeffdef f(): pass\n', 'b.py'), ContractParseError);
 });
 
+t.test('string repr matches python3 at every str.isprintable() boundary', async (t) => {
+  // The extractor embeds Python 3.11's table of non-printable code points (Unicode 14),
+  // so its output does not depend on the Unicode version of Node.js.
+  const bounds = runPython(
+    'import json, sys\nout, prev = [], None\nfor c in range(0x110000):\n    p = chr(c).isprintable()\n    if prev is not None and p != prev: out += [c - 1, c]\n    prev = p\nprint(json.dumps(out))',
+    null,
+  ) as number[];
+  t.ok(bounds.length > 1000, `${bounds.length} boundary code points`);
+  const esc = (c: number): string => '\\U' + c.toString(16).padStart(8, '0');
+  const exprs: string[] = [];
+  for (let i = 0; i < bounds.length; i += 64) exprs.push("'" + bounds.slice(i, i + 64).map(esc).join('') + "'");
+  for (let i = 0; i < bounds.length; i += 64) exprs.push("f'{x}" + bounds.slice(i, i + 64).map(esc).join('') + "'");
+  const ref = runPython(UNPARSE_ORACLE, exprs) as (string | null)[];
+  const bad = exprs.filter((e, i) => extractPythonSeed(`def f() -> ${e}: ...\n`, 'm.py')[0] !== `m.py::f()->${ref[i]}`);
+  t.same(bad, []);
+});
+
+t.test('\\N{...} escapes: refused by the seed format, kept verbatim by v1', async (t) => {
+  const src = "def f(sep='\\N{BULLET}') -> '\\N{BULLET}': ...\n";
+  t.throws(() => extractPythonSeed(src, 'src/n.py'), ContractParseError);
+  t.same(extractPythonV1(src, 'src/n.py'), ["src/n.py::def f(sep='\\\\N{BULLET}') -> '\\\\N{BULLET}'"]);
+  // Only strings that are read matter: elsewhere the escape is harmless.
+  t.same(extractPythonSeed("def f() -> int:\n    return '\\N{BULLET}'\n", 'src/n.py'), ['src/n.py::f()->int']);
+});
+
+t.test('initPython can be awaited concurrently', async (t) => {
+  await Promise.all([initPython(), initPython(), initPython()]);
+  t.same(extractPythonSeed('def f(): ...\n', 'a.py'), ['a.py::f()->']);
+});
+
 t.test('seed rows for one file', async (t) => {
   const src = 'def a(x, /, y, *z, w, **k) -> int: ...\n@d\nasync def b(p=1): ...\ndef _c(): ...\nclass D:\n    def e(self): ...\nif 1:\n    def g(): ...\n';
   t.same(extractPythonSeed(src, 'src/m.py'), ['src/m.py::a(y)->int', 'src/m.py::b(p)->']);

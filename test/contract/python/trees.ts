@@ -301,7 +301,7 @@ export const TREES: PyTree[] = [
         "def q9() -> f'{a if b else c}': ...",
         "def q10() -> f'{x:{w}.{p}}': ...",
         "def q11() -> f'': ...",
-        "def q12() -> F'{x!a}' rb'raw\\d': ...",
+        "def q12() -> F'{x!a}' R'raw\\d': ...",
       ),
     },
   },

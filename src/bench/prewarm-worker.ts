@@ -1,0 +1,24 @@
+// Worker thread for the benchmark's cache prewarm: computes the contract of some sub-folders
+// of src/ with the real contractOf (so the cache keys are exactly the daemon's), and posts
+// the cache entries back. The bench merges them into the in-process daemon's cache so that
+// measurement (1) starts from a warm daemon without paying the cold parse on one core.
+
+import { parentPort, workerData } from 'node:worker_threads';
+import { Git } from '../git/git.js';
+import { contractOf } from '../contract/digest.js';
+
+interface Job {
+  dir: string;
+  rev: string;
+  roots: string[];
+}
+
+const job = workerData as Job;
+const cache = new Map<string, unknown>();
+const git = new Git({ dir: job.dir });
+try {
+  for (const root of job.roots) await contractOf(git, job.rev, [root], 'v1', cache);
+} finally {
+  git.close();
+}
+parentPort!.postMessage([...cache.entries()]);

@@ -1,0 +1,162 @@
+// Small helpers shared by the benchmark (`npm run bench`): statistics over samples, an async
+// process runner that times a child, a deterministic PRNG for the repository generator, git
+// environment for the bench's own git clients, and a registry of temp folders and child
+// processes that are cleaned up however the run ends.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The repository top (dist/bench/util.js -> ../../). */
+export const REPO_TOP = fileURLToPath(new URL('../../', import.meta.url));
+/** The built CLI, for the child server of the concurrency run. */
+export const CLI_JS = fileURLToPath(new URL('../cli.js', import.meta.url));
+
+/** A fixed identity and no user/system config, so git behaves the same on every machine. */
+export const GIT_ENV: Record<string, string> = {
+  GIT_AUTHOR_NAME: 'Bench Agent', GIT_AUTHOR_EMAIL: 'bench@example.test',
+  GIT_COMMITTER_NAME: 'Bench Agent', GIT_COMMITTER_EMAIL: 'bench@example.test',
+  GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true',
+  LC_ALL: 'C',
+};
+
+export function gitEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...GIT_ENV };
+  for (const k of ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT_OBJECT_DIRECTORY', 'GIT_ALTERNATE_OBJECT_DIRECTORIES']) delete env[k];
+  return env;
+}
+
+// ------------------------------------------------------------------ statistics
+
+export function median(xs: readonly number[]): number {
+  return percentile(xs, 50);
+}
+
+/** Nearest-rank percentile (p in 0..100) of a sample; NaN for an empty one. */
+export function percentile(xs: readonly number[], p: number): number {
+  if (xs.length === 0) return Number.NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const rank = Math.ceil((p / 100) * s.length);
+  return s[Math.min(s.length - 1, Math.max(0, rank - 1))]!;
+}
+
+export function round(x: number, digits = 1): number {
+  if (!Number.isFinite(x)) return x;
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+}
+
+export function nowMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
+
+// ------------------------------------------------------------------ processes
+
+export interface RunResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+/** Run a command asynchronously (never blocks the event loop the in-process server needs). */
+export function run(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string | Buffer; timeoutMs?: number } = {}): Promise<RunResult> {
+  return new Promise((resolve) => {
+    const t0 = nowMs();
+    const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env ?? gitEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    const timer = opts.timeoutMs ? setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs) : null;
+    child.on('error', (e) => err.push(Buffer.from(String(e))));
+    child.on('close', (code) => {
+      if (timer) clearTimeout(timer);
+      resolve({ code: code ?? 1, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), ms: nowMs() - t0 });
+    });
+    child.stdin.on('error', () => {});
+    child.stdin.end(opts.input ?? '');
+  });
+}
+
+/** Run git; throw with its stderr on failure (for setup steps that must not fail). */
+export async function git(cwd: string, args: string[], input?: string): Promise<string> {
+  const r = await run('git', args, { cwd, input });
+  if (r.code !== 0) throw new Error(`git ${args.join(' ')} (in ${cwd}) failed with ${r.code}: ${r.stderr.trim()}`);
+  return r.stdout;
+}
+
+// ------------------------------------------------------------------ cleanup
+
+const tempDirs = new Set<string>();
+const children = new Set<ChildProcess>();
+
+/** A fresh temp folder under `base` (default: bench/work/), removed by cleanup(). */
+export function tempDir(prefix: string, base = join(REPO_TOP, 'bench', 'work')): string {
+  mkdirSync(base, { recursive: true });
+  const d = mkdtempSync(join(base, prefix));
+  tempDirs.add(d);
+  return d;
+}
+
+export function keepDir(dir: string): void {
+  tempDirs.delete(dir);
+}
+
+export function trackChild(c: ChildProcess): void {
+  children.add(c);
+  c.once('exit', () => children.delete(c));
+}
+
+/** Kill the children this bench started (by their pid) and remove its temp folders. */
+export function cleanup(): void {
+  for (const c of children) {
+    if (c.exitCode === null && c.signalCode === null && c.pid) {
+      try {
+        process.kill(c.pid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    }
+  }
+  children.clear();
+  for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
+  tempDirs.clear();
+}
+
+// ------------------------------------------------------------------ deterministic randomness
+
+/** mulberry32: a tiny seeded PRNG, so the same flags generate the same repositories. */
+export class Rng {
+  private s: number;
+  constructor(seed: number) {
+    this.s = seed >>> 0;
+  }
+  next(): number {
+    let t = (this.s = (this.s + 0x6d2b79f5) >>> 0);
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  }
+  int(lo: number, hi: number): number {
+    return lo + Math.floor(this.next() * (hi - lo + 1));
+  }
+  pick<T>(xs: readonly T[]): T {
+    return xs[Math.floor(this.next() * xs.length)]!;
+  }
+  chance(p: number): boolean {
+    return this.next() < p;
+  }
+}
+
+export function fmtMs(x: number): string {
+  if (!Number.isFinite(x)) return 'n/a';
+  return x >= 100 ? `${Math.round(x)} ms` : `${round(x, 1)} ms`;
+}
+
+export function fmtBytes(n: number): string {
+  if (n >= 1 << 30) return `${round(n / (1 << 30), 2)} GB`;
+  if (n >= 1 << 20) return `${round(n / (1 << 20), 1)} MB`;
+  return `${round(n / 1024, 1)} KB`;
+}
