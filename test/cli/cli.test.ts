@@ -139,3 +139,14 @@ t.test('token, repo and audit against a real server; audit verify detects an edi
   t.equal(tampered.code, 1);
   t.match(tampered.stdout, new RegExp(`first bad row ${rows[0].id}`));
 });
+
+t.test('ci through the CLI: the seed is the first line; green, and a forged pass is red', async (t) => {
+  const { project, agent, tapCmd } = await import('../ci/project.js');
+  const r = agent(project(t), { 'src/notes.mjs': '// notes, no exports\n' }, 'agent');
+  const green = await cli(['ci', '--repo', r.dir, '--base', 'main', '--head', 'HEAD', '--seed', '42', '--', ...tapCmd()]);
+  t.equal(green.stdout.split('\n')[0], 'patchgate: seed 42');
+  t.equal(green.code, 0, green.code ? green.stdout + green.stderr : 'green');
+  const bad = await cli(['ci', '--repo', r.dir, '--base', 'main', '--head', 'HEAD', '--', 'node', '-e', 'console.log("1 passed")']);
+  t.equal(bad.code, 1, 'a forged "1 passed" with no report is red');
+  t.match(bad.stdout.split('\n')[0], /^patchgate: seed \d+$/);
+});
