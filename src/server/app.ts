@@ -13,7 +13,7 @@ import { TokenStore, allowsRepo, type AuthenticatedToken } from '../audit/tokens
 import { ConfigError, errorMessage, UsageError } from '../errors.js';
 import { FailureLimiter, parseBasic, DEFAULT_LIMITER, type LimiterOptions } from './auth.js';
 import { HookService } from './hook-service.js';
-import { LruMap } from '../cache/lru.js';
+import { ContentCache, PersistentCache } from '../cache/content-cache.js';
 import { checkHooks, listRepos, normalizeRepoName, reposDir, resolveRepo, createRepo } from './repos.js';
 
 export interface ServerOptions {
@@ -75,7 +75,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   }
 
   // --- hook daemon
-  const cache = new LruMap<string, unknown>(200_000);
+  const disk = new PersistentCache(join(dataDir, 'cache.db'));
+  const cache = new ContentCache(disk);
   const hooks = new HookService({ socketPath, audit, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge });
   await hooks.start();
 
@@ -255,6 +256,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     server.closeAllConnections?.();
     await hooks.stop();
     audit.close();
+    disk.close();
   };
 
   return { url, port, audit, tokens, hooks, firstAdminSecret, close };

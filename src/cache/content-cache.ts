@@ -1,0 +1,98 @@
+// The daemon's content-keyed cache, kept across restarts in `<data>/cache.db`: contract rows
+// per blob id (and extractor version), digests per contract-root tree id, fixture sha256 per
+// blob id. Keys name content, so an entry cannot go stale; each value carries a sha256 of
+// itself, and a value that fails its checksum or does not parse is dropped and recomputed.
+// A cache never decides anything: a miss only costs time.
+
+import Database from 'better-sqlite3';
+import { createHash } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { LruMap } from './lru.js';
+
+const SCHEMA_VERSION = 1;
+
+function sum(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** The SQLite layer: JSON values with a checksum. */
+export class PersistentCache {
+  private readonly db: Database.Database;
+  private readonly getStmt: Database.Statement<[string], { value: string; sum: string }>;
+  private readonly putStmt: Database.Statement<[string, string, string]>;
+  private readonly delStmt: Database.Statement<[string]>;
+  dropped = 0;
+
+  constructor(path: string) {
+    mkdirSync(dirname(path), { recursive: true });
+    this.db = new Database(path);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('busy_timeout = 5000');
+    if ((this.db.pragma('user_version', { simple: true }) as number) !== SCHEMA_VERSION) {
+      this.db.exec('DROP TABLE IF EXISTS kv; CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL, sum TEXT NOT NULL) WITHOUT ROWID');
+      this.db.pragma(`user_version = ${SCHEMA_VERSION}`);
+    }
+    this.getStmt = this.db.prepare('SELECT value, sum FROM kv WHERE key = ?');
+    this.putStmt = this.db.prepare('INSERT OR REPLACE INTO kv (key, value, sum) VALUES (?, ?, ?)');
+    this.delStmt = this.db.prepare('DELETE FROM kv WHERE key = ?');
+  }
+
+  get(key: string): unknown {
+    const row = this.getStmt.get(key);
+    if (!row) return undefined;
+    if (sum(row.value) === row.sum) {
+      try {
+        return JSON.parse(row.value) as unknown;
+      } catch {
+        // falls through: a value that does not parse is corrupt
+      }
+    }
+    this.dropped++;
+    this.delStmt.run(key);
+    return undefined;
+  }
+
+  set(key: string, value: unknown): void {
+    const text = JSON.stringify(value);
+    this.putStmt.run(key, text, sum(text));
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}
+
+/**
+ * Memory in front of SQLite, with the Map interface the rules use. A cache failure is never
+ * an error: the value is simply computed again.
+ */
+export class ContentCache extends LruMap<string, unknown> {
+  constructor(private readonly disk: PersistentCache | null, max = 200_000) {
+    super(max);
+  }
+
+  override get(key: string): unknown {
+    const hit = super.get(key);
+    if (hit !== undefined || !this.disk) return hit;
+    let v: unknown;
+    try {
+      v = this.disk.get(key);
+    } catch {
+      return undefined;
+    }
+    if (v !== undefined) super.set(key, v);
+    return v;
+  }
+
+  override set(key: string, value: unknown): this {
+    super.set(key, value);
+    try {
+      this.disk?.set(key, value);
+    } catch {
+      // a full disk or a locked file costs a recomputation later, nothing more
+    }
+    return this;
+  }
+}
