@@ -361,14 +361,13 @@ function textualAnnotationRegions(text: string): Region[] {
     if (c === '(' || c === '[' || c === '{') {
       const isParams = c === '(' && afterDef === 2;
       stack.push(isParams ? 'params' : c);
-      afterDef = c === '[' && afterDef === 2 ? 2 : 0; // PEP 695 type parameters
+      afterDef = 0;
       i++;
       if (isParams) i = param(i);
       continue;
     }
     if (c === ')' || c === ']' || c === '}') {
-      const was = stack.pop();
-      if (was === '[' && afterDef === 2) afterDef = 2;
+      stack.pop();
       i++;
       continue;
     }
@@ -613,7 +612,9 @@ function parsePython(original: string, path: string, scope: Scope): Parsed {
   try {
     // Constructs the tree-sitter grammar accepts but Python 3 does not.
     for (const n of root.descendantsOfType(['print_statement', 'exec_statement', '<>'])) {
-      if (n) throw new PyError(n.startIndex, `not Python 3 syntax: ${n.type.replace('_', ' ')}`);
+      // `print >>f, x` is a valid Python 3 expression (a tuple); other print statements are not.
+      if (!n || (n.type === 'print_statement' && named(n)[0]?.type === 'chevron')) continue;
+      throw new PyError(n.startIndex, `not Python 3 syntax: ${n.type.replace('_', ' ')}`);
     }
     for (const m of text.matchAll(NUMBER_LIKE)) {
       if (FLOAT.test(m[0]) || DEC_INT.test(m[0]) || HEX_INT.test(m[0]) || OCT_INT.test(m[0]) || BIN_INT.test(m[0]) || IMAG_INT.test(m[0])) continue;
@@ -723,7 +724,7 @@ function decodeBody(raw: string, flags: StrFlags, at: (i: number) => number, str
       i += 2;
       continue;
     }
-    if (next in SIMPLE_ESCAPES) {
+    if (Object.hasOwn(SIMPLE_ESCAPES, next)) {
       out.push(SIMPLE_ESCAPES[next]!);
       i += 2;
       continue;
@@ -1276,6 +1277,7 @@ class Lowerer {
       const start = all(s)[0]!;
       const quote = /['"]+$/.exec(start.text)?.[0] ?? '';
       const prefix = start.text.slice(0, start.text.length - quote.length).toLowerCase();
+      if (!/^(?:|[rubf]|br|rb|fr|rf)$/.test(prefix)) this.fail(s, `invalid string prefix ${JSON.stringify(prefix)}`);
       const flags = { raw: prefix.includes('r'), bytes: prefix.includes('b'), fmt: prefix.includes('f') };
       if (i === 0 && start.text[0] === 'u') kind = 'u'; // CPython checks the first character only
       anyF ||= flags.fmt;
@@ -1288,7 +1290,7 @@ class Lowerer {
       const out: number[] = [];
       for (const p of pieces) {
         const raw = this.text.slice(p.start.endIndex, p.bodyEnd);
-        out.push(...decodeBody(raw, p.flags, (i) => p.start.endIndex + i, this.strictNamedEscapes));
+        pushAll(out, decodeBody(raw, p.flags, (i) => p.start.endIndex + i, this.strictNamedEscapes));
       }
       return constant(allBytes ? { t: 'bytes', b: out } : { t: 'str', s: out }, allBytes ? null : kind);
     }
@@ -1356,7 +1358,7 @@ function constant(value: ConstValue, kind: 'u' | null = null): ConstantNode {
 function appendText(values: (ConstantNode | FormattedValue)[], cps: number[]): void {
   if (cps.length === 0) return;
   const last = values[values.length - 1];
-  if (last && last.k === 'Constant' && last.value.t === 'str') last.value.s.push(...cps);
+  if (last && last.k === 'Constant' && last.value.t === 'str') pushAll(last.value.s, cps);
   else values.push(constant({ t: 'str', s: [...cps] }));
 }
 
@@ -1440,6 +1442,17 @@ const hex = (v: number, width: number): string => v.toString(16).padStart(width,
 
 function chr(cp: number): string {
   return String.fromCodePoint(cp);
+}
+
+/** Spread-free (long literals would overflow the call stack with `push(...xs)`). */
+function pushAll(into: number[], xs: number[]): void {
+  for (const x of xs) into.push(x);
+}
+
+function fromCodePoints(cps: number[]): string {
+  let s = '';
+  for (let i = 0; i < cps.length; i += 4096) s += String.fromCodePoint(...cps.slice(i, i + 4096));
+  return s;
 }
 
 function toCodePoints(s: string): number[] {
@@ -1659,7 +1672,7 @@ class Unparser {
       case 'JoinedStr':
         return this.joinedStr(node);
       case 'FormattedValue':
-        return this.write(String.fromCodePoint(...this.formattedValue(node)));
+        return this.write(fromCodePoints(this.formattedValue(node)));
       case 'NamedExpr':
         return this.parens(P.NAMED_EXPR, node, () => {
           this.setPrec(P.ATOM, node.target, node.value);
@@ -2084,7 +2097,7 @@ function moduleAll(root: Node, lower: Lowerer): string[] | null {
     const out: string[] = [];
     for (const x of e.elts) {
       if (x.k !== 'Constant' || x.value.t !== 'str') return null;
-      out.push(String.fromCodePoint(...x.value.s));
+      out.push(fromCodePoints(x.value.s));
     }
     return out;
   };
@@ -2112,7 +2125,7 @@ function moduleAll(root: Node, lower: Lowerer): string[] | null {
           else opaque = true;
         } else if (method === 'append' && argv.length === 1 && names) {
           const x = lower.expr(argv[0]!);
-          if (x.k === 'Constant' && x.value.t === 'str') names = [...names, String.fromCodePoint(...x.value.s)];
+          if (x.k === 'Constant' && x.value.t === 'str') names = [...names, fromCodePoints(x.value.s)];
           else opaque = true;
         } else opaque = true;
       }

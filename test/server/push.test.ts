@@ -157,14 +157,19 @@ t.test('daemon stopped mid-push: the push is refused', async (t) => {
 });
 
 t.test('a hook timeout refuses the push and is audited', async (t) => {
-  let slow = false;
-  const { gate, agent, w, bare } = await setup(t, { hookTimeoutMs: 200, beforeJudge: () => new Promise((r) => setTimeout(r, slow ? 1000 : 0)) });
-  slow = true;
+  const gate = await startGate(t, { hookTimeoutMs: 300, beforeJudge: () => new Promise((r) => setTimeout(r, 1500)) });
+  await gate.repo('app');
+  const agent = gate.token('agent-1', 'agent');
+  const w = TestRepo.init(t);
+  w.commit('base', BASE);
+  const bare = bareDir(gate, 'app');
+  // Seed the trusted branch without the gate (a fetch into the bare repo runs no receive hooks).
+  t.equal((await gitAsync(bare, ['fetch', '-q', w.dir, 'main:main'])).code, 0);
   w.checkout('agent/fix', true);
   w.commit('fix', { 'src/app.py': 'def add(a, b):\n    return b + a\n' });
   const r = await gitAsync(w.dir, ['push', gate.remote('app', 'agent-1', agent), 'agent/fix']);
   t.not(r.code, 0);
-  t.match(r.stderr, /did not finish within 200 ms/);
+  t.match(r.stderr, /did not finish within 300 ms/);
   t.notMatch(r.stderr, /ACCEPT/);
   t.equal(await refIn(bare, 'refs/heads/agent/fix'), null);
   t.equal(gate.srv.audit.query({ kind: 'ref', actor: 'agent-1' })[0]?.decision, 'gate-error');

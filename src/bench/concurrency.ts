@@ -1,0 +1,188 @@
+// Measurement (4): many agents pushing at once to one gate. The server runs as a child
+// process (`node dist/cli.js serve`), the way it runs in production, so its peak memory
+// (VmHWM) is its own. Each agent has its own client repository and branch and pushes a chain
+// of one-file src/ edits; afterwards the audit log must hold one ref row per push.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AuditStore } from '../audit/store.js';
+import { TokenStore } from '../audit/tokens.js';
+import { createRepo } from '../server/repos.js';
+import { makeEdits, type GeneratedRepo } from './gen.js';
+import { agentRepo, pushOnce, seedBare } from './push.js';
+import { CLI_JS, gitEnv, median, nowMs, percentile, Rng, tempDir, trackChild } from './util.js';
+
+export interface ConcurrencyResult {
+  size: string;
+  agents: number;
+  pushesPerAgent: number;
+  pushes: number;
+  wallMs: number;
+  pushesPerSec: number;
+  p50: number;
+  p95: number;
+  p99: number;
+  max: number;
+  errors: number;
+  errorSamples: string[];
+  auditRefRows: number;
+  auditPushRows: number;
+  lost: number;
+  accepted: number;
+  movedConfirmed: number;
+  chainIntact: boolean;
+  coldFirstPushMs: number;
+  rssAfterWarmMB: number;
+  peakRssPhaseMB: number;
+  vmHwmMB: number;
+  hookTimeoutS: number;
+}
+
+function memOf(pid: number): { rss: number; hwm: number } | null {
+  try {
+    const s = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(s)?.[1] ?? Number.NaN);
+    return { rss: kb('VmRSS') / 1024, hwm: kb('VmHWM') / 1024 };
+  } catch {
+    return null;
+  }
+}
+
+async function startChild(data: string, hookTimeoutS: number): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn(process.execPath, [CLI_JS, 'serve', '--data', data, '--port', '0', '--host', '127.0.0.1', '--hook-timeout', String(hookTimeoutS)], {
+    env: gitEnv(), stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  trackChild(child);
+  let out = '';
+  child.stderr!.on('data', (b: Buffer) => (out += b.toString('utf8')));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`patchgate serve did not start: ${out}`)), 60_000);
+    child.stdout!.on('data', (b: Buffer) => {
+      out += b.toString('utf8');
+      const m = /serving .* at https?:\/\/127\.0\.0\.1:(\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`patchgate serve exited ${code}: ${out}`));
+    });
+  });
+  return { child, port };
+}
+
+async function inBatches<T>(items: T[], width: number, fn: (x: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: width }, async () => {
+    while (next < items.length) await fn(items[next++]!);
+  }));
+}
+
+export async function concurrencyBench(size: string, gen: GeneratedRepo, agents: number, pushesPerAgent: number, log: (s: string) => void): Promise<ConcurrencyResult> {
+  const data = tempDir('pgc-', tmpdir());
+  const repoDir = await createRepo(data, 'bench');
+  await seedBare(gen, repoDir);
+  const store = AuditStore.open(join(data, 'patchgate.db'));
+  const tokens = new TokenStore(store);
+  const names = Array.from({ length: agents }, (_, i) => `agent-${i + 1}`);
+  const secrets = new Map<string, string>();
+  for (const n of [...names, 'warm-agent']) secrets.set(n, tokens.create(n, 'agent', { repos: 'bench' }));
+  tokens.create('admin', 'admin');
+  store.close();
+
+  // Client repositories and their chains of edits, made before the clock starts.
+  const t0 = nowMs();
+  const chains = new Map<string, { dir: string; commits: string[] }>();
+  await inBatches(names, 4, async (n) => {
+    const dir = await agentRepo(gen, 'cl-');
+    chains.set(n, { dir, commits: await makeEdits(dir, `agent/${n}`, gen.main, gen.srcFiles, pushesPerAgent, new Rng(1000 + names.indexOf(n)), n) });
+  });
+  const warmDir = await agentRepo(gen, 'cl-');
+  const warm = await makeEdits(warmDir, 'agent/warm', gen.main, gen.srcFiles, 1, new Rng(7), 'warm');
+  log(`  [${size}] ${agents} client repositories with ${pushesPerAgent} commits each ready in ${Math.round(nowMs() - t0)} ms`);
+
+  const hookTimeoutS = 900;
+  const { child, port } = await startChild(data, hookTimeoutS);
+  const pid = child.pid!;
+  const url = (n: string) => `http://${n}:${secrets.get(n)}@127.0.0.1:${port}/bench.git`;
+  let phasePeak = 0;
+  let sampling = false;
+  const sampler = setInterval(() => {
+    const m = memOf(pid);
+    if (m && sampling) phasePeak = Math.max(phasePeak, m.rss);
+  }, 50);
+  try {
+    // The first push on a fresh daemon parses the whole contract: the cold figure.
+    const first = await pushOnce(warmDir, url('warm-agent'), warm[0]!, 'refs/heads/agent/warm', true);
+    if (!first.ok) throw new Error(`warm-up push failed: ${first.stderr}`);
+    const rssAfterWarmMB = memOf(pid)?.rss ?? Number.NaN;
+    log(`  [${size}] cold first push on a fresh daemon: ${Math.round(first.ms)} ms; daemon RSS ${Math.round(rssAfterWarmMB)} MB`);
+
+    sampling = true;
+    const lat: number[] = [];
+    const errorSamples: string[] = [];
+    let errors = 0;
+    const start = nowMs();
+    await Promise.all(names.map(async (n) => {
+      const c = chains.get(n)!;
+      for (const sha of c.commits) {
+        const r = await pushOnce(c.dir, url(n), sha, `refs/heads/agent/${n}`, true);
+        lat.push(r.ms);
+        if (!r.ok) {
+          errors++;
+          if (errorSamples.length < 5) errorSamples.push(`${n}: exit ${r.code}: ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`);
+        }
+      }
+    }));
+    const wallMs = nowMs() - start;
+    sampling = false;
+    const hwm = memOf(pid)?.hwm ?? Number.NaN;
+
+    // Stop the server the way an operator does (SIGTERM drains in-flight pushes), then read the log.
+    child.kill('SIGTERM');
+    await Promise.race([new Promise((r) => child.once('exit', r)), new Promise((r) => setTimeout(r, 60_000))]);
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+
+    const audit = AuditStore.open(join(data, 'patchgate.db'));
+    let auditRefRows = 0;
+    let auditPushRows = 0;
+    let lost = 0;
+    let accepted = 0;
+    let movedConfirmed = 0;
+    let chainIntact = false;
+    try {
+      const refRows = audit.query({ kind: 'ref', limit: 1_000_000 }).filter((r) => r.actor !== null && names.includes(r.actor));
+      auditRefRows = refRows.length;
+      auditPushRows = audit.query({ kind: 'push', limit: 1_000_000 }).filter((r) => r.actor !== null && names.includes(r.actor)).length;
+      const byKey = new Map(refRows.map((r) => [`${r.ref} ${r.new}`, r]));
+      for (const n of names) {
+        for (const sha of chains.get(n)!.commits) {
+          const row = byKey.get(`refs/heads/agent/${n} ${sha}`);
+          if (!row) {
+            lost++;
+            continue;
+          }
+          if (row.verdict === 'accept') accepted++;
+          if (row.moved === 1) movedConfirmed++;
+        }
+      }
+      chainIntact = audit.verify().ok;
+    } finally {
+      audit.close();
+    }
+    const pushes = agents * pushesPerAgent;
+    return {
+      size, agents, pushesPerAgent, pushes, wallMs, pushesPerSec: pushes / (wallMs / 1000),
+      p50: median(lat), p95: percentile(lat, 95), p99: percentile(lat, 99), max: Math.max(...lat),
+      errors, errorSamples, auditRefRows, auditPushRows, lost, accepted, movedConfirmed, chainIntact,
+      coldFirstPushMs: first.ms, rssAfterWarmMB, peakRssPhaseMB: phasePeak, vmHwmMB: hwm, hookTimeoutS,
+    };
+  } finally {
+    clearInterval(sampler);
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  }
+}

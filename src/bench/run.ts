@@ -1,0 +1,263 @@
+// `npm run bench`: patchgate's performance benchmark (issue 5). Generates repositories,
+// runs the five measurements, prints one table with PASS/MISS per target and writes
+// bench/results.json. It is a benchmark, not a test: nothing fails on a MISS. See
+// docs/performance.md for what each figure means.
+//
+//   node dist/bench/run.js [--sizes 1k,10k,50k] [--quick] [--only 1,2,3,4,5] [--iterations N]
+//                          [--agents N] [--pushes N] [--audit-rows N] [--digest-runs N]
+//                          [--concurrency-size S] [--digest-size S] [--no-strace] [--keep]
+
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { auditBench, type AuditBenchResult } from './audit.js';
+import { concurrencyBench, type ConcurrencyResult } from './concurrency.js';
+import { digestBench, type DigestBenchResult } from './digest.js';
+import { generateRepo, type GeneratedRepo } from './gen.js';
+import { pushBench, type PushBenchResult } from './push.js';
+import { cleanup, fmtBytes, fmtMs, keepDir, median, nowMs, REPO_TOP, round, run, tempDir } from './util.js';
+
+interface Flags {
+  sizes: number[];
+  quick: boolean;
+  only: Set<number>;
+  iterations: number | null;
+  agents: number;
+  pushes: number;
+  auditRows: number;
+  digestRuns: number;
+  concurrencySize: number | null;
+  digestSize: number | null;
+  strace: boolean;
+  keep: boolean;
+}
+
+const USAGE = `usage: node dist/bench/run.js [--sizes 1k,10k,50k] [--quick] [--only 1,2,3,4,5] [--iterations N]
+  [--agents N] [--pushes N] [--audit-rows N] [--digest-runs N] [--concurrency-size S] [--digest-size S]
+  [--no-strace] [--keep]`;
+
+function parseSize(s: string): number {
+  const m = /^(\d+(?:\.\d+)?)([kKmM]?)$/.exec(s.trim());
+  if (!m) throw new Error(`not a size: ${s} (use e.g. 1k, 10k, 50k)`);
+  return Math.round(Number(m[1]) * (m[2]!.toLowerCase() === 'k' ? 1000 : m[2]!.toLowerCase() === 'm' ? 1e6 : 1));
+}
+
+export function label(n: number): string {
+  return n % 1000 === 0 ? `${n / 1000}k` : String(n);
+}
+
+function parseFlags(argv: string[]): Flags {
+  const quick = argv.includes('--quick');
+  const f: Flags = {
+    sizes: quick ? [1000] : [1000, 10_000, 50_000], quick, only: new Set([1, 2, 3, 4, 5]), iterations: null,
+    agents: quick ? 8 : 32, pushes: quick ? 3 : 10, auditRows: quick ? 100_000 : 1_000_000, digestRuns: quick ? 1 : 3,
+    concurrencySize: null, digestSize: null, strace: true, keep: false,
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const val = (): string => {
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${a} needs a value`);
+      return v;
+    };
+    const int = (): number => {
+      const n = Number(val());
+      if (!Number.isInteger(n) || n < 1) throw new Error(`${a}: a positive integer please`);
+      return n;
+    };
+    switch (a) {
+      case '--quick': break;
+      case '--sizes': f.sizes = val().split(',').filter(Boolean).map(parseSize); break;
+      case '--only': f.only = new Set(val().split(',').map(Number)); break;
+      case '--iterations': f.iterations = int(); break;
+      case '--agents': f.agents = int(); break;
+      case '--pushes': f.pushes = int(); break;
+      case '--audit-rows': f.auditRows = int(); break;
+      case '--digest-runs': f.digestRuns = int(); break;
+      case '--concurrency-size': f.concurrencySize = parseSize(val()); break;
+      case '--digest-size': f.digestSize = parseSize(val()); break;
+      case '--no-strace': f.strace = false; break;
+      case '--keep': f.keep = true; break;
+      case '--help': case '-h': process.stdout.write(USAGE + '\n'); process.exit(0); break;
+      default: throw new Error(`unknown option ${a}\n${USAGE}`);
+    }
+  }
+  return f;
+}
+
+/** Push iterations (A,B pairs) per size: fewer on big repositories, where each push costs more. */
+function iterationsFor(size: number, f: Flags): number {
+  if (f.iterations) return f.iterations;
+  if (f.quick) return 8;
+  return size >= 50_000 ? 10 : 20;
+}
+
+const log = (s: string) => process.stderr.write(s + '\n');
+
+interface Target {
+  id: string;
+  text: string;
+  figure: string;
+  pass: boolean | null;
+}
+
+async function calibrate(): Promise<{ gitSpawnMs: number; nodeStartMs: number }> {
+  const g: number[] = [];
+  for (let i = 0; i < 10; i++) g.push((await run('git', ['--version'])).ms);
+  const n: number[] = [];
+  for (let i = 0; i < 3; i++) n.push((await run(process.execPath, ['-e', '0'])).ms);
+  return { gitSpawnMs: median(g), nodeStartMs: median(n) };
+}
+
+async function main(): Promise<void> {
+  const flags = parseFlags(process.argv.slice(2));
+  const began = nowMs();
+  const loads: number[] = [];
+  const loadTimer = setInterval(() => loads.push(loadavg()[0]!), 2000);
+  loadTimer.unref();
+  const startLoad = loadavg();
+  const calStart = await calibrate();
+  log(`patchgate bench: sizes ${flags.sizes.map(label).join(',')}, measurements ${[...flags.only].join(',')}; load ${startLoad.map((x) => round(x, 2)).join(' ')} on ${availableParallelism()} cpu(s); git spawn ${round(calStart.gitSpawnMs, 1)} ms, node start ${Math.round(calStart.nodeStartMs)} ms`);
+
+  const gens = new Map<number, GeneratedRepo>();
+  const genRows: Array<{ size: string; files: number; srcFiles: number; mb: number; ms: number }> = [];
+  const needs = new Set<number>();
+  const concSize = flags.concurrencySize ?? (flags.sizes.includes(10_000) ? 10_000 : Math.max(...flags.sizes.filter((s) => s <= 10_000), Math.min(...flags.sizes)));
+  const digestSize = flags.digestSize ?? Math.min(...flags.sizes);
+  if (flags.only.has(1) || flags.only.has(2)) for (const s of flags.sizes) needs.add(s);
+  if (flags.only.has(3)) needs.add(digestSize);
+  if (flags.only.has(4)) needs.add(concSize);
+  const gen = async (size: number): Promise<GeneratedRepo> => {
+    let g = gens.get(size);
+    if (!g) {
+      g = await generateRepo(tempDir(`gen-${label(size)}-`), size);
+      gens.set(size, g);
+      const mb = g.totalBytes / 1e6;
+      genRows.push({ size: label(size), files: g.files, srcFiles: g.srcFiles.length, mb, ms: g.genMs });
+      log(`  [${label(size)}] generated ${g.files} files (${round(mb, 1)} MB, ${g.srcFiles.length} under src/, ${g.commits} commits) in ${Math.round(g.genMs)} ms`);
+    }
+    return g;
+  };
+
+  const pushes: PushBenchResult[] = [];
+  let digest: DigestBenchResult | null = null;
+  let conc: ConcurrencyResult | null = null;
+  let audit: AuditBenchResult | null = null;
+
+  for (const size of [...needs].sort((a, b) => a - b)) {
+    const g = await gen(size);
+    if ((flags.only.has(1) || flags.only.has(2)) && flags.sizes.includes(size)) {
+      log(`(1,2) pushes on ${label(size)}: ${iterationsFor(size, flags)} alternated patchgate/baseline pairs`);
+      pushes.push(await pushBench(label(size), g, iterationsFor(size, flags), { strace: flags.strace, log }));
+    }
+    if (flags.only.has(3) && size === digestSize) {
+      log(`(3) cold contract digest on ${label(size)}: ${flags.digestRuns} run(s)`);
+      digest = await digestBench(label(size), g, flags.digestRuns, log);
+    }
+    if (flags.only.has(4) && size === concSize) {
+      log(`(4) ${flags.agents} agents x ${flags.pushes} pushes at once on ${label(size)} (server in a child process)`);
+      conc = await concurrencyBench(label(size), g, flags.agents, flags.pushes, log);
+    }
+    // Big repositories are not needed past their own measurements.
+    if (!flags.keep && size !== concSize && size !== digestSize) gens.delete(size);
+  }
+  if (flags.only.has(5)) {
+    log(`(5) audit queries on a ${flags.auditRows}-row log`);
+    audit = await auditBench(flags.auditRows, log);
+  }
+
+  const calEnd = await calibrate();
+  clearInterval(loadTimer);
+  const durationMs = nowMs() - began;
+
+  // ------------------------------------------------------------------ targets and table
+  const targets: Target[] = [];
+  const rows: string[][] = [];
+  const row = (...c: string[]) => rows.push(c);
+  const verdict = (p: boolean | null) => (p === null ? 'n/a' : p ? 'PASS' : 'MISS');
+
+  for (const g of genRows) row('gen', `repo ${g.size}`, `${g.files} files, ${round(g.mb, 1)} MB (${g.srcFiles} under src/), fast-import ${fmtMs(g.ms)}`, '', '');
+  const p10 = pushes.find((p) => p.size === '10k');
+  for (const p of pushes) {
+    const on10 = p.size === '10k';
+    const pass1 = on10 ? p.auditPush.p50 <= 50 && p.auditPush.p95 <= 150 : null;
+    row('(1)', `hook eval ${p.size} (audit push timings)`, `p50 ${fmtMs(p.auditPush.p50)}, p95 ${fmtMs(p.auditPush.p95)} (n=${p.iterations})`, on10 ? 'p50<=50, p95<=150 ms' : '', on10 ? verdict(pass1) : '');
+    row('', `  daemon pre-receive ${p.size}`, `p50 ${fmtMs(p.hook.p50)}, p95 ${fmtMs(p.hook.p95)} (engine + audit write)`, '', '');
+    row('', `  per rule ${p.size} (median)`, Object.entries(p.rules).map(([k, v]) => `${k} ${v}`).join(', ') + ' ms', '', '');
+    row('', `  push wall ${p.size}`, `patchgate p50 ${fmtMs(p.gateWall.p50)} p95 ${fmtMs(p.gateWall.p95)}; plain p50 ${fmtMs(p.baseWall.p50)} p95 ${fmtMs(p.baseWall.p95)}`, '', '');
+    const pass2 = on10 ? p.ratio <= 1.25 : null;
+    row('(2)', `push vs plain git ${p.size}`, `ratio ${round(p.ratio, 2)} (+${fmtMs(p.gateWall.p50 - p.baseWall.p50)})`, on10 ? '<= 1.25' : '', on10 ? verdict(pass2) : '');
+    row('', `  prewarm / first push ${p.size}`, `cache prewarm ${fmtMs(p.prewarm.ms)} on ${p.prewarm.workers} worker(s); first push ${fmtMs(p.firstPushMs)}`, '', '');
+    if (p.errors) row('', `  push errors ${p.size}`, String(p.errors), '', '');
+  }
+  targets.push({ id: '1', text: 'hook evaluation on 10k: p50 <= 50 ms and p95 <= 150 ms (audit push timings.total)', figure: p10 ? `p50 ${round(p10.auditPush.p50)} ms, p95 ${round(p10.auditPush.p95)} ms` : 'not run', pass: p10 ? p10.auditPush.p50 <= 50 && p10.auditPush.p95 <= 150 : null });
+  targets.push({ id: '2', text: 'git push through patchgate / plain node-git-server on 10k <= 1.25', figure: p10 ? `ratio ${round(p10.ratio, 2)}` : 'not run', pass: p10 ? p10.ratio <= 1.25 : null });
+  if (digest) {
+    const d = digest;
+    row('(3)', `cold digest TS ${d.size}`, `${round(d.ts.digestMBs, 2)} MB/s vs createSourceFile ${round(d.ts.floorMBs, 2)} MB/s: ratio ${round(d.ts.ratio, 2)} (${round(d.ts.mb, 1)} MB, ${d.ts.files} files)`, '>= 0.5', verdict(d.ts.ratio >= 0.5));
+    row('', `  cold digest Python ${d.size}`, `${round(d.py.digestMBs, 2)} MB/s vs tree-sitter parse ${round(d.py.floorMBs, 2)} MB/s: ratio ${round(d.py.ratio, 2)} (${round(d.py.mb, 1)} MB)`, '', '');
+    row('', `  cold digest src/ ${d.size}`, `${round(d.all.digestMBs, 2)} MB/s (${round(d.all.mb, 1)} MB, ${d.all.files} files, median of ${d.runs})`, '', '');
+    targets.push({ id: '3', text: 'cold TypeScript digest throughput / createSourceFile >= 0.5', figure: `ratio ${round(d.ts.ratio, 2)}`, pass: d.ts.ratio >= 0.5 });
+  } else targets.push({ id: '3', text: 'cold digest / parse floor >= 0.5', figure: 'not run', pass: null });
+  if (conc) {
+    const c = conc;
+    const pass4 = c.errors === 0 && c.lost === 0 && c.p99 <= 2000 && c.vmHwmMB <= 300;
+    row('(4)', `${c.agents}x${c.pushesPerAgent} pushes ${c.size}`, `${round(c.pushesPerSec, 2)} pushes/s, p50 ${fmtMs(c.p50)}, p99 ${fmtMs(c.p99)}, max ${fmtMs(c.max)}`, 'p99 <= 2 s', verdict(c.p99 <= 2000));
+    row('', `  errors / audit rows`, `${c.errors} errors; ${c.auditRefRows} ref rows for ${c.pushes} pushes, ${c.lost} lost, ${c.movedConfirmed} moved, chain ${c.chainIntact ? 'intact' : 'BROKEN'}`, '0 errors, 0 lost', verdict(c.errors === 0 && c.lost === 0));
+    row('', `  daemon memory`, `VmHWM ${Math.round(c.vmHwmMB)} MB (after warm-up ${Math.round(c.rssAfterWarmMB)} MB, peak during pushes ${Math.round(c.peakRssPhaseMB)} MB)`, '<= 300 MB', verdict(c.vmHwmMB <= 300));
+    row('', `  cold first push ${c.size}`, `${fmtMs(c.coldFirstPushMs)} (fresh daemon, --hook-timeout ${c.hookTimeoutS}; default is 30 s)`, '', '');
+    targets.push({ id: '4', text: `${c.agents} agents x ${c.pushesPerAgent} pushes: 0 errors, 0 lost rows, p99 <= 2 s, peak RSS <= 300 MB`, figure: `${c.errors} errors, ${c.lost} lost, p99 ${round(c.p99 / 1000, 2)} s, VmHWM ${Math.round(c.vmHwmMB)} MB`, pass: pass4 });
+  } else targets.push({ id: '4', text: 'concurrent agents', figure: 'not run', pass: null });
+  if (audit) {
+    const a = audit;
+    row('(5)', `audit log`, `${a.rows} rows, ${fmtBytes(a.dbBytes)}; fill ${Math.round(a.fillMs / 1000)} s (${Math.round(a.fillRowsPerSec)} rows/s batched; unbatched API ${Math.round(a.apiRowsPerSec)} rows/s = ${Math.round(a.apiProjectedMs / 1000)} s per 1M)`, '', '');
+    for (const q of a.queries) {
+      const isTarget = q.name.startsWith('actor');
+      row('', `  ${q.name}`, `median ${fmtMs(q.medianMs)} (first ${fmtMs(q.firstMs)}, ${q.rows} rows)`, isTarget ? '<= 50 ms' : '', isTarget ? verdict(q.medianMs <= 50) : '');
+    }
+    row('', `  CLI actor + range`, `${fmtMs(a.cliActorRangeMs)} (patchgate audit --json, node start-up included)`, '', '');
+    const q = a.queries[0]!;
+    targets.push({ id: '5', text: `audit query actor + time range on ${a.rows} rows <= 50 ms`, figure: `median ${round(q.medianMs, 2)} ms`, pass: q.medianMs <= 50 });
+  } else targets.push({ id: '5', text: 'audit queries', figure: 'not run', pass: null });
+  row('env', 'machine', `${availableParallelism()} cpu(s) ${cpus()[0]?.model ?? ''}, ${fmtBytes(totalmem())}; load avg 1m min/median/max ${round(Math.min(...loads, startLoad[0]!), 1)}/${round(median(loads.length ? loads : [startLoad[0]!]), 1)}/${round(Math.max(...loads, startLoad[0]!), 1)}`, '', '');
+  row('', 'calibration', `git --version spawn ${round(calStart.gitSpawnMs, 1)} -> ${round(calEnd.gitSpawnMs, 1)} ms; node -e 0 ${Math.round(calStart.nodeStartMs)} -> ${Math.round(calEnd.nodeStartMs)} ms; run ${Math.round(durationMs / 1000)} s`, '', '');
+
+  const head = ['#', 'measure', 'figure', 'target', 'result'];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (c: string[]) => c.map((x, i) => x.padEnd(widths[i]!)).join('  ').trimEnd();
+  const out = [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)];
+  out.push('', 'targets: ' + targets.map((t) => `(${t.id}) ${verdict(t.pass)}`).join('  '));
+  process.stdout.write(out.join('\n') + '\n');
+
+  const results = {
+    meta: {
+      date: new Date().toISOString(), node: process.version, git: (await run('git', ['--version'])).stdout.trim(),
+      cpus: availableParallelism(), cpuModel: cpus()[0]?.model ?? null, memBytes: totalmem(),
+      loadAvg1m: { start: startLoad[0], min: Math.min(...loads, startLoad[0]!), median: median(loads), max: Math.max(...loads, startLoad[0]!) },
+      calibration: { start: calStart, end: calEnd }, durationMs, flags: { ...flags, only: [...flags.only] },
+    },
+    targets, generation: genRows,
+    push: pushes.map((p) => ({ ...p, hook: { ...p.hook, samples: p.hook.samples.map((x) => round(x, 2)) }, gateWall: { ...p.gateWall, samples: p.gateWall.samples.map((x) => round(x, 2)) }, baseWall: { ...p.baseWall, samples: p.baseWall.samples.map((x) => round(x, 2)) } })),
+    digest, concurrency: conc, audit, table: out,
+  };
+  const dir = join(REPO_TOP, 'bench');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'results.json'), JSON.stringify(results, null, 2) + '\n');
+  log(`wrote ${join(dir, 'results.json')}`);
+  if (flags.keep) for (const g of gens.values()) keepDir(g.dir);
+}
+
+let cleaned = false;
+const finish = (code: number) => {
+  if (!cleaned) {
+    cleaned = true;
+    cleanup();
+  }
+  process.exit(code);
+};
+process.on('SIGINT', () => finish(130));
+process.on('SIGTERM', () => finish(143));
+main().then(() => finish(0), (err: unknown) => {
+  log(`bench failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+  finish(1);
+});
