@@ -3,42 +3,11 @@
 // the work itself lives in run.ts and freeze.ts.
 
 import { errorMessage, PatchgateError } from '../errors.js';
-import { executeFreeze } from './freeze.js';
-import { auditCi, executeCi, printVerdict, writeJsonReport, type CiIo } from './run.js';
+import { executeFreeze, type FreezeOptions } from './freeze.js';
+import { auditCi, executeCi, printVerdict, writeJsonReport, type CiIo, type CiOptions } from './run.js';
 
-export interface CiArgs {
-  /** The repository work tree, checked out at --head. */
-  repo: string;
-  base: string;
-  head: string;
-  /** The run seed (0..2^31-1); default: a random one. */
-  seed?: string;
-  /** The JUnit XML file CMD writes; relative paths are resolved against `repo` (CMD runs there). Without it, TAP is read from CMD's stdout. */
-  junit?: string;
-  /** Write the JSON report here (relative to the current directory). */
-  report?: string;
-  /** The trusted baseline {"tests": [...]} of the base's last green run. */
-  baseline?: string;
-  /** After a green run, write the baseline of this run here. */
-  writeBaseline?: string;
-  /** The data directory whose audit log (`<data>/patchgate.db`) records the run. */
-  data?: string;
-  /** The test command, spawned without a shell; `{seed}` in an argument becomes the seed. */
-  cmd: string[];
-  /** YYYY-MM-DD, for ledger expiry (default: today, UTC). */
-  today?: string;
-}
-
-export interface FreezeArgs {
-  repo: string;
-  nodeid: string;
-  seed: string;
-  expires?: string;
-  reason: string;
-  /** The command that re-runs the failing test, spawned without a shell. */
-  rerun: string[];
-  today?: string;
-}
+export type CiArgs = CiOptions;
+export type FreezeArgs = FreezeOptions;
 
 function usageLine(io: CiIo, err: unknown): void {
   const msg = err instanceof PatchgateError ? err.message : `unexpected error: ${errorMessage(err)}`;
