@@ -5,6 +5,7 @@
 
 import { createHash } from 'node:crypto';
 import type { Git, TreeEntry } from '../git/git.js';
+import { ContractParseError } from '../errors.js';
 import { extractTypeScript, isTypeScriptPath, TS_EXTRACTOR_VERSION } from './typescript.js';
 import { extractPythonSeed, extractPythonV1, initPython, PY_EXTRACTOR_VERSION, seedDigest, seedOrder } from './python.js';
 
@@ -18,6 +19,8 @@ export interface Contract {
 }
 
 const REGULAR = new Set(['100644', '100755']);
+/** Strict UTF-8 that keeps a BOM, as Python's read_text(encoding='utf-8') does; bad bytes are a parse error, not a guess. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** Roots as git path prefixes without a trailing slash ("src/" -> "src"; "" or "." -> whole tree). */
 function normRoot(root: string): string {
@@ -49,7 +52,12 @@ async function fileRows(git: Git, cache: Map<string, unknown>, e: TreeEntry, for
   if (hit) return hit;
   const blob = await git.readBlob(e.id);
   if (!blob) throw new Error(`blob ${e.id} for ${e.path} is missing`);
-  const source = blob.toString('utf8');
+  let source: string;
+  try {
+    source = UTF8.decode(blob);
+  } catch (err) {
+    throw new ContractParseError(e.path, 1, 1, 'not valid UTF-8', { cause: err });
+  }
   let rows: string[];
   if (format === 'seed') rows = extractPythonSeed(source, e.path);
   else if (e.path.endsWith('.py')) rows = extractPythonV1(source, e.path);

@@ -2020,10 +2020,18 @@ function unparse(e: Expr): string {
 // Extraction
 
 interface Ctx {
-  path: string;
-  original: string;
   parsed: Parsed;
   lower: Lowerer;
+}
+
+/** Run f for one statement; an unparse failure is reported at that statement. */
+function atStatement<T>(stmt: Node, f: () => T): T {
+  try {
+    return f();
+  } catch (err) {
+    if (err instanceof UnparseError) throw new PyError(stmt.startIndex, err.message);
+    throw err;
+  }
 }
 
 function withTree<T>(source: string, path: string, scope: Scope, f: (ctx: Ctx) => T): T {
@@ -2031,13 +2039,11 @@ function withTree<T>(source: string, path: string, scope: Scope, f: (ctx: Ctx) =
   const parsed = parsePython(original, path, scope);
   // The seed must never print a value it cannot reproduce exactly: \N{...} is refused.
   const lower = new Lowerer(parsed.text, scope === 'seed');
-  const ctx: Ctx = { path, original, parsed, lower };
   try {
-    return f(ctx);
+    return f({ parsed, lower });
   } catch (err) {
-    if (err instanceof PyError || err instanceof UnparseError) {
-      const idx = err instanceof PyError ? parsed.toOriginal(err.index) : 0;
-      const pos = positionOf(original, idx);
+    if (err instanceof PyError) {
+      const pos = positionOf(original, parsed.toOriginal(err.index));
       throw new ContractParseError(path, pos.line, pos.column, err.message, { cause: err });
     }
     throw err;
@@ -2059,7 +2065,14 @@ function isAsync(def: Node): boolean {
   return def.child(0)?.type === 'async';
 }
 
-/** Rows exactly as the seed's public_signatures produces for one file, in source order. */
+/**
+ * Rows exactly as the seed's public_signatures produces for one file, in source order:
+ * each module-level def/async def whose name does not start with '_', as
+ * `${rel}::${name}(${regular positional parameters joined by ','})->${ast.unparse(returns)}`.
+ * Requires initPython(). `source` must be the file decoded as UTF-8 with a BOM kept (the
+ * seed reads it with read_text, and then ast.parse rejects it: so do we). Throws
+ * ContractParseError wherever the seed itself would crash.
+ */
 export function extractPythonSeed(source: string, rel: string): string[] {
   if (source.charCodeAt(0) === 0xfeff) {
     // read_text(encoding='utf-8') keeps the BOM, and ast.parse rejects it.
@@ -2074,7 +2087,7 @@ export function extractPythonSeed(source: string, rel: string): string[] {
       const args = lower.parameters(fn.def.childForFieldName('parameters')!);
       if (name.startsWith('_')) continue;
       const ret = fn.def.childForFieldName('return_type');
-      const returns = ret ? unparse(lower.expr(ret)) : '';
+      const returns = ret ? atStatement(stmt, () => unparse(lower.expr(ret))) : '';
       rows.push(`${rel}::${name}(${args.args.map((a) => a.arg).join(',')})->${returns}`);
     }
     return rows;
@@ -2150,8 +2163,19 @@ function codePointCompare(a: string, b: string): number {
 }
 
 /**
- * v1 rows of one .py file: `${path}::` followed by a normalised declaration. Sorted by code
- * point, without duplicates.
+ * v1 rows of one .py file, sorted by code point, without duplicates. Requires initPython().
+ * Each row is `${path}::` followed by one declaration, every expression printed by the
+ * ast.unparse port (so comments, layout, quotes, trailing commas and literal spelling
+ * never matter):
+ *   def / async def  `[@deco ]...[async ]def Qual.name(<arguments as ast.unparse>)[ -> ret]`
+ *   class            `[@deco ]...class Qual.Name[(bases, kw=v)]`
+ *   annotated name   module `NAME: ann`; class `Qual.name: ann[ = default]`
+ *   __all__ re-export `export name` (listed in __all__, not defined by the above)
+ * Public: at module level, names in a literal `__all__` if there is one, otherwise names
+ * not starting with '_'; in classes, names not starting with '_' plus `__init__`. Nested
+ * classes are followed; function bodies are not. Top-level and class-level if/try blocks
+ * are looked into (so `if TYPE_CHECKING:` and fallback definitions count).
+ * Throws ContractParseError when the file does not parse as Python 3.
  */
 export function extractPythonV1(source: string, path: string): string[] {
   const text = source.charCodeAt(0) === 0xfeff ? source.slice(1) : source;
@@ -2168,7 +2192,7 @@ export function extractPythonV1(source: string, path: string): string[] {
         if (isModule) return exportSet ? exportSet.has(name) : !name.startsWith('_');
         return !name.startsWith('_') || name === '__init__';
       };
-      for (const stmt of named(body)) {
+      const one = (stmt: Node): void => {
         let def: Node | null = null;
         let decorators: Node[] = [];
         if (stmt.type === 'decorated_definition') {
@@ -2179,7 +2203,7 @@ export function extractPythonV1(source: string, path: string): string[] {
           const name = lower.name(def.childForFieldName('name')!);
           const args = lower.parameters(def.childForFieldName('parameters')!);
           if (isModule) definedAtTop.add(name);
-          if (!isPublic(name)) continue;
+          if (!isPublic(name)) return;
           const ret = def.childForFieldName('return_type');
           const a = new Unparser().arguments(args);
           const returns = ret ? ' -> ' + unparse(lower.expr(ret)) : '';
@@ -2187,7 +2211,7 @@ export function extractPythonV1(source: string, path: string): string[] {
         } else if (def?.type === 'class_definition') {
           const name = lower.name(def.childForFieldName('name')!);
           if (isModule) definedAtTop.add(name);
-          if (!isPublic(name)) continue;
+          if (!isPublic(name)) return;
           const sup = def.childForFieldName('superclasses');
           let bases = '';
           if (sup) {
@@ -2207,14 +2231,16 @@ export function extractPythonV1(source: string, path: string): string[] {
             if (isModule) definedAtTop.add(name);
             if (!isPublic(name) || name === '__all__') continue;
             const right = e.childForFieldName('right');
-            let value = '';
-            if (!isModule && right) value = ' = ' + unparse(lower.expr(right));
+            // Class-level values are defaults of dataclass-like constructors; module-level
+            // values are data, so only their annotation counts.
+            const value = !isModule && right ? ' = ' + unparse(lower.expr(right)) : '';
             rows.add(`${path}::${prefix}${name}: ${unparse(lower.expr(type))}${value}`);
           }
         } else if (stmt.type === 'if_statement' || stmt.type === 'try_statement') {
           for (const block of conditionalBlocks(stmt)) visit(block, prefix, isModule);
         }
-      }
+      };
+      for (const stmt of named(body)) atStatement(stmt, () => one(stmt));
     };
     visit(parsed.root, '', true);
     if (exported) {
