@@ -4,7 +4,7 @@
 // of one-file src/ edits; afterwards the audit log must hold one ref row per push.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AuditStore } from '../audit/store.js';
@@ -18,7 +18,11 @@ export interface ConcurrencyResult {
   size: string;
   agents: number;
   pushesPerAgent: number;
+  /** Pushes made (the budget may stop the run before all planned ones). */
   pushes: number;
+  planned: number;
+  /** The daemon started with the cache.db of the earlier run on this repository. */
+  restart: boolean;
   wallMs: number;
   pushesPerSec: number;
   p50: number;
@@ -82,9 +86,19 @@ async function inBatches<T>(items: T[], width: number, fn: (x: T) => Promise<voi
   }));
 }
 
-export async function concurrencyBench(size: string, gen: GeneratedRepo, agents: number, pushesPerAgent: number, log: (s: string) => void): Promise<ConcurrencyResult> {
+export interface ConcurrencyOptions {
+  log: (s: string) => void;
+  /** A cache.db from an earlier daemon on the same repository (a restart), or null for a cold start. */
+  cacheDb: string | null;
+  /** No new push starts after this long; pushes not started are reported, not counted as errors. */
+  budgetMs: number;
+}
+
+export async function concurrencyBench(size: string, gen: GeneratedRepo, agents: number, pushesPerAgent: number, opts: ConcurrencyOptions): Promise<ConcurrencyResult> {
+  const { log } = opts;
   const data = tempDir('pgc-', tmpdir());
   const repoDir = await createRepo(data, 'bench');
+  if (opts.cacheDb) copyFileSync(opts.cacheDb, join(data, 'cache.db'));
   await seedBare(gen, repoDir);
   const store = AuditStore.open(join(data, 'patchgate.db'));
   const tokens = new TokenStore(store);
@@ -120,16 +134,24 @@ export async function concurrencyBench(size: string, gen: GeneratedRepo, agents:
     const first = await pushOnce(warmDir, url('warm-agent'), warm[0]!, 'refs/heads/agent/warm', true);
     if (!first.ok) throw new Error(`warm-up push failed: ${first.stderr}`);
     const rssAfterWarmMB = memOf(pid)?.rss ?? Number.NaN;
-    log(`  [${size}] cold first push on a fresh daemon: ${Math.round(first.ms)} ms; daemon RSS ${Math.round(rssAfterWarmMB)} MB`);
+    log(`  [${size}] first push on a fresh daemon (${opts.cacheDb ? 'cache.db from the earlier run: a restart' : 'empty cache: cold'}): ${Math.round(first.ms)} ms; daemon RSS ${Math.round(rssAfterWarmMB)} MB`);
 
     sampling = true;
     const lat: number[] = [];
     const errorSamples: string[] = [];
     let errors = 0;
     const start = nowMs();
+    const deadline = start + opts.budgetMs;
+    const made = new Set<string>();
+    let notStarted = 0;
     await Promise.all(names.map(async (n) => {
       const c = chains.get(n)!;
       for (const sha of c.commits) {
+        if (nowMs() > deadline) {
+          notStarted++;
+          continue;
+        }
+        made.add(sha);
         const r = await pushOnce(c.dir, url(n), sha, `refs/heads/agent/${n}`, true);
         lat.push(r.ms);
         if (!r.ok) {
@@ -139,6 +161,7 @@ export async function concurrencyBench(size: string, gen: GeneratedRepo, agents:
       }
     }));
     const wallMs = nowMs() - start;
+    if (notStarted) log(`  [${size}] time budget of ${Math.round(opts.budgetMs / 1000)} s spent: ${notStarted} push(es) not started`);
     sampling = false;
     const hwm = memOf(pid)?.hwm ?? Number.NaN;
 
@@ -161,6 +184,7 @@ export async function concurrencyBench(size: string, gen: GeneratedRepo, agents:
       const byKey = new Map(refRows.map((r) => [`${r.ref} ${r.new}`, r]));
       for (const n of names) {
         for (const sha of chains.get(n)!.commits) {
+          if (!made.has(sha)) continue;
           const row = byKey.get(`refs/heads/agent/${n} ${sha}`);
           if (!row) {
             lost++;
@@ -174,9 +198,9 @@ export async function concurrencyBench(size: string, gen: GeneratedRepo, agents:
     } finally {
       audit.close();
     }
-    const pushes = agents * pushesPerAgent;
+    const pushes = made.size;
     return {
-      size, agents, pushesPerAgent, pushes, wallMs, pushesPerSec: pushes / (wallMs / 1000),
+      size, agents, pushesPerAgent, pushes, planned: agents * pushesPerAgent, restart: opts.cacheDb !== null, wallMs, pushesPerSec: pushes / (wallMs / 1000),
       p50: median(lat), p95: percentile(lat, 95), p99: percentile(lat, 99), max: Math.max(...lat),
       errors, errorSamples, auditRefRows, auditPushRows, lost, accepted, movedConfirmed, chainIntact,
       coldFirstPushMs: first.ms, rssAfterWarmMB, peakRssPhaseMB: phasePeak, vmHwmMB: hwm, hookTimeoutS,

@@ -5,7 +5,7 @@
 // process the push starts on the server side.
 
 import http from 'node:http';
-import { chmodSync, copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
@@ -277,6 +277,10 @@ export interface PushBenchResult {
   iterations: number;
   prewarm: { ms: number; workers: number; entries: number };
   firstPushMs: number;
+  /** True when the first push ran on an empty cache (no prewarm). */
+  firstPushCold: boolean;
+  /** A copy of the daemon's cache.db after the run, when asked for. */
+  cacheDb: string | null;
   /** Daemon pre-receive handler (engine + audit write), ms. */
   hook: { p50: number; p95: number; samples: number[] };
   /** Audit push row timings.total (engine for the whole push), ms. */
@@ -294,14 +298,26 @@ export interface PushBenchResult {
   profile: SpawnProfile;
 }
 
-export async function pushBench(size: string, gen: GeneratedRepo, iterations: number, opts: { strace: boolean; log: (s: string) => void }): Promise<PushBenchResult> {
+export interface PushBenchOptions {
+  strace: boolean;
+  log: (s: string) => void;
+  /** Prewarm the daemon's cache on all cores; false: the first push is a cold one. */
+  prewarm: boolean;
+  /** Stop alternating after this long (at least 3 pairs run). */
+  budgetMs: number;
+  /** Keep a copy of the daemon's cache.db for a later measurement (restart scenario). */
+  saveCache: boolean;
+}
+
+export async function pushBench(size: string, gen: GeneratedRepo, iterations: number, opts: PushBenchOptions): Promise<PushBenchResult> {
   const { log } = opts;
   const agent = 'bench-agent';
   const gate = await startGate(gen, agent);
   const base = await startBaseline(gen);
+  let result: PushBenchResult | undefined;
   try {
-    const pre = await prewarm(daemonCache(gate.srv), gen);
-    log(`  [${size}] daemon cache prewarmed: ${pre.entries} entries in ${Math.round(pre.ms)} ms on ${pre.workers} worker(s)`);
+    const pre = opts.prewarm ? await prewarm(daemonCache(gate.srv), gen) : { ms: 0, workers: 0, entries: 0 };
+    if (opts.prewarm) log(`  [${size}] daemon cache prewarmed: ${pre.entries} entries in ${Math.round(pre.ms)} ms on ${pre.workers} worker(s)`);
     const client = await agentRepo(gen, 'agent-');
     const rng = new Rng(42);
     // Warm-up: the first push creates the branch and loads everything lazily loaded.
@@ -310,7 +326,7 @@ export async function pushBench(size: string, gen: GeneratedRepo, iterations: nu
     if (!first.ok) throw new Error(`warm-up push to patchgate failed: ${first.stderr}`);
     const firstBase = await pushOnce(client, base.url, warm[0]!, 'refs/heads/agent/warm', false);
     if (!firstBase.ok) throw new Error(`warm-up push to the baseline failed: ${firstBase.stderr}`);
-    log(`  [${size}] first push after prewarm: ${Math.round(first.ms)} ms (baseline ${Math.round(firstBase.ms)} ms)`);
+    log(`  [${size}] first push ${opts.prewarm ? 'after prewarm' : 'on a cold daemon (empty cache)'}: ${Math.round(first.ms)} ms (baseline ${Math.round(firstBase.ms)} ms)`);
 
     const commits = await makeEdits(client, 'agent/bench', gen.main, gen.srcFiles, iterations + 1, rng, 'bench');
     const ref = 'refs/heads/agent/bench';
@@ -320,7 +336,14 @@ export async function pushBench(size: string, gen: GeneratedRepo, iterations: nu
     gate.hookMs.preReceive.length = 0;
     gate.hookMs.update.length = 0;
     gate.hookMs.postReceive.length = 0;
+    const deadline = nowMs() + opts.budgetMs;
+    let done = 0;
     for (let i = 0; i < iterations; i++) {
+      if (i >= 3 && nowMs() > deadline) {
+        log(`  [${size}] time budget of ${Math.round(opts.budgetMs / 1000)} s spent after ${i} of ${iterations} pairs; stopping there`);
+        break;
+      }
+      done++;
       const order = i % 2 === 0 ? ['A', 'B'] : ['B', 'A'];
       for (const who of order) {
         const r = who === 'A' ? await pushOnce(client, gate.url, commits[i]!, ref, true) : await pushOnce(client, base.url, commits[i]!, ref, false);
@@ -336,7 +359,7 @@ export async function pushBench(size: string, gen: GeneratedRepo, iterations: nu
     const postReceiveHookMs = median(gate.hookMs.postReceive);
 
     // Server-side figures from the audit log: the push rows and ref rows of the timed pushes.
-    const timed = new Set(commits.slice(0, iterations));
+    const timed = new Set(commits.slice(0, done));
     const refRows = gate.srv.audit.query({ kind: 'ref', actor: agent, limit: 10_000 }).filter((r) => r.new !== null && timed.has(r.new));
     const pushIds = new Set(refRows.map((r) => r.pushId));
     const pushRows = gate.srv.audit.query({ kind: 'push', actor: agent, limit: 10_000 }).filter((r) => pushIds.has(r.pushId));
@@ -352,7 +375,7 @@ export async function pushBench(size: string, gen: GeneratedRepo, iterations: nu
     }
 
     // One more push, profiled: which processes does a push start?
-    const last = commits[iterations]!;
+    const last = commits[done]!;
     const traced: { execs: ExecTrace | null } = { execs: null };
     const counted = await countSpawns(async () => {
       if (!opts.strace) return pushOnce(client, gate.url, last, ref, true);
@@ -365,8 +388,8 @@ export async function pushBench(size: string, gen: GeneratedRepo, iterations: nu
     log(`  [${size}] git processes the server process spawned for one push: ${JSON.stringify(counted.spawns)}`);
 
     const ratio = median(gateWall) / median(baseWall);
-    return {
-      size, files: gen.files, iterations, prewarm: pre, firstPushMs: first.ms,
+    result = {
+      size, files: gen.files, iterations: done, prewarm: pre, firstPushMs: first.ms, firstPushCold: !opts.prewarm, cacheDb: null,
       hook: { p50: median(hook), p95: percentile(hook, 95), samples: hook },
       auditPush: { p50: median(pushTotals), p95: percentile(pushTotals, 95) },
       auditRef: { p50: median(refTotals), p95: percentile(refTotals, 95) },
@@ -380,5 +403,14 @@ export async function pushBench(size: string, gen: GeneratedRepo, iterations: nu
   } finally {
     await base.close();
     await gate.close();
+    if (opts.saveCache && result) {
+      const db = join(gate.data, 'cache.db');
+      if (existsSync(db)) {
+        const keep = join(tempDir('cache-'), 'cache.db');
+        copyFileSync(db, keep);
+        result.cacheDb = keep;
+      }
+    }
   }
+  return result!;
 }
