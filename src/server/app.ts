@@ -63,13 +63,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   let firstAdminSecret: string | null = null;
   if (tokens.count() === 0) firstAdminSecret = tokens.create('admin', 'admin', { actor: 'serve (first start)' });
 
-  // --- repositories: every hook must be ours, or the repo is not served
-  const refused = new Map<string, string>();
+  // --- repositories: every hook must be ours, or the repo is not served (checked again on every request)
   for (const name of listRepos(dataDir)) {
     const dir = resolveRepo(dataDir, name);
     const state = dir ? checkHooks(dir) : { ok: false as const, reason: 'repository path escapes the data folder' };
     if (!state.ok) {
-      refused.set(name, state.reason);
       log(`patchgate: NOT serving repository ${name}: ${state.reason} (reinstall with: patchgate repo hooks ${name})`);
     }
   }
@@ -202,8 +200,6 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     }
     const repoDir = resolveRepo(dataDir, name);
     if (!repoDir) return send(res, 404, `patchgate: no repository ${name}`);
-    const bad = refused.get(name);
-    if (bad) return send(res, 503, `patchgate: repository ${name} is not served: ${bad}`);
     const state = checkHooks(repoDir);
     if (!state.ok) return send(res, 503, `patchgate: repository ${name} is not served: ${state.reason}`);
     const service = m[2] === 'info/refs' ? url.searchParams.get('service') : m[2];

@@ -65,6 +65,13 @@ export function installHooks(repoDir: string): void {
   }
 }
 
+const packageHooks = new Map<string, Buffer>();
+function packageHook(name: string): Buffer {
+  let b = packageHooks.get(name);
+  if (!b) packageHooks.set(name, (b = readFileSync(join(PACKAGE_HOOKS, name))));
+  return b;
+}
+
 export type HookState = { ok: true } | { ok: false; reason: string };
 
 /** Every hook present, executable and identical to the package's copy. */
@@ -73,7 +80,7 @@ export function checkHooks(repoDir: string): HookState {
     const p = join(repoDir, 'hooks', h);
     if (!existsSync(p)) return { ok: false, reason: `hook ${h} is missing` };
     if ((statSync(p).mode & 0o111) === 0) return { ok: false, reason: `hook ${h} is not executable` };
-    if (!readFileSync(p).equals(readFileSync(join(PACKAGE_HOOKS, h)))) return { ok: false, reason: `hook ${h} is not patchgate's` };
+    if (!readFileSync(p).equals(packageHook(h))) return { ok: false, reason: `hook ${h} is not patchgate's` };
   }
   return { ok: true };
 }
