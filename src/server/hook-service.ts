@@ -159,7 +159,9 @@ export class HookService {
     } finally {
       this.inflight--;
     }
-    res.end(lines.map((l) => l + '\n').join('') + `patchgate-verdict: ${verdict}\n`);
+    // A path may hold a line break; escape control characters so no message can forge a verdict line.
+    const safe = lines.map((l) => l.replace(/[\x00-\x1f\x7f]/g, (c) => JSON.stringify(c).slice(1, -1)));
+    res.end(safe.map((l) => l + '\n').join('') + `patchgate-verdict: ${verdict}\n`);
   }
 
   private async preReceive(s: PushSession, hr: HookRequest, lines: string[]): Promise<'accept' | 'reject'> {

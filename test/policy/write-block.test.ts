@@ -49,6 +49,8 @@ const cases: Case[] = [
   { name: 'the ledger', verdict: 'reject', messageIds: ['protectedPath'], paths: ['ci/flake-ledger.jsonl'], build: (r) => r.commit('t', { 'ci/flake-ledger.jsonl': '' }) },
   { name: 'the policy file', verdict: 'reject', messageIds: ['protectedPath'], paths: ['ci/patchgate.json'], build: (r) => r.commit('t', { 'ci/patchgate.json': '{"writable":["**"]}' }) },
   { name: 'a GitHub workflow', verdict: 'reject', messageIds: ['protectedPath'], paths: ['.github/workflows/ci.yml'], build: (r) => r.commit('t', { '.github/workflows/ci.yml': 'on: push' }) },
+  { name: 'a test file whose name holds a newline', verdict: 'reject', messageIds: ['protectedPath', 'controlChar'], paths: ['tests/new\nline.py'], build: (r) => r.commit('t', { 'tests/new\nline.py': 'x' }) },
+  { name: 'a python test file under src/ with a newline in its name', verdict: 'reject', messageIds: ['protectedPath', 'controlChar'], paths: ['src/test_\nx.py'], build: (r) => r.commit('t', { 'src/test_\nx.py': 'x' }) },
   { name: 'a file outside writable', verdict: 'reject', messageIds: ['notWritable'], paths: ['README.md'], build: (r) => r.commit('t', { 'README.md': '# changed\n' }) },
   { name: 'a non-ASCII name outside writable', verdict: 'reject', messageIds: ['notWritable'], paths: ['docs/naïve é.md'], build: (r) => r.commit('t', { 'docs/naïve é.md': 'x' }) },
   {

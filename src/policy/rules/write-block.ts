@@ -16,6 +16,7 @@ export const writeBlock: Rule = {
     protectedPath: 'commit {commit} {verb} protected path {path} (matches {pattern})',
     notWritable: 'commit {commit} {verb} {path}, which is outside the writable paths ({writable})',
     symlink: 'commit {commit} adds or changes symlink {path}; symlinks are not allowed',
+    controlChar: 'commit {commit} {verb} {path}, whose name holds a control character; rename it',
     submodule: 'commit {commit} adds or changes submodule (gitlink) {path}; submodules are not allowed',
   },
   async check(ctx) {
@@ -36,6 +37,7 @@ export const writeBlock: Rule = {
         } else if (!isWritable(c.path)) {
           findings.push({ ...base, messageId: 'notWritable', data: { ...data, writable: policy.writable.join(', ') } });
         }
+        if (/[\x00-\x1f\x7f]/.test(c.path)) findings.push({ ...base, messageId: 'controlChar', data: { ...data, path: JSON.stringify(c.path) } });
         if (c.newMode === MODE_SYMLINK && !policy.allowSymlinks) findings.push({ ...base, messageId: 'symlink', data });
         if (c.newMode === MODE_GITLINK && !policy.allowSubmodules) findings.push({ ...base, messageId: 'submodule', data });
       }
