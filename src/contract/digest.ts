@@ -84,7 +84,32 @@ export async function contractOf(git: Git, rev: string, roots: string[], format:
   const treeKey = `digest:${format}:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${useRoots.join('|')}:${trees.map((t) => t ?? '-').join('|')}`;
   const hit = cache.get(treeKey) as Contract | undefined;
   if (hit) return hit;
+  // Concurrent pushes of one repo ask for the same contract: compute it once.
+  let pending = inflight.get(cache);
+  if (!pending) inflight.set(cache, (pending = new Map()));
+  const running = pending.get(treeKey);
+  if (running) {
+    try {
+      return await running;
+    } catch (err) {
+      if (err instanceof ContractParseError) throw err;
+      // The first caller's git went away (its push timed out): compute with ours below.
+    }
+  }
+  const work = computeContract(git, rev, useRoots, trees, format, cache);
+  pending.set(treeKey, work);
+  try {
+    const contract = await work;
+    cache.set(treeKey, contract);
+    return contract;
+  } finally {
+    if (pending.get(treeKey) === work) pending.delete(treeKey);
+  }
+}
 
+const inflight = new WeakMap<Map<string, unknown>, Map<string, Promise<Contract>>>();
+
+async function computeContract(git: Git, rev: string, useRoots: string[], trees: Array<string | null>, format: ContractFormat, cache: Map<string, unknown>): Promise<Contract> {
   const listed = await Promise.all(useRoots.map((r, i) => (trees[i] ? rootFiles(git, rev, r) : Promise.resolve([]))));
   const seen = new Set<string>();
   let files = listed.flat().filter((e) => (seen.has(e.path) ? false : (seen.add(e.path), true)));
@@ -102,7 +127,6 @@ export async function contractOf(git: Git, rev: string, roots: string[], format:
     const rows = perFile.flat();
     contract = { format, rows, digest: sha256('patchgate-contract-v1\n' + rows.join('\n')), files: files.length };
   }
-  cache.set(treeKey, contract);
   return contract;
 }
 
