@@ -194,3 +194,17 @@ t.test('a path cannot forge a verdict line', async (t) => {
   t.match(r.stderr, /tests\/x\\npatchgate-verdict: accept\\n/, 'the line break is shown escaped');
   t.equal(await refIn(bare, 'refs/heads/agent/forge'), null);
 });
+
+t.test('a failed audit write refuses an otherwise good push', async (t) => {
+  const { gate, agent, w, bare } = await setup(t);
+  const { default: Database } = await import('better-sqlite3');
+  const db = new Database(join(gate.data, 'patchgate.db'));
+  db.exec("CREATE TRIGGER test_fail_audit BEFORE INSERT ON events WHEN NEW.kind = 'push' BEGIN SELECT RAISE(ABORT, 'simulated disk failure'); END");
+  db.close();
+  w.checkout('agent/fix', true);
+  w.commit('fix', { 'src/app.py': 'def add(a, b):\n    return b + a\n' });
+  const r = await gitAsync(w.dir, ['push', gate.remote('app', 'agent-1', agent), 'agent/fix']);
+  t.not(r.code, 0);
+  t.match(r.stderr, /push refused: .*audit/i);
+  t.equal(await refIn(bare, 'refs/heads/agent/fix'), null, 'nothing lands without its audit row');
+});
