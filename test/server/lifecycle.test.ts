@@ -4,6 +4,7 @@
 
 import t from 'tap';
 import http from 'node:http';
+import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer } from '../../src/server/app.js';
@@ -65,4 +66,32 @@ t.test('a repository whose hook is missing at start is not served', async (t) =>
     http.get({ host: '127.0.0.1', port: srv.port, path: '/app.git/info/refs?service=git-receive-pack', headers: { Authorization: `Basic ${Buffer.from(`a:${secret}`).toString('base64')}` } }, (res) => { res.resume(); resolve(res.statusCode ?? 0); });
   });
   t.equal(status, 503);
+});
+
+const hasOpenssl = (() => {
+  try {
+    return execFileSync('openssl', ['version'], { stdio: 'pipe' }).length > 0;
+  } catch {
+    return false;
+  }
+})();
+
+t.test('TLS: --tls-cert/--tls-key serve HTTPS, and git pushes over it', { skip: hasOpenssl ? false : 'openssl is not installed' }, async (t) => {
+  const https = await import('node:https');
+  const dir = tempDir('pg-tls-');
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=127.0.0.1'], { stdio: 'ignore' });
+  const gate = await startGate(t, { tlsCert: join(dir, 'cert.pem'), tlsKey: join(dir, 'key.pem') });
+  t.match(gate.srv.url, /^https:\/\//);
+  const status = await new Promise<number>((resolve, reject) => {
+    https.get({ host: '127.0.0.1', port: gate.srv.port, path: '/healthz', rejectUnauthorized: false }, (res) => { res.resume(); resolve(res.statusCode ?? 0); }).on('error', reject);
+  });
+  t.equal(status, 200);
+  await gate.repo('app');
+  const human = gate.token('alice', 'human');
+  const w = TestRepo.init(t);
+  const head = w.commit('base', { 'src/a.py': 'x = 1\n' });
+  const r = await gitAsync(w.dir, ['-c', 'http.sslVerify=false', 'push', `https://alice:${human}@127.0.0.1:${gate.srv.port}/app.git`, 'main']);
+  t.equal(r.code, 0, r.code ? r.stderr : 'pushed over https');
+  t.equal(await refIn(bareDir(gate, 'app'), 'refs/heads/main'), head);
 });
