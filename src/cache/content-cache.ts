@@ -65,7 +65,8 @@ export class PersistentCache {
 }
 
 /**
- * Memory in front of SQLite, with the Map interface the rules use. A cache failure is never
+ * Memory in front of SQLite, with the Map interface the rules use. Keys starting with `mem:`
+ * (derived values such as rows per tree, large and cheap to rebuild) stay in memory. A cache failure is never
  * an error: the value is simply computed again.
  */
 export class ContentCache extends LruMap<string, unknown> {
@@ -75,7 +76,7 @@ export class ContentCache extends LruMap<string, unknown> {
 
   override get(key: string): unknown {
     const hit = super.get(key);
-    if (hit !== undefined || !this.disk) return hit;
+    if (hit !== undefined || !this.disk || key.startsWith('mem:')) return hit;
     let v: unknown;
     try {
       v = this.disk.get(key);
@@ -88,6 +89,7 @@ export class ContentCache extends LruMap<string, unknown> {
 
   override set(key: string, value: unknown): this {
     super.set(key, value);
+    if (key.startsWith('mem:')) return this;
     try {
       this.disk?.set(key, value);
     } catch {

@@ -1,7 +1,7 @@
 // The contract digest: the public API rows of every source file under the contract roots
-// of one revision, read from git blobs (never checked out or run), and a sha256 over them.
-// Rows are cached per blob id and digests per root tree id, because git trees are Merkle
-// trees: an unchanged `src/` is a lookup.
+// of one revision, read from git blobs (never checked out or run), and a digest over them.
+// Rows are cached per blob id, v1 digests per tree id (a Merkle digest that follows git's
+// trees), so an unchanged `src/` is a lookup and a one-file change rehashes one path.
 
 import { createHash } from 'node:crypto';
 import type { Git, TreeEntry } from '../git/git.js';
@@ -66,11 +66,6 @@ async function fileRows(git: Git, cache: Map<string, unknown>, e: TreeEntry, for
   return rows;
 }
 
-/** Byte order of UTF-8 paths, which is git's own order. */
-function byteOrder(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
-}
-
 /**
  * The contract of `rev`. v1: TS/JS and Python files under every root, rows per file in path
  * order, digest over "patchgate-contract-v1\n" + rows. seed: the seed article's digest over
@@ -109,25 +104,59 @@ export async function contractOf(git: Git, rev: string, roots: string[], format:
 
 const inflight = new WeakMap<Map<string, unknown>, Map<string, Promise<Contract>>>();
 
+interface TreeContract {
+  /** sha256 over the tree's entries that carry rows: `F name sha256(file rows)` or `T name digest`. */
+  digest: string;
+  rows: string[];
+  /** Files under the tree that carry rows. */
+  files: number;
+}
+
+/**
+ * v1 contract of one tree, cached per tree id (memory only: `mem:` keys). The digest is a
+ * Merkle digest, so a one-file change rehashes only the trees on that file's path instead of
+ * every row; entries without rows (files with no exports, empty folders) do not count.
+ */
+async function treeContract(git: Git, treeId: string, prefix: string, cache: Map<string, unknown>): Promise<TreeContract> {
+  const key = `mem:tree-contract:v1:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${treeId}:${prefix}`;
+  const hit = cache.get(key) as TreeContract | undefined;
+  if (hit) return hit;
+  const entries = await git.readTree(treeId);
+  const parts = await Promise.all(entries.map(async (e): Promise<{ line: string; rows: string[]; files: number } | null> => {
+    const path = prefix + e.name;
+    if (e.mode === '040000') {
+      const sub = await treeContract(git, e.id, `${path}/`, cache);
+      return sub.rows.length ? { line: `T ${e.name} ${sub.digest}`, rows: sub.rows, files: sub.files } : null;
+    }
+    if (!REGULAR.has(e.mode) || !(path.endsWith('.py') || isTypeScriptPath(path))) return null;
+    const rows = await fileRows(git, cache, { mode: e.mode, type: 'blob', id: e.id, path }, 'v1');
+    return rows.length ? { line: `F ${e.name} ${sha256(rows.join('\n'))}`, rows, files: 1 } : null;
+  }));
+  const kept = parts.filter((p): p is { line: string; rows: string[]; files: number } => p !== null);
+  const tc: TreeContract = { digest: sha256(kept.map((p) => p.line).join('\n')), rows: kept.flatMap((p) => p.rows), files: kept.reduce((n, p) => n + p.files, 0) };
+  cache.set(key, tc);
+  return tc;
+}
+
 async function computeContract(git: Git, rev: string, useRoots: string[], trees: Array<string | null>, format: ContractFormat, cache: Map<string, unknown>): Promise<Contract> {
-  const listed = await Promise.all(useRoots.map((r, i) => (trees[i] ? rootFiles(git, rev, r) : Promise.resolve([]))));
-  const seen = new Set<string>();
-  let files = listed.flat().filter((e) => (seen.has(e.path) ? false : (seen.add(e.path), true)));
-  let contract: Contract;
-  if (format === 'seed') {
-    files = files.filter((e) => e.path.endsWith('.py'));
-    const byPath = new Map(files.map((e) => [e.path, e]));
-    const ordered = seedOrder(files.map((e) => e.path)).map((p) => byPath.get(p)!);
-    const rows: string[] = [];
-    for (const e of ordered) rows.push(...(await fileRows(git, cache, e, 'seed')));
-    contract = { format, rows, digest: seedDigest(rows), files: ordered.length };
-  } else {
-    files = files.filter((e) => e.path.endsWith('.py') || isTypeScriptPath(e.path)).sort((a, b) => byteOrder(a.path, b.path));
-    const perFile = await Promise.all(files.map((e) => fileRows(git, cache, e, 'v1')));
-    const rows = perFile.flat();
-    contract = { format, rows, digest: sha256('patchgate-contract-v1\n' + rows.join('\n')), files: files.length };
+  if (format === 'v1') {
+    // Each root's tree contract; the digest covers every root's Merkle digest in order.
+    const per = await Promise.all(useRoots.map((root, i) => {
+      const r = normRoot(root);
+      return trees[i] ? treeContract(git, trees[i]!, r ? `${r}/` : '', cache) : Promise.resolve<TreeContract>({ digest: '-', rows: [], files: 0 });
+    }));
+    const seen = new Set<string>();
+    const rows = per.length === 1 ? per[0]!.rows : per.flatMap((p) => p.rows).filter((x) => (seen.has(x) ? false : (seen.add(x), true)));
+    const digest = sha256(`patchgate-contract-v1\n${useRoots.map((r, i) => `${normRoot(r)} ${per[i]!.digest}`).join('\n')}`);
+    return { format, rows, digest, files: per.reduce((n, p) => n + p.files, 0) };
   }
-  return contract;
+  // seed: the Python files of the first root, in the order Python 3.11's sorted(rglob) gives.
+  const files = trees[0] ? (await rootFiles(git, rev, useRoots[0]!)).filter((e) => e.path.endsWith('.py')) : [];
+  const byPath = new Map(files.map((e) => [e.path, e]));
+  const ordered = seedOrder(files.map((e) => e.path)).map((p) => byPath.get(p)!);
+  const rows: string[] = [];
+  for (const e of ordered) rows.push(...(await fileRows(git, cache, e, 'seed')));
+  return { format, rows, digest: seedDigest(rows), files: ordered.length };
 }
 
 export interface ContractDiff {

@@ -212,6 +212,27 @@ export class Git {
     return r.data;
   }
 
+  /**
+   * The entries of one tree object (not recursive), in git's order, read through the batch
+   * reader: no process per call. Names are bytes in git; they are decoded as UTF-8.
+   */
+  async readTree(id: string): Promise<Array<{ mode: string; name: string; id: string }>> {
+    const r = await this.batchReader().read(id);
+    if (!r || r.type !== 'tree') throw new GitError(['cat-file', '--batch'], 0, `${id} is not a tree`);
+    const idLen = id.length / 2;
+    const out: Array<{ mode: string; name: string; id: string }> = [];
+    const d = r.data;
+    let i = 0;
+    while (i < d.length) {
+      const sp = d.indexOf(0x20, i);
+      const nul = d.indexOf(0, sp);
+      if (sp < 0 || nul < 0 || nul + 1 + idLen > d.length) throw new GitError(['cat-file', '--batch'], 0, `tree ${id} is malformed`);
+      out.push({ mode: d.toString('latin1', i, sp).padStart(6, '0'), name: d.toString('utf8', sp + 1, nul), id: d.toString('hex', nul + 1, nul + 1 + idLen) });
+      i = nul + 1 + idLen;
+    }
+    return out;
+  }
+
   /** Committer time of a commit, read from the commit object through the batch reader. */
   async commitDate(id: string): Promise<Date> {
     const r = await this.batchReader().read(id);

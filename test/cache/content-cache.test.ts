@@ -47,3 +47,24 @@ t.test('a tampered cache cannot change a contract digest', async (t) => {
   t.ok(disk.dropped >= 1);
   disk.close();
 });
+
+t.test('the tree walk gives rows in the byte order of their paths, and a Merkle digest', async (t) => {
+  const r = TestRepo.init(t);
+  const src = (name: string) => `export function f_${name.replace(/\W/g, '_')}(x: number): number { return x; }\n`;
+  const names = ['src/a.ts', 'src/a-b.ts', 'src/a/b.ts', 'src/a/c/d.py', 'src/A.ts', 'src/é.ts', 'src/z.py', 'src/a.b/c.ts', 'src/a0.ts', 'src/a_/x.ts'];
+  r.commit('base', Object.fromEntries(names.map((n) => [n, n.endsWith('.py') ? `def g_${n.length}(y: int) -> int:\n    return y\n` : src(n)])));
+  const git = new Git({ dir: r.dir });
+  t.teardown(() => git.close());
+  const walked = await contractOf(git, 'HEAD', ['src/'], 'v1', new Map());
+  const pathOf = (row: string) => Buffer.from(row.slice(0, row.indexOf('::')));
+  const sorted = [...walked.rows].sort((a, b) => Buffer.compare(pathOf(a), pathOf(b)));
+  t.same(walked.rows, sorted, 'git tree order is the byte order of full paths');
+  t.equal(walked.rows.length, names.length);
+  t.equal(walked.files, names.length);
+  const again = await contractOf(git, 'HEAD', ['src/'], 'v1', new Map());
+  t.equal(again.digest, walked.digest, 'deterministic');
+  r.commit('a file without exports', { 'src/a/notes.ts': 'const x = 1;\n' });
+  t.equal((await contractOf(git, 'HEAD', ['src/'], 'v1', new Map())).digest, walked.digest, 'a file with no rows does not count');
+  r.commit('an export', { 'src/a/notes.ts': 'export const x = 1;\n' });
+  t.not((await contractOf(git, 'HEAD', ['src/'], 'v1', new Map())).digest, walked.digest);
+});
