@@ -76,7 +76,7 @@ export async function contractOf(git: Git, rev: string, roots: string[], format:
   const useRoots = format === 'seed' ? roots.slice(0, 1) : roots;
   // git trees are Merkle trees: the same root tree ids mean the same contract, so look them up first.
   const trees = await Promise.all(useRoots.map((r) => rootTree(git, rev, r)));
-  const treeKey = `digest:${format}:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${useRoots.join('|')}:${trees.map((t) => t ?? '-').join('|')}`;
+  const treeKey = `mem:digest:${format}:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${useRoots.join('|')}:${trees.map((t) => t ?? '-').join('|')}`;
   const hit = cache.get(treeKey) as Contract | undefined;
   if (hit) return hit;
   // Concurrent pushes of one repo ask for the same contract: compute it once.
@@ -107,9 +107,16 @@ const inflight = new WeakMap<Map<string, unknown>, Map<string, Promise<Contract>
 interface TreeContract {
   /** sha256 over the tree's entries that carry rows: `F name sha256(file rows)` or `T name digest`. */
   digest: string;
-  rows: string[];
+  /** The rows, in path order; built on first use (only a refusal's diff needs them). */
+  readonly rows: string[];
   /** Files under the tree that carry rows. */
   files: number;
+}
+
+/** A value computed on first read and kept. */
+function lazyRows(build: () => string[]): { readonly rows: string[] } {
+  let rows: string[] | null = null;
+  return { get rows() { return (rows ??= build()); } };
 }
 
 /**
@@ -122,18 +129,21 @@ async function treeContract(git: Git, treeId: string, prefix: string, cache: Map
   const hit = cache.get(key) as TreeContract | undefined;
   if (hit) return hit;
   const entries = await git.readTree(treeId);
-  const parts = await Promise.all(entries.map(async (e): Promise<{ line: string; rows: string[]; files: number } | null> => {
+  const parts = await Promise.all(entries.map(async (e): Promise<{ line: string; rows: () => string[]; files: number } | null> => {
     const path = prefix + e.name;
     if (e.mode === '040000') {
       const sub = await treeContract(git, e.id, `${path}/`, cache);
-      return sub.rows.length ? { line: `T ${e.name} ${sub.digest}`, rows: sub.rows, files: sub.files } : null;
+      return sub.files ? { line: `T ${e.name} ${sub.digest}`, rows: () => sub.rows, files: sub.files } : null;
     }
     if (!REGULAR.has(e.mode) || !(path.endsWith('.py') || isTypeScriptPath(path))) return null;
     const rows = await fileRows(git, cache, { mode: e.mode, type: 'blob', id: e.id, path }, 'v1');
-    return rows.length ? { line: `F ${e.name} ${sha256(rows.join('\n'))}`, rows, files: 1 } : null;
+    return rows.length ? { line: `F ${e.name} ${sha256(rows.join('\n'))}`, rows: () => rows, files: 1 } : null;
   }));
-  const kept = parts.filter((p): p is { line: string; rows: string[]; files: number } => p !== null);
-  const tc: TreeContract = { digest: sha256(kept.map((p) => p.line).join('\n')), rows: kept.flatMap((p) => p.rows), files: kept.reduce((n, p) => n + p.files, 0) };
+  const kept = parts.filter((p): p is { line: string; rows: () => string[]; files: number } => p !== null);
+  const tc: TreeContract = Object.assign(lazyRows(() => kept.flatMap((p) => p.rows())), {
+    digest: sha256(kept.map((p) => p.line).join('\n')),
+    files: kept.reduce((n, p) => n + p.files, 0),
+  });
   cache.set(key, tc);
   return tc;
 }
@@ -145,10 +155,12 @@ async function computeContract(git: Git, rev: string, useRoots: string[], trees:
       const r = normRoot(root);
       return trees[i] ? treeContract(git, trees[i]!, r ? `${r}/` : '', cache) : Promise.resolve<TreeContract>({ digest: '-', rows: [], files: 0 });
     }));
-    const seen = new Set<string>();
-    const rows = per.length === 1 ? per[0]!.rows : per.flatMap((p) => p.rows).filter((x) => (seen.has(x) ? false : (seen.add(x), true)));
     const digest = sha256(`patchgate-contract-v1\n${useRoots.map((r, i) => `${normRoot(r)} ${per[i]!.digest}`).join('\n')}`);
-    return { format, rows, digest, files: per.reduce((n, p) => n + p.files, 0) };
+    return Object.assign(lazyRows(() => {
+      if (per.length === 1) return per[0]!.rows;
+      const seen = new Set<string>();
+      return per.flatMap((p) => p.rows).filter((x) => (seen.has(x) ? false : (seen.add(x), true)));
+    }), { format, digest, files: per.reduce((n, p) => n + p.files, 0) });
   }
   // seed: the Python files of the first root, in the order Python 3.11's sorted(rglob) gives.
   const files = trees[0] ? (await rootFiles(git, rev, useRoots[0]!)).filter((e) => e.path.endsWith('.py')) : [];
