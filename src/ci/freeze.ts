@@ -9,7 +9,7 @@ import { dirname, join, resolve } from 'node:path';
 import { UsageError, errorMessage } from '../errors.js';
 import { fixtureDigest, parseLock } from '../fixtures/lock.js';
 import { Git } from '../git/git.js';
-import { dayOf, ledgerHistory, noteAddition, parseDay, parseLedger, rowKey, tripleKey, type LedgerHistory } from '../ledger/ledger.js';
+import { dayOf, parseDay, parseLedger, tripleKey, worktreeLedgerHistory, type LedgerHistory } from '../ledger/ledger.js';
 import { loadPolicy } from '../policy/config.js';
 import { isExpired } from './apply-ledger.js';
 import { runCommand, showArgv } from './process.js';
@@ -76,17 +76,7 @@ export async function executeFreeze(args: FreezeOptions, io: CiIo): Promise<numb
     lockPath = policy.fixtures.lock;
     maxDays = policy.ledger.maxDays;
     text = (await readText(join(repo, ledgerPath))) ?? '';
-    history = head ? await ledgerHistory(git, head, ledgerPath) : { triples: new Map(), added: new Map() };
-    // Rows the work tree has beyond HEAD's copy count as freezes too (added today).
-    const committed = head ? parseLedger((await git.readBlob(`${head}:${ledgerPath}`))?.toString('utf8') ?? '').rows : [];
-    const atHead = new Map<string, number>();
-    for (const r of committed) atHead.set(rowKey(r), (atHead.get(rowKey(r)) ?? 0) + 1);
-    const now = new Map<string, number>();
-    for (const r of parseLedger(text).rows) {
-      const n = (now.get(rowKey(r)) ?? 0) + 1;
-      now.set(rowKey(r), n);
-      if (n > (atHead.get(rowKey(r)) ?? 0)) noteAddition(history, r, 1, today);
-    }
+    history = await worktreeLedgerHistory(git, head, ledgerPath, parseLedger(text).rows, today);
   } finally {
     git.close();
   }

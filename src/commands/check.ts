@@ -2,7 +2,7 @@
 // trusted revision: the policy and allow file are read from it, and only commits reachable
 // from head and not from base are judged. Exit 0 accept, 1 reject, 2 error.
 
-import { Git, isZeroId } from '../git/git.js';
+import { Git } from '../git/git.js';
 import { errorMessage } from '../errors.js';
 import { errorDecision, judgeUpdate, renderDecision } from '../policy/engine.js';
 import type { RefDecision, Role } from '../policy/types.js';
@@ -29,11 +29,11 @@ export async function runCheck(args: CheckArgs, cache?: Map<string, unknown>): P
       const d = errorDecision({ ref: args.ref ?? 'HEAD', oldId: ZERO, newId: ZERO }, new Error(`cannot resolve revisions: ${errorMessage(err)}`, { cause: err }), Date.now());
       return { ...d, remediation: 'pass --base and --head revisions that exist in the repository (git fetch the trusted branch first)' };
     }
-    const mergeBase = await git.mergeBase(base, head);
-    const oldId = args.ref ? base : (mergeBase ?? ZERO.slice(0, head.length));
+    // With --ref, judge it as the move base -> head; without, the work starts at the merge-base.
+    const oldId = args.ref ? base : ((await git.mergeBase(base, head)) ?? '0'.repeat(head.length));
     return await judgeUpdate(
       { git, role: args.role, mode: 'check', trustedTip: base, exclude: [base], checkRefs: !!args.ref, cache },
-      { ref: args.ref ?? 'HEAD', oldId: isZeroId(oldId) ? '0'.repeat(head.length) : oldId, newId: head },
+      { ref: args.ref ?? 'HEAD', oldId, newId: head },
     );
   } finally {
     git.close();

@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Git } from '../git/git.js';
 import { UsageError } from '../errors.js';
-import { dayOf, ledgerHistory, noteAddition, parseDay, parseLedger, rowKey, validateRows, type LedgerHistory, type LedgerProblem } from '../ledger/ledger.js';
+import { dayOf, parseDay, parseLedger, validateRows, worktreeLedgerHistory, type LedgerProblem } from '../ledger/ledger.js';
 import { loadPolicy } from '../policy/config.js';
 
 export async function runLedgerCheck(args: { repo: string; today?: string }): Promise<{ lines: string[]; problems: LedgerProblem[] }> {
@@ -23,17 +23,7 @@ export async function runLedgerCheck(args: { repo: string; today?: string }): Pr
       return { lines: [`no ${path}: nothing to check`], problems: [] };
     }
     const { rows, problems } = parseLedger(text);
-    const history: LedgerHistory = head ? await ledgerHistory(git, head, path) : { triples: new Map(), added: new Map() };
-    // Rows the work tree has beyond HEAD's copy are freezes added today.
-    const committed = head ? parseLedger((await git.readBlob(`${head}:${path}`))?.toString('utf8') ?? '').rows : [];
-    const countAt = new Map<string, number>();
-    for (const r of committed) countAt.set(rowKey(r), (countAt.get(rowKey(r)) ?? 0) + 1);
-    const seenNow = new Map<string, number>();
-    for (const r of rows) {
-      const n = (seenNow.get(rowKey(r)) ?? 0) + 1;
-      seenNow.set(rowKey(r), n);
-      if (n > (countAt.get(rowKey(r)) ?? 0)) noteAddition(history, r, 1, today);
-    }
+    const history = await worktreeLedgerHistory(git, head, path, rows, today);
     const all = [...problems, ...validateRows(rows, history, policy.ledger.maxDays, today)].sort((a, b) => a.line - b.line);
     const lines = all.map((p) => `${path}:${p.line}: ${p.messageId}: ${p.detail}`);
     const soon = new Date(today.getTime() + 3 * 86400_000);

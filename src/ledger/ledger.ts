@@ -121,6 +121,24 @@ export async function ledgerHistory(git: Git, rev: string, path: string): Promis
   return out;
 }
 
+/**
+ * The history of a work tree's ledger: the committed history up to `head`, plus the rows the
+ * work tree holds beyond HEAD's copy, counted as freezes added `today`.
+ */
+export async function worktreeLedgerHistory(git: Git, head: string | null, path: string, worktreeRows: LedgerRow[], today: Date): Promise<LedgerHistory> {
+  const history: LedgerHistory = head ? await ledgerHistory(git, head, path) : { triples: new Map(), added: new Map() };
+  const committed = head ? parseLedger((await git.readBlob(`${head}:${path}`))?.toString('utf8') ?? '').rows : [];
+  const atHead = new Map<string, number>();
+  for (const r of committed) atHead.set(rowKey(r), (atHead.get(rowKey(r)) ?? 0) + 1);
+  const now = new Map<string, number>();
+  for (const r of worktreeRows) {
+    const n = (now.get(rowKey(r)) ?? 0) + 1;
+    now.set(rowKey(r), n);
+    if (n > (atHead.get(rowKey(r)) ?? 0)) noteAddition(history, r, 1, today);
+  }
+  return history;
+}
+
 export function noteAddition(h: LedgerHistory, row: LedgerRow, times: number, date: Date): void {
   const t = tripleKey(row);
   h.triples.set(t, (h.triples.get(t) ?? 0) + times);

@@ -3,7 +3,7 @@
 // every repository's hooks are byte-for-byte ours. A repo with a missing or foreign hook is
 // never served.
 
-import { existsSync, readFileSync, realpathSync, readdirSync, copyFileSync, chmodSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync, readdirSync, copyFileSync, chmodSync, statSync, mkdirSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Git } from '../git/git.js';
@@ -42,7 +42,6 @@ export async function createRepo(dataDir: string, rawName: string, trustedBranch
   const name = normalizeRepoName(rawName);
   const dir = join(reposDir(dataDir), `${name}.git`);
   if (existsSync(dir)) throw new UsageError(`repository ${name} already exists at ${dir}`);
-  const { mkdirSync } = await import('node:fs');
   mkdirSync(dir, { recursive: true });
   const git = new Git({ dir });
   try {
