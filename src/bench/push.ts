@@ -10,6 +10,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import Database from 'better-sqlite3';
 import { Git as GitServer } from 'node-git-server';
 import { startServer, type RunningServer } from '../server/app.js';
 import { createRepo } from '../server/repos.js';
@@ -97,8 +98,9 @@ export interface Gate {
 type Handler = (...a: unknown[]) => unknown;
 
 /** patchgate in this process, on a short temp data folder (the hook socket path must stay short). */
-export async function startGate(gen: GeneratedRepo, agentName: string): Promise<Gate & { secret: string }> {
+export async function startGate(gen: GeneratedRepo, agentName: string, seedCache: string | null = null): Promise<Gate & { secret: string }> {
   const data = tempDir('pgb-', tmpdir());
+  if (seedCache) copyFileSync(seedCache, join(data, 'cache.db'));
   const srv = await startServer({ dataDir: data, port: 0, host: '127.0.0.1', hookTimeoutMs: 900_000, log: () => {} });
   const repoDir = await createRepo(data, 'bench');
   await seedBare(gen, repoDir);
@@ -165,6 +167,20 @@ export async function prewarm(cache: Map<string, unknown>, gen: GeneratedRepo): 
   return { ms: nowMs() - t0, workers, entries };
 }
 
+/** A consistent copy of the daemon's cache.db (WAL included), or false when it keeps no such file. */
+export function snapshotCache(data: string, to: string): boolean {
+  const db = join(data, 'cache.db');
+  if (!existsSync(db)) return false;
+  rmSync(to, { force: true });
+  const conn = new Database(db, { readonly: true, fileMustExist: true });
+  try {
+    conn.prepare('VACUUM INTO ?').run(to);
+  } finally {
+    conn.close();
+  }
+  return true;
+}
+
 // ------------------------------------------------------------------ profiling
 
 export interface SpawnProfile {
@@ -181,7 +197,7 @@ export async function countSpawns<T>(fn: () => Promise<T>): Promise<{ result: T;
   const spawns: Record<string, number> = {};
   const wrapped = ((cmd: string, args?: readonly string[], ...rest: unknown[]) => {
     const a = Array.isArray(args) ? args : [];
-    if (a[0] !== 'push') {
+    if (a[0] !== 'push' && cmd !== 'strace') {
       const key = `${cmd} ${a.slice(0, a[0] === 'cat-file' ? 2 : 1).join(' ')}`.trim();
       spawns[key] = (spawns[key] ?? 0) + 1;
     }
@@ -262,7 +278,7 @@ export async function traceExecs<T>(fn: () => Promise<T>): Promise<{ result: T; 
     for (let p: number | undefined = e.pid, hops = 0; p !== undefined && hops < 64; p = parent.get(p), hops++) {
       const l = label.get(p);
       if (l === 'git push') { side = 'client'; break; }
-      if (l === 'git receive-pack' || l === 'git upload-pack') { side = 'receivePack'; break; }
+      if (l !== undefined && /^git[ -](receive|upload)-pack$/.test(l)) { side = 'receivePack'; break; }
     }
     trace[side][e.prog] = (trace[side][e.prog] ?? 0) + 1;
   }
@@ -275,11 +291,12 @@ export interface PushBenchResult {
   size: string;
   files: number;
   iterations: number;
-  prewarm: { ms: number; workers: number; entries: number };
+  /** How the daemon was warmed: parsed on worker threads, or not at all (the first push is cold). */
+  prewarm: { ms: number; workers: number; entries: number; source: 'workers' | 'none' };
   firstPushMs: number;
   /** True when the first push ran on an empty cache (no prewarm). */
   firstPushCold: boolean;
-  /** A copy of the daemon's cache.db after the run, when asked for. */
+  /** A cache.db for measurement (4) on this repository: a snapshot taken right after the prewarm, else a copy taken after the run. */
   cacheDb: string | null;
   /** Daemon pre-receive handler (engine + audit write), ms. */
   hook: { p50: number; p95: number; samples: number[] };
@@ -315,9 +332,18 @@ export async function pushBench(size: string, gen: GeneratedRepo, iterations: nu
   const gate = await startGate(gen, agent);
   const base = await startBaseline(gen);
   let result: PushBenchResult | undefined;
+  let snapshot: string | null = null;
   try {
-    const pre = opts.prewarm ? await prewarm(daemonCache(gate.srv), gen) : { ms: 0, workers: 0, entries: 0 };
-    if (opts.prewarm) log(`  [${size}] daemon cache prewarmed: ${pre.entries} entries in ${Math.round(pre.ms)} ms on ${pre.workers} worker(s)`);
+    let pre: PushBenchResult['prewarm'] = { ms: 0, workers: 0, entries: 0, source: 'none' };
+    if (opts.prewarm) {
+      pre = { ...(await prewarm(daemonCache(gate.srv), gen)), source: 'workers' };
+      log(`  [${size}] daemon cache prewarmed: ${pre.entries} entries in ${Math.round(pre.ms)} ms on ${pre.workers} worker(s)`);
+      // The warm cache as a restarted daemon would find it on disk, for measurement (4).
+      if (opts.saveCache) {
+        const to = join(tempDir('cache-'), 'cache.db');
+        if (snapshotCache(gate.data, to)) snapshot = to;
+      }
+    }
     const client = await agentRepo(gen, 'agent-');
     const rng = new Rng(42);
     // Warm-up: the first push creates the branch and loads everything lazily loaded.
@@ -404,10 +430,10 @@ export async function pushBench(size: string, gen: GeneratedRepo, iterations: nu
     await base.close();
     await gate.close();
     if (opts.saveCache && result) {
-      const db = join(gate.data, 'cache.db');
-      if (existsSync(db)) {
+      if (snapshot) result.cacheDb = snapshot;
+      else if (existsSync(join(gate.data, 'cache.db'))) {
         const keep = join(tempDir('cache-'), 'cache.db');
-        copyFileSync(db, keep);
+        copyFileSync(join(gate.data, 'cache.db'), keep);
         result.cacheDb = keep;
       }
     }

@@ -53,7 +53,7 @@ function parseFlags(argv: string[]): Flags {
   const f: Flags = {
     sizes: quick ? [1000] : [1000, 10_000, 50_000], quick, only: new Set([1, 2, 3, 4, 5]), iterations: null,
     agents: quick ? 8 : 32, pushes: quick ? 3 : 10, auditRows: quick ? 100_000 : 1_000_000, digestRuns: quick ? 1 : 3,
-    concurrencySize: null, digestSize: null, strace: true, keep: false, budgetS: quick ? 120 : 420,
+    concurrencySize: null, digestSize: null, strace: true, keep: false, budgetS: quick ? 120 : 300,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -114,13 +114,18 @@ async function calibrate(): Promise<{ gitSpawnMs: number; nodeStartMs: number }>
 
 async function main(): Promise<void> {
   const flags = parseFlags(process.argv.slice(2));
+  // The code being measured: the commit, and the files changed on top of it when the run began.
+  const commit = {
+    head: (await run('git', ['rev-parse', 'HEAD'], { cwd: REPO_TOP })).stdout.trim() || null,
+    dirty: (await run('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: REPO_TOP })).stdout.split('\n').filter(Boolean).map((l) => l.slice(3)),
+  };
   const began = nowMs();
   const loads: number[] = [];
   const loadTimer = setInterval(() => loads.push(loadavg()[0]!), 2000);
   loadTimer.unref();
   const startLoad = loadavg();
   const calStart = await calibrate();
-  log(`patchgate bench: sizes ${flags.sizes.map(label).join(',')}, measurements ${[...flags.only].join(',')}; load ${startLoad.map((x) => round(x, 2)).join(' ')} on ${availableParallelism()} cpu(s); git spawn ${round(calStart.gitSpawnMs, 1)} ms, node start ${Math.round(calStart.nodeStartMs)} ms`);
+  log(`patchgate bench at ${commit.head?.slice(0, 12) ?? '(no git)'}${commit.dirty.length ? ` + ${commit.dirty.length} changed file(s)` : ''}: sizes ${flags.sizes.map(label).join(',')}, measurements ${[...flags.only].join(',')}; load ${startLoad.map((x) => round(x, 2)).join(' ')} on ${availableParallelism()} cpu(s); git spawn ${round(calStart.gitSpawnMs, 1)} ms, node start ${Math.round(calStart.nodeStartMs)} ms`);
 
   const gens = new Map<number, GeneratedRepo>();
   const genRows: Array<{ size: string; files: number; srcFiles: number; mb: number; ms: number }> = [];
@@ -196,7 +201,8 @@ async function main(): Promise<void> {
     row('', `  push wall ${p.size}`, `patchgate p50 ${fmtMs(p.gateWall.p50)} p95 ${fmtMs(p.gateWall.p95)}; plain p50 ${fmtMs(p.baseWall.p50)} p95 ${fmtMs(p.baseWall.p95)}`, '', '');
     const pass2 = on10 ? p.ratio <= 1.25 : null;
     row('(2)', `push vs plain git ${p.size}`, `ratio ${round(p.ratio, 2)} (+${fmtMs(p.gateWall.p50 - p.baseWall.p50)})`, on10 ? '<= 1.25' : '', on10 ? verdict(pass2) : '');
-    row('', `  first push ${p.size}`, p.firstPushCold ? `${fmtMs(p.firstPushMs)} on a cold daemon (empty cache)` : `${fmtMs(p.firstPushMs)} after a cache prewarm of ${fmtMs(p.prewarm.ms)} on ${p.prewarm.workers} worker(s)`, '', '');
+    const how = p.prewarm.source === 'workers' ? `after a cache prewarm of ${fmtMs(p.prewarm.ms)} on ${p.prewarm.workers} worker(s)` : 'on a cold daemon (empty cache)';
+    row('', `  first push ${p.size}`, `${fmtMs(p.firstPushMs)} ${how}`, '', '');
     if (p.errors) row('', `  push errors ${p.size}`, String(p.errors), '', '');
   }
   targets.push({ id: '1', text: 'hook evaluation on 10k: p50 <= 50 ms and p95 <= 150 ms (audit push timings.total)', figure: p10 ? `p50 ${round(p10.auditPush.p50)} ms, p95 ${round(p10.auditPush.p95)} ms` : 'not run', pass: p10 ? p10.auditPush.p50 <= 50 && p10.auditPush.p95 <= 150 : null });
@@ -212,6 +218,7 @@ async function main(): Promise<void> {
     const c = conc;
     const pass4 = c.errors === 0 && c.lost === 0 && c.p99 <= 2000 && c.vmHwmMB <= 300;
     row('(4)', `${c.agents}x${c.pushesPerAgent} pushes ${c.size}`, `${round(c.pushesPerSec, 2)} pushes/s, p50 ${fmtMs(c.p50)}, p99 ${fmtMs(c.p99)}, max ${fmtMs(c.max)}${c.pushes < c.planned ? ` (${c.pushes} of ${c.planned} made within the budget)` : ''}`, 'p99 <= 2 s', verdict(c.p99 <= 2000));
+    row('', `  same pushes, plain git`, `${round(c.floor.pushesPerSec, 2)} pushes/s, p50 ${fmtMs(c.floor.p50)}, p99 ${fmtMs(c.floor.p99)}, ${c.floor.errors} errors (node-git-server, hook exit 0: the floor here)`, '', '');
     row('', `  errors / audit rows`, `${c.errors} errors; ${c.auditRefRows} ref rows for ${c.pushes} pushes, ${c.lost} lost, ${c.movedConfirmed} moved, chain ${c.chainIntact ? 'intact' : 'BROKEN'}`, '0 errors, 0 lost', verdict(c.errors === 0 && c.lost === 0));
     row('', `  daemon memory`, `VmHWM ${Math.round(c.vmHwmMB)} MB (after warm-up ${Math.round(c.rssAfterWarmMB)} MB, peak during pushes ${Math.round(c.peakRssPhaseMB)} MB)`, '<= 300 MB', verdict(c.vmHwmMB <= 300));
     row('', `  first push, new daemon ${c.size}`, `${fmtMs(c.coldFirstPushMs)} (${c.restart ? 'restart with the earlier cache.db' : 'empty cache'}; --hook-timeout ${c.hookTimeoutS}, default 30 s)`, '', '');
@@ -230,6 +237,7 @@ async function main(): Promise<void> {
     targets.push({ id: '5', text: `audit query actor + time range on ${a.rows} rows <= 50 ms`, figure: `median ${round(q.medianMs, 2)} ms`, pass: q.medianMs <= 50 });
   } else targets.push({ id: '5', text: 'audit queries', figure: 'not run', pass: null });
   row('env', 'machine', `${availableParallelism()} cpu(s) ${cpus()[0]?.model ?? ''}, ${fmtBytes(totalmem())}; load avg 1m min/median/max ${round(Math.min(...loads, startLoad[0]!), 1)}/${round(median(loads.length ? loads : [startLoad[0]!]), 1)}/${round(Math.max(...loads, startLoad[0]!), 1)}`, '', '');
+  row('', 'code', `${commit.head?.slice(0, 12) ?? 'unknown'}${commit.dirty.length ? ` + ${commit.dirty.length} uncommitted file(s)` : ''}`, '', '');
   row('', 'calibration', `git --version spawn ${round(calStart.gitSpawnMs, 1)} -> ${round(calEnd.gitSpawnMs, 1)} ms; node -e 0 ${Math.round(calStart.nodeStartMs)} -> ${Math.round(calEnd.nodeStartMs)} ms; run ${Math.round(durationMs / 1000)} s`, '', '');
 
   const head = ['#', 'measure', 'figure', 'target', 'result'];
@@ -242,6 +250,7 @@ async function main(): Promise<void> {
   const results = {
     meta: {
       date: new Date().toISOString(), node: process.version, git: (await run('git', ['--version'])).stdout.trim(),
+      commit: commit.head, dirtyFiles: commit.dirty,
       cpus: availableParallelism(), cpuModel: cpus()[0]?.model ?? null, memBytes: totalmem(),
       loadAvg1m: { start: startLoad[0], min: Math.min(...loads, startLoad[0]!), median: median(loads), max: Math.max(...loads, startLoad[0]!) },
       calibration: { start: calStart, end: calEnd }, durationMs, flags: { ...flags, only: [...flags.only] },
