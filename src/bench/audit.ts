@@ -1,8 +1,8 @@
 // Measurement (5): `patchgate audit` queries on a 1,000,000-row audit log. The log is filled
-// through the store's own API (recordPush + confirmRefs, so every row is validated and
-// hash-chained exactly as the server writes it), batched inside large outer transactions
-// (better-sqlite3 turns the store's per-push transactions into savepoints). The rate of the
-// unbatched API, one push per fsync'd transaction as the server writes, is measured too.
+// three ways, each timed: through the store's API one push per transaction (as the server
+// writes, an fsync each), through the same API inside large outer transactions (better-sqlite3
+// turns the store's transactions into savepoints), and for the bulk through prepared statements
+// that reproduce the store's hash chain with its own rowHash. verify() then proves the chain.
 
 import { randomBytes } from 'node:crypto';
 import { statSync } from 'node:fs';
