@@ -68,8 +68,8 @@ async function fileRows(git: Git, cache: Map<string, unknown>, e: TreeEntry, for
 
 /**
  * The contract of `rev`. v1: TS/JS and Python files under every root, rows per file in path
- * order, digest over "patchgate-contract-v1\n" + rows. seed: the seed article's digest over
- * the Python files of the first root, byte for byte.
+ * order, a Merkle digest over each root's trees (see treeContract). seed: the seed article's
+ * digest over the Python files of the first root, byte for byte.
  */
 export async function contractOf(git: Git, rev: string, roots: string[], format: ContractFormat, cache: Map<string, unknown> = new Map()): Promise<Contract> {
   await initPython();

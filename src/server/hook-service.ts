@@ -10,6 +10,7 @@ import { sep } from 'node:path';
 import { Git, QUARANTINE_VARS } from '../git/git.js';
 import { errorMessage } from '../errors.js';
 import { errorDecision, judgeUpdate, renderDecision } from '../policy/engine.js';
+import { loadPolicy } from '../policy/config.js';
 import type { RefDecision, RefUpdate, Role } from '../policy/types.js';
 import type { AuditStore } from '../audit/store.js';
 
@@ -210,9 +211,11 @@ export class HookService {
       const trustedRef = head ?? 'refs/heads/main';
       const trustedTip = await git.refTip(trustedRef);
       const trustedBranch = trustedRef.replace(/^refs\/heads\//, '');
+      // One policy for the whole push: every ref is judged against the same trusted tip.
+      const policy = await loadPolicy(git, trustedTip);
       const out: RefDecision[] = [];
       for (const u of updates) {
-        out.push(await judgeUpdate({ git, role: s.role === 'agent' ? 'agent' : 'human', mode: 'push', trustedTip, trustedBranch, cache: this.opts.cache }, u));
+        out.push(await judgeUpdate({ git, role: s.role === 'agent' ? 'agent' : 'human', mode: 'push', trustedTip, trustedBranch, policy, cache: this.opts.cache }, u));
       }
       return out;
     })();

@@ -208,3 +208,18 @@ t.test('a failed audit write refuses an otherwise good push', async (t) => {
   t.match(r.stderr, /push refused: .*audit/i);
   t.equal(await refIn(bare, 'refs/heads/agent/fix'), null, 'nothing lands without its audit row');
 });
+
+t.test('a bad policy on the trusted branch refuses every ref of a push, naming the key', async (t) => {
+  const { gate, human, agent, w, bare } = await setup(t);
+  w.commit('policy typo', { 'ci/patchgate.json': '{"writeable": ["**"]}' });
+  t.equal((await gitAsync(w.dir, ['push', gate.remote('app', 'alice', human), 'main'])).code, 0);
+  w.checkout('agent/a', true).commit('a', { 'src/app.py': 'def add(a, b):\n    return b + a\n' });
+  w.checkout('agent/b', true).commit('b', { 'src/app.py': 'def add(a, b):\n    return a + b + 0\n' });
+  const r = await gitAsync(w.dir, ['push', gate.remote('app', 'agent-1', agent), 'agent/a', 'agent/b']);
+  t.not(r.code, 0);
+  t.match(r.stderr, /CONFIG: ci\/patchgate.json@[0-9a-f]+: writeable: unknown key/);
+  t.equal(await refIn(bare, 'refs/heads/agent/a'), null);
+  t.equal(await refIn(bare, 'refs/heads/agent/b'), null);
+  const rows = gate.srv.audit.query({ kind: 'ref', actor: 'agent-1' });
+  t.same(rows.map((x) => x.decision), ['gate-error', 'gate-error']);
+});

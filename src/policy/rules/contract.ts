@@ -5,7 +5,7 @@
 import { ContractParseError } from '../../errors.js';
 import { contractOf, diffContracts, parseAllowFile, type Contract } from '../../contract/digest.js';
 import { isZeroId } from '../../git/git.js';
-import type { Finding, Rule, RuleContext } from '../types.js';
+import type { Finding, Rule } from '../types.js';
 import { short } from '../types.js';
 
 export const contract: Rule = {
