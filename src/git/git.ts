@@ -4,6 +4,8 @@
 // quarantine by passing the hook's object-directory variables to every child.
 
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { GitError } from '../errors.js';
 
 export type ObjectFormat = 'sha1' | 'sha256';
@@ -47,22 +49,59 @@ export interface GitOptions {
   dir: string;
   /** Extra environment, e.g. the quarantine variables from the hook. */
   env?: Record<string, string | undefined>;
+  /**
+   * The directory is a bare repository the gate owns (the server's repos). Only then is its
+   * `HEAD` file read directly; in a work tree a file named HEAD is pushed content.
+   */
+  bare?: boolean;
 }
 
 export const MODE_SYMLINK = '120000';
 export const MODE_GITLINK = '160000';
+export const MODE_TREE = '040000';
+
+/** One entry of a tree object; `raw` is the name's bytes (git orders by bytes). */
+export interface RawTreeEntry {
+  mode: string;
+  name: string;
+  raw: Buffer;
+  id: string;
+}
+
+const SLASH = Buffer.from('/');
+
+/** git's tree order: names compared as bytes, a tree's name as if it ended in "/". */
+function compareEntries(x: RawTreeEntry, y: RawTreeEntry): number {
+  const kx = x.mode === MODE_TREE ? Buffer.concat([x.raw, SLASH]) : x.raw;
+  const ky = y.mode === MODE_TREE ? Buffer.concat([y.raw, SLASH]) : y.raw;
+  return Buffer.compare(kx, ky);
+}
+
+/** A tree entry's mode as git reports it (old trees may hold e.g. 100664, git shows 100644). */
+function canonicalMode(m: string): string {
+  const mode = m.padStart(6, '0');
+  if (!mode.startsWith('100')) return mode;
+  return parseInt(mode.slice(3), 8) & 0o111 ? '100755' : '100644';
+}
+
+/** The file-type family a mode belongs to; a change of family is diff's T status. */
+function modeFamily(mode: string): string {
+  return mode === MODE_SYMLINK || mode === MODE_GITLINK || mode === MODE_TREE ? mode : 'file';
+}
 
 /** Variables that would make git read another repository or config than the one we chose. */
 const SCRUBBED_VARS = ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT_CONFIG_PARAMETERS', 'GIT_CONFIG_COUNT', 'GIT_NAMESPACE', 'GIT_CEILING_DIRECTORIES', 'GIT_COMMON_DIR', ...QUARANTINE_VARS];
 
 export class Git {
   readonly dir: string;
+  private readonly bare: boolean;
   private readonly env: NodeJS.ProcessEnv;
   private batch: CatFileBatch | null = null;
   private format: ObjectFormat | null = null;
 
   constructor(opts: GitOptions) {
     this.dir = opts.dir;
+    this.bare = opts.bare ?? false;
     const env: NodeJS.ProcessEnv = { ...process.env };
     for (const k of SCRUBBED_VARS) delete env[k];
     env.GIT_TERMINAL_PROMPT = '0';
@@ -114,6 +153,19 @@ export class Git {
 
   /** The branch HEAD names (a bare repo's default branch), or null when HEAD is detached. */
   async symbolicHead(): Promise<string | null> {
+    if (this.bare) {
+      // A bare repository's HEAD is a small file: "ref: refs/heads/main" or a detached id.
+      // Reading it saves a process per push; anything unusual falls back to git.
+      let text: string | null = null;
+      try {
+        text = await readFile(join(this.dir, 'HEAD'), 'utf8');
+      } catch {
+        text = null;
+      }
+      const m = text === null ? null : /^ref: (refs\/[^\0\n]+)\n?$/.exec(text);
+      if (m) return m[1]!;
+      if (text !== null && /^[0-9a-f]{40}(?:[0-9a-f]{24})?\n?$/.test(text)) return null;
+    }
     const { stdout, code } = await this.run(['symbolic-ref', '-q', 'HEAD'], { okExit: [1] });
     return code === 0 ? stdout.toString('utf8').trim() : null;
   }
@@ -126,8 +178,11 @@ export class Git {
 
   /** The commit id a ref points at, or null when the ref does not exist. */
   async refTip(ref: string): Promise<string | null> {
-    const { stdout, code } = await this.run(['rev-parse', '--verify', '-q', '--end-of-options', `${ref}^{commit}`], { okExit: [1] });
-    return code === 0 ? stdout.toString('utf8').trim() : null;
+    // Resolved by the long-lived cat-file reader (same rules as rev-parse), not a new process.
+    const r = await this.batchReader().header(`${ref}^{commit}`);
+    if (!r) return null;
+    if (r.type !== 'commit') throw new GitError(['cat-file', '--batch-command'], 0, `${ref} resolves to a ${r.type}, not a commit`);
+    return r.id;
   }
 
   /** Commits reachable from `include` and not from `exclude` (or from any existing ref when exclude is 'all'), oldest first. */
@@ -171,14 +226,76 @@ export class Git {
    * Paths a commit changes. A root commit is diffed against the empty tree, a non-merge
    * against its parent, and a merge changes a path only where its result differs from
    * every parent (so merging a trusted edit is not a write, an "evil merge" is).
+   * The trees are compared here, over the cat-file reader, with the same output as
+   * `diff-tree -r --no-renames`; an unchanged subtree (same id) is never opened.
    */
   async commitChanges(commit: CommitInfo): Promise<Change[]> {
-    if (commit.parents.length === 0) return this.diffTree(await this.emptyTree(), commit.id);
-    if (commit.parents.length === 1) return this.diffTree(commit.parents[0]!, commit.id);
-    const perParent = await Promise.all(commit.parents.map((p) => this.diffTree(p, commit.id)));
+    const tree = await this.commitTree(commit.id);
+    if (commit.parents.length === 0) return this.diffTrees(null, tree);
+    const perParent = await Promise.all(commit.parents.map(async (p) => this.diffTrees(await this.commitTree(p), tree)));
+    if (perParent.length === 1) return perParent[0]!;
     const [first, ...rest] = perParent;
     const restSets = rest.map((cs) => new Set(cs.map((c) => c.path)));
     return first!.filter((c) => restSets.every((s) => s.has(c.path)));
+  }
+
+  /** The root tree id of a commit, from the commit object. */
+  async commitTree(id: string): Promise<string> {
+    const r = await this.batchReader().read(id);
+    if (!r || r.type !== 'commit') throw new GitError(['cat-file', '--batch-command'], 0, `${id} is not a commit`);
+    const m = /^tree ([0-9a-f]+)\n/.exec(r.data.toString('latin1', 0, 80));
+    if (!m) throw new GitError(['cat-file', '--batch-command'], 0, `commit ${id} has no tree line`);
+    return m[1]!;
+  }
+
+  /**
+   * Recursive changes from tree `a` to tree `b` (null = no tree), as `diff-tree -r -z --raw
+   * --no-renames --full-index` reports them and in its order: a path whose kind (tree or
+   * not) changes is a deletion plus additions, a mode family change (file, symlink,
+   * submodule) is T, submodules are not entered.
+   */
+  async diffTrees(a: string | null, b: string | null, prefix = ''): Promise<Change[]> {
+    const out: Change[] = [];
+    await this.diffInto(a, b, prefix, out);
+    return out;
+  }
+
+  private async diffInto(a: string | null, b: string | null, prefix: string, out: Change[]): Promise<void> {
+    if (a === b) return;
+    const [ea, eb] = await Promise.all([a ? this.readTree(a) : [], b ? this.readTree(b) : []]);
+    let i = 0;
+    let j = 0;
+    while (i < ea.length || j < eb.length) {
+      const x = ea[i];
+      const y = eb[j];
+      const c = !x ? 1 : !y ? -1 : compareEntries(x, y);
+      if (c < 0) {
+        await this.emitSide(x!, 'D', prefix, out);
+        i++;
+      } else if (c > 0) {
+        await this.emitSide(y!, 'A', prefix, out);
+        j++;
+      } else {
+        i++;
+        j++;
+        if (x!.id === y!.id && x!.mode === y!.mode) continue;
+        const path = prefix + y!.name;
+        if (x!.mode === MODE_TREE) await this.diffInto(x!.id, y!.id, `${path}/`, out);
+        else out.push({ status: modeFamily(x!.mode) === modeFamily(y!.mode) ? 'M' : 'T', oldMode: x!.mode, newMode: y!.mode, oldId: x!.id, newId: y!.id, path });
+      }
+    }
+  }
+
+  private async emitSide(e: RawTreeEntry, status: 'A' | 'D', prefix: string, out: Change[]): Promise<void> {
+    const path = prefix + e.name;
+    if (e.mode === MODE_TREE) {
+      await this.diffInto(status === 'D' ? e.id : null, status === 'A' ? e.id : null, `${path}/`, out);
+      return;
+    }
+    const zeroId = '0'.repeat(e.id.length);
+    out.push(status === 'A'
+      ? { status, oldMode: '000000', newMode: e.mode, oldId: zeroId, newId: e.id, path }
+      : { status, oldMode: e.mode, newMode: '000000', oldId: e.id, newId: zeroId, path });
   }
 
   /** Entries of a tree-ish, recursive when asked; `path` limits to one folder. */
@@ -216,18 +333,18 @@ export class Git {
    * The entries of one tree object (not recursive), in git's order, read through the batch
    * reader: no process per call. Names are bytes in git; they are decoded as UTF-8.
    */
-  async readTree(id: string): Promise<Array<{ mode: string; name: string; id: string }>> {
+  async readTree(id: string): Promise<RawTreeEntry[]> {
     const r = await this.batchReader().read(id);
     if (!r || r.type !== 'tree') throw new GitError(['cat-file', '--batch'], 0, `${id} is not a tree`);
     const idLen = id.length / 2;
-    const out: Array<{ mode: string; name: string; id: string }> = [];
+    const out: RawTreeEntry[] = [];
     const d = r.data;
     let i = 0;
     while (i < d.length) {
       const sp = d.indexOf(0x20, i);
       const nul = d.indexOf(0, sp);
       if (sp < 0 || nul < 0 || nul + 1 + idLen > d.length) throw new GitError(['cat-file', '--batch'], 0, `tree ${id} is malformed`);
-      out.push({ mode: d.toString('latin1', i, sp).padStart(6, '0'), name: d.toString('utf8', sp + 1, nul), id: d.toString('hex', nul + 1, nul + 1 + idLen) });
+      out.push({ mode: canonicalMode(d.toString('latin1', i, sp)), name: d.toString('utf8', sp + 1, nul), raw: d.subarray(sp + 1, nul), id: d.toString('hex', nul + 1, nul + 1 + idLen) });
       i = nul + 1 + idLen;
     }
     return out;
@@ -277,98 +394,78 @@ interface Pending {
 }
 
 /**
- * A long-lived `git cat-file --batch` (or --batch-check) reader. Requests are answered in
- * order; the parser is a small state machine over the stdout byte stream.
+ * A long-lived `git cat-file --batch-command` reader: `contents` for object data and `info`
+ * for headers, over one process (git 2.36+). Requests are answered in order; the parser is a
+ * small state machine over the stdout byte stream.
  */
 class CatFileBatch {
   dead = false;
-  private readonly full: ChildProcessWithoutNullStreams;
-  private readonly check: ChildProcessWithoutNullStreams;
-  private readonly fullQ: Pending[] = [];
-  private readonly checkQ: Pending[] = [];
-  private fullBuf: Buffer = Buffer.alloc(0);
-  private checkBuf = '';
+  private readonly proc: ChildProcessWithoutNullStreams;
+  private readonly queue: Pending[] = [];
+  private buf: Buffer = Buffer.alloc(0);
   private stderr = '';
 
   constructor(dir: string, env: NodeJS.ProcessEnv) {
-    this.full = spawn('git', ['cat-file', '--batch'], { cwd: dir, env });
-    this.check = spawn('git', ['cat-file', '--batch-check'], { cwd: dir, env });
-    for (const p of [this.full, this.check]) {
-      p.stderr.on('data', (b: Buffer) => (this.stderr += b.toString('utf8')));
-      p.on('error', (e) => this.fail(e));
-      p.on('close', () => this.fail(new Error('git cat-file exited')));
-      p.stdin.on('error', (e) => this.fail(e));
-    }
-    this.full.stdout.on('data', (b: Buffer) => {
-      this.fullBuf = this.fullBuf.length ? Buffer.concat([this.fullBuf, b]) : b;
-      this.drainFull();
-    });
-    this.check.stdout.on('data', (b: Buffer) => {
-      this.checkBuf += b.toString('utf8');
-      this.drainCheck();
+    this.proc = spawn('git', ['cat-file', '--batch-command'], { cwd: dir, env });
+    this.proc.stderr.on('data', (b: Buffer) => (this.stderr += b.toString('utf8')));
+    this.proc.on('error', (e) => this.fail(e));
+    this.proc.on('close', () => this.fail(new Error('git cat-file exited')));
+    this.proc.stdin.on('error', (e) => this.fail(e));
+    this.proc.stdout.on('data', (b: Buffer) => {
+      this.buf = this.buf.length ? Buffer.concat([this.buf, b]) : b;
+      this.drain();
     });
   }
 
   private fail(e: unknown): void {
     if (this.dead) return;
     this.dead = true;
-    const err = new GitError(['cat-file', '--batch'], null, this.stderr || String(e), { cause: e });
-    for (const p of [...this.fullQ.splice(0), ...this.checkQ.splice(0)]) p.reject(err);
+    const err = new GitError(['cat-file', '--batch-command'], null, this.stderr || String(e), { cause: e });
+    for (const p of this.queue.splice(0)) p.reject(err);
   }
 
-  private send(proc: ChildProcessWithoutNullStreams, q: Pending[], spec: string, headerOnly: boolean): Promise<BatchResult | null> {
-    if (this.dead) return Promise.reject(new GitError(['cat-file', '--batch'], null, this.stderr || 'cat-file is not running'));
-    if (/[\n\r]/.test(spec)) return Promise.reject(new GitError(['cat-file', '--batch'], null, `object name with a newline: ${JSON.stringify(spec)}`));
+  private send(spec: string, headerOnly: boolean): Promise<BatchResult | null> {
+    if (this.dead) return Promise.reject(new GitError(['cat-file', '--batch-command'], null, this.stderr || 'cat-file is not running'));
+    if (/[\n\r]/.test(spec)) return Promise.reject(new GitError(['cat-file', '--batch-command'], null, `object name with a newline: ${JSON.stringify(spec)}`));
     return new Promise((resolve, reject) => {
-      q.push({ spec, headerOnly, resolve, reject });
-      proc.stdin.write(spec + '\n');
+      this.queue.push({ spec, headerOnly, resolve, reject });
+      this.proc.stdin.write(`${headerOnly ? 'info' : 'contents'} ${spec}\n`);
     });
   }
 
   read(spec: string): Promise<BatchResult | null> {
-    return this.send(this.full, this.fullQ, spec, false);
+    return this.send(spec, false);
   }
 
   header(spec: string): Promise<BatchResult | null> {
-    return this.send(this.check, this.checkQ, spec, true);
+    return this.send(spec, true);
   }
 
-  private drainCheck(): void {
-    let nl: number;
-    while ((nl = this.checkBuf.indexOf('\n')) >= 0) {
-      const line = this.checkBuf.slice(0, nl);
-      this.checkBuf = this.checkBuf.slice(nl + 1);
-      const p = this.checkQ.shift();
-      if (!p) return this.fail(new Error(`unexpected cat-file output ${line}`));
-      p.resolve(parseHeader(line, Buffer.alloc(0)));
-    }
-  }
-
-  private drainFull(): void {
+  private drain(): void {
     for (;;) {
-      const nl = this.fullBuf.indexOf(10);
+      const nl = this.buf.indexOf(10);
       if (nl < 0) return;
-      const line = this.fullBuf.subarray(0, nl).toString('utf8');
-      const head = parseHeader(line, Buffer.alloc(0));
-      if (!head) {
-        this.fullBuf = this.fullBuf.subarray(nl + 1);
-        this.fullQ.shift()?.resolve(null);
+      const p = this.queue[0];
+      if (!p) return this.fail(new Error('unexpected cat-file output'));
+      const head = parseHeader(this.buf.subarray(0, nl).toString('utf8'), Buffer.alloc(0));
+      if (!head || p.headerOnly) {
+        this.buf = this.buf.subarray(nl + 1);
+        this.queue.shift();
+        p.resolve(head);
         continue;
       }
       const end = nl + 1 + head.size;
-      if (this.fullBuf.length < end + 1) return; // wait for body and its trailing LF
-      head.data = Buffer.from(this.fullBuf.subarray(nl + 1, end));
-      this.fullBuf = this.fullBuf.subarray(end + 1);
-      const p = this.fullQ.shift();
-      if (!p) return this.fail(new Error('unexpected cat-file output'));
+      if (this.buf.length < end + 1) return; // wait for body and its trailing LF
+      head.data = Buffer.from(this.buf.subarray(nl + 1, end));
+      this.buf = this.buf.subarray(end + 1);
+      this.queue.shift();
       p.resolve(head);
     }
   }
 
   close(): void {
     this.dead = true;
-    this.full.stdin.end();
-    this.check.stdin.end();
+    this.proc.stdin.end();
   }
 }
 

@@ -5,6 +5,7 @@
 import { isZeroId, type Change, type CommitInfo, type Git } from '../git/git.js';
 import { errorMessage } from '../errors.js';
 import { loadPolicy, type Policy } from './config.js';
+import { linearBase } from './ancestry.js';
 import { RULE_ROW, tableRow } from './decision-table.js';
 import { RULES } from './rules/index.js';
 import type { Reason, RefDecision, RefUpdate, Role, RuleContext, RuleOutcome, UpdateKind } from './types.js';
@@ -55,6 +56,8 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
     const ctx: RuleContext = {
       git: opts.git, policy, role: opts.role, mode: opts.mode, update, kind,
       trustedTip: opts.trustedTip, newCommits, cache: opts.cache ?? new Map(),
+      // Only when new commits are those no ref reaches (a push): the ancestry shortcuts need it.
+      linearBase: opts.exclude === undefined ? linearBase(newCommits, update.newId) : null,
       changes(commit) {
         let p = changeMemo.get(commit.id);
         if (!p) changeMemo.set(commit.id, (p = opts.git.commitChanges(commit)));

@@ -28,6 +28,11 @@ export interface RuleContext {
   trustedTip: string | null;
   /** Commits this update brings that the repository did not have, oldest first. */
   newCommits: CommitInfo[];
+  /**
+   * In a push, when `newCommits` is one line of commits ending at the new tip: the commit
+   * below it (see policy/ancestry.ts). Null otherwise, and always in `check`.
+   */
+  linearBase: string | null;
   /** Paths a commit changes (memoised; merges as DESIGN.md says). */
   changes(commit: CommitInfo): Promise<Change[]>;
   /** Shared caches that live as long as the daemon (contract rows, digests). */

@@ -177,7 +177,7 @@ export class HookService {
       env[v] = val;
     }
     const t0 = Date.now();
-    const git = new Git({ dir: s.repoDir, env });
+    const git = new Git({ dir: s.repoDir, env, bare: true });
     let decisions: RefDecision[];
     try {
       decisions = await this.judgeAll(git, s, updates);

@@ -5,6 +5,7 @@
 import { ContractParseError } from '../../errors.js';
 import { contractOf, diffContracts, parseAllowFile, type Contract } from '../../contract/digest.js';
 import { isZeroId } from '../../git/git.js';
+import { mergeBaseWithTrusted } from '../ancestry.js';
 import type { Finding, Rule } from '../types.js';
 import { short } from '../types.js';
 
@@ -34,7 +35,7 @@ export const contract: Rule = {
       throw e;
     }
     const trusted = ctx.trustedTip;
-    const mergeBase = trusted ? await git.mergeBase(headCommit, trusted) : null;
+    const mergeBase = trusted ? await mergeBaseWithTrusted(ctx, headCommit, trusted) : null;
     const refs: Array<{ name: string; rev: string }> = [];
     if (mergeBase) refs.push({ name: 'merge-base', rev: mergeBase });
     if (trusted && trusted !== mergeBase) refs.push({ name: 'trusted tip', rev: trusted });

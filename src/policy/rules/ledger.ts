@@ -3,7 +3,8 @@
 // triple revived more than once is refused, for humans as for agents.
 
 import { isZeroId } from '../../git/git.js';
-import { ledgerHistory, parseLedger, validateRows } from '../../ledger/ledger.js';
+import { parseLedger, validateRows } from '../../ledger/ledger.js';
+import { ledgerHistoryAt } from '../ancestry.js';
 import type { Rule } from '../types.js';
 import { short } from '../types.js';
 
@@ -26,7 +27,7 @@ export const ledger: Rule = {
     const blob = await ctx.git.readBlob(`${rev}:${path}`);
     if (!blob) return { findings: [], details: { ledger: 'absent' } };
     const { rows, problems } = parseLedger(blob.toString('utf8'));
-    const history = await ledgerHistory(ctx.git, rev, path);
+    const history = await ledgerHistoryAt(ctx, rev, path);
     const all = [...problems, ...validateRows(rows, history, ctx.policy.ledger.maxDays, await ctx.git.commitDate(rev))].sort((a, b) => a.line - b.line);
     return {
       findings: all.map((p) => ({ messageId: p.messageId, path, commit: rev, data: { commit: short(rev), path, line: p.line, detail: p.detail } })),

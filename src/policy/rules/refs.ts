@@ -3,6 +3,7 @@
 // fast-forward updates of ordinary branches other than the trusted one are allowed.
 
 import picomatch from 'picomatch';
+import { isAncestorOfNew } from '../ancestry.js';
 import type { Rule, Finding } from '../types.js';
 import { short } from '../types.js';
 
@@ -34,7 +35,7 @@ export const refs: Rule = {
       if (pattern) findings.push({ messageId: 'protectedBranch', data: { ref, pattern } });
     }
     if (kind === 'delete' && !rp.allowDeletes) findings.push({ messageId: 'delete', data: { ref } });
-    if (kind === 'update' && !rp.allowNonFastForward && !(await ctx.git.isAncestor(update.oldId, update.newId))) {
+    if (kind === 'update' && !rp.allowNonFastForward && !(await isAncestorOfNew(ctx, update.oldId, update.newId))) {
       findings.push({ messageId: 'nonFastForward', data: { ref, old: short(update.oldId), new: short(update.newId) }, commit: update.newId });
     }
     return { findings };

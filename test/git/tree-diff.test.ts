@@ -1,0 +1,168 @@
+// The gate compares trees itself (over the cat-file reader) instead of running diff-tree per
+// commit. The write-block rule stands on that comparison, so this test builds random pairs
+// of real trees with `git mktree` (files, executables, symlinks, submodules, a name that is
+// a file on one side and a folder on the other, names git orders in surprising ways) and
+// checks that the result equals `git diff-tree -r --no-renames`, entry by entry and in order.
+
+import t from 'tap';
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Git } from '../../src/git/git.js';
+import { TestRepo } from '../helpers/repo.js';
+
+type Node = { kind: 'file'; mode: string; id: string } | { kind: 'tree'; children: Map<string, Node> };
+
+// Deterministic pseudo-random numbers so a failure can be replayed.
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s * 1664525 + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+const NAMES = ['a', 'a.txt', 'a-b', 'a0', 'b', 'B', 'src', 'tests', 'z', 'é', 'x y'];
+
+function makeTree(r: () => number, blobs: string[], depth: number): Node {
+  const children = new Map<string, Node>();
+  const n = 1 + Math.floor(r() * 5);
+  for (let i = 0; i < n; i++) {
+    const name = NAMES[Math.floor(r() * NAMES.length)]!;
+    children.set(name, depth > 0 && r() < 0.35 ? makeTree(r, blobs, depth - 1) : makeFile(r, blobs));
+  }
+  return { kind: 'tree', children };
+}
+
+function makeFile(r: () => number, blobs: string[]): Node {
+  const x = r();
+  const mode = x < 0.6 ? '100644' : x < 0.75 ? '100755' : x < 0.9 ? '120000' : '160000';
+  return { kind: 'file', mode, id: pick(r, mode, blobs) };
+}
+
+// Submodule entries point at commits that are not in the repository (as in real repos).
+const GITLINKS = ['1'.repeat(40), '2'.repeat(40), '3'.repeat(40)];
+
+function pick(r: () => number, mode: string, blobs: string[]): string {
+  const pool = mode === '160000' ? GITLINKS : blobs;
+  return pool[Math.floor(r() * pool.length)]!;
+}
+
+function mutate(r: () => number, node: Node, blobs: string[], depth: number): Node {
+  if (node.kind === 'file') {
+    const x = r();
+    if (x < 0.4) return { ...node, id: pick(r, node.mode, blobs) };
+    if (x < 0.7) return makeFile(r, blobs);
+    return depth > 0 ? makeTree(r, blobs, depth - 1) : node;
+  }
+  const children = new Map(node.children);
+  for (const [name, child] of node.children) {
+    const x = r();
+    if (x < 0.15) children.delete(name);
+    else if (x < 0.55) children.set(name, mutate(r, child, blobs, depth - 1));
+  }
+  if (r() < 0.4) {
+    const name = NAMES[Math.floor(r() * NAMES.length)]!;
+    children.set(name, r() < 0.3 && depth > 0 ? makeTree(r, blobs, depth - 1) : makeFile(r, blobs));
+  }
+  if (children.size === 0) children.set('keep', makeFile(r, blobs));
+  return { kind: 'tree', children };
+}
+
+function writeTree(repo: TestRepo, node: Node): string {
+  if (node.kind !== 'tree') throw new Error('not a tree');
+  const lines: Buffer[] = [];
+  for (const [name, child] of node.children) {
+    if (child.kind === 'tree') lines.push(Buffer.from(`040000 tree ${writeTree(repo, child)}\t${name}\0`));
+    else lines.push(Buffer.from(`${child.mode} ${child.mode === '160000' ? 'commit' : 'blob'} ${child.id}\t${name}\0`));
+  }
+  return execFileSync('git', ['mktree', '-z', '--missing'], { cwd: repo.dir, input: Buffer.concat(lines) }).toString().trim();
+}
+
+t.test('diffTrees equals git diff-tree -r --no-renames on random trees', async (t) => {
+  const repo = TestRepo.init(t);
+  const blobs: string[] = [];
+  for (let i = 0; i < 6; i++) {
+    const f = join(repo.dir, `blob${i}`);
+    writeFileSync(f, `content ${i}\n`);
+    blobs.push(repo.git('hash-object', '-w', f));
+  }
+  const git = new Git({ dir: repo.dir });
+  t.teardown(() => git.close());
+  let compared = 0;
+  let nonEmpty = 0;
+  const statuses = new Set<string>();
+  for (let seed = 1; seed <= 60; seed++) {
+    const r = rng(seed);
+    const a = makeTree(r, blobs, 3);
+    const b = mutate(r, a, blobs, 3);
+    const ta = writeTree(repo, a);
+    const tb = writeTree(repo, b);
+    const expected = await git.diffTree(ta, tb);
+    const actual = await git.diffTrees(ta, tb);
+    t.same(actual, expected, `seed ${seed}: ${ta}..${tb}`);
+    const reverse = await git.diffTrees(tb, ta);
+    t.same(reverse, await git.diffTree(tb, ta), `seed ${seed} reversed`);
+    compared++;
+    if (expected.length) nonEmpty++;
+    for (const c of expected) statuses.add(c.status);
+  }
+  // The generator must actually exercise additions, deletions, modifications and type changes.
+  t.equal(compared, 60);
+  t.ok(nonEmpty >= 40, `${nonEmpty} of 60 pairs differ`);
+  t.same([...statuses].sort(), ['A', 'D', 'M', 'T']);
+});
+
+t.test('commitChanges: root commit, ordinary commit and merge agree with diff-tree', async (t) => {
+  const repo = TestRepo.init(t);
+  repo.write('a.txt', '1\n').write('src/x.ts', 'export const x = 1;\n').commit('root');
+  const root = repo.git('rev-parse', 'HEAD');
+  repo.git('checkout', '-q', '-b', 'side');
+  repo.write('tests/t.py', 'assert True\n').commit('side');
+  repo.git('checkout', '-q', 'main');
+  repo.write('src/x.ts', 'export const x = 2;\n').commit('main edit');
+  repo.git('merge', '-q', '--no-ff', '--no-edit', 'side');
+  repo.write('src/evil.ts', 'export const e = 1;\n').git('add', '-A');
+  repo.git('commit', '-q', '--amend', '--no-edit');
+  const merge = repo.git('rev-parse', 'HEAD');
+  const [p1, p2] = repo.git('rev-parse', 'HEAD^1', 'HEAD^2').split('\n');
+  const git = new Git({ dir: repo.dir });
+  t.teardown(() => git.close());
+
+  const rootChanges = await git.commitChanges({ id: root, parents: [] });
+  t.same(rootChanges.map((c) => `${c.status} ${c.path}`), ['A a.txt', 'A src/x.ts']);
+  t.same(rootChanges, await git.diffTree(await git.emptyTree(), root));
+
+  const one = await git.commitChanges({ id: p1!, parents: [root] });
+  t.same(one, await git.diffTree(root, p1!));
+  t.same(one.map((c) => `${c.status} ${c.path}`), ['M src/x.ts']);
+
+  // The merge brings tests/t.py from side and src/x.ts from main: neither differs from every
+  // parent. Only the file added in the merge itself does.
+  const m = await git.commitChanges({ id: merge, parents: [p1!, p2!] });
+  t.same(m.map((c) => `${c.status} ${c.path}`), ['A src/evil.ts']);
+});
+
+t.test('a bare repository: HEAD read from its file, ref tips through cat-file', async (t) => {
+  const repo = TestRepo.init(t);
+  repo.write('f', '1\n').commit('one');
+  const tip = repo.git('rev-parse', 'HEAD');
+  const bareDir = `${repo.dir}.git`;
+  execFileSync('git', ['clone', '-q', '--bare', repo.dir, bareDir]);
+  t.teardown(() => execFileSync('rm', ['-rf', bareDir]));
+  const git = new Git({ dir: bareDir, bare: true });
+  t.teardown(() => git.close());
+  t.equal(await git.symbolicHead(), 'refs/heads/main');
+  t.equal(await git.refTip('refs/heads/main'), tip);
+  t.equal(await git.refTip('refs/heads/nope'), null);
+  execFileSync('git', ['symbolic-ref', 'HEAD', 'refs/heads/trunk'], { cwd: bareDir });
+  t.equal(await git.symbolicHead(), 'refs/heads/trunk');
+  execFileSync('git', ['update-ref', '--no-deref', 'HEAD', tip], { cwd: bareDir });
+  t.equal(await git.symbolicHead(), null, 'a detached HEAD names no branch');
+  // A tag object peels to its commit, as rev-parse ^{commit} does; a tree is not a commit.
+  execFileSync('git', ['tag', '-a', '-m', 'v', 'v1', tip], { cwd: bareDir });
+  t.equal(await git.refTip('refs/tags/v1'), tip);
+  const tree = execFileSync('git', ['rev-parse', 'HEAD^{tree}'], { cwd: bareDir }).toString().trim();
+  execFileSync('git', ['update-ref', 'refs/other/tree-ref', tree], { cwd: bareDir });
+  t.equal(await git.refTip('refs/other/tree-ref'), null, 'a ref to a tree names no commit (as rev-parse --verify -q)');
+});
