@@ -306,6 +306,8 @@ export interface PushBenchResult {
   auditRef: { p50: number; p95: number };
   /** Median ms per rule, from the ref rows' rule outcomes. */
   rules: Record<string, number>;
+  /** Median ms per phase from the audit rows' timings (setup, refs, commits, total). */
+  phases: Record<string, number>;
   updateHookMs: number;
   postReceiveHookMs: number;
   gateWall: { p50: number; p95: number; samples: number[] };
@@ -392,6 +394,14 @@ export async function pushBench(size: string, gen: GeneratedRepo, iterations: nu
     const tot = (t: unknown): number => Number((t as { total?: number } | null)?.total ?? Number.NaN);
     const refTotals = refRows.map((r) => tot(r.timings));
     const pushTotals = pushRows.map((r) => tot(r.timings));
+    const phaseSamples = new Map<string, number[]>();
+    for (const t of [...pushRows.map((r) => r.timings), ...refRows.map((r) => ({ commits: (r.timings as Record<string, number> | null)?.commits }))]) {
+      for (const [k, v] of Object.entries((t as Record<string, number | undefined> | null) ?? {})) {
+        if (typeof v !== 'number') continue;
+        if (!phaseSamples.has(k)) phaseSamples.set(k, []);
+        phaseSamples.get(k)!.push(v);
+      }
+    }
     const perRule = new Map<string, number[]>();
     for (const r of refRows) {
       for (const o of (r.rules as Array<{ rule: string; ms: number }> | null) ?? []) {
@@ -420,6 +430,7 @@ export async function pushBench(size: string, gen: GeneratedRepo, iterations: nu
       auditPush: { p50: median(pushTotals), p95: percentile(pushTotals, 95) },
       auditRef: { p50: median(refTotals), p95: percentile(refTotals, 95) },
       rules: Object.fromEntries([...perRule].map(([k, v]) => [k, median(v)])),
+      phases: Object.fromEntries([...phaseSamples].map(([k, v]) => [k, median(v)])),
       updateHookMs, postReceiveHookMs,
       gateWall: { p50: median(gateWall), p95: percentile(gateWall, 95), samples: gateWall },
       baseWall: { p50: median(baseWall), p95: percentile(baseWall, 95), samples: baseWall },

@@ -198,6 +198,7 @@ async function main(): Promise<void> {
     row('(1)', `hook eval ${p.size} (audit push timings)`, `p50 ${fmtMs(p.auditPush.p50)}, p95 ${fmtMs(p.auditPush.p95)} (n=${p.iterations})`, on10 ? 'p50<=50, p95<=150 ms' : '', on10 ? verdict(pass1) : '');
     row('', `  daemon pre-receive ${p.size}`, `p50 ${fmtMs(p.hook.p50)}, p95 ${fmtMs(p.hook.p95)} (engine + audit write)`, '', '');
     row('', `  per rule ${p.size} (median)`, Object.entries(p.rules).map(([k, v]) => `${k} ${v}`).join(', ') + ' ms', '', '');
+    row('', `  phases ${p.size} (median)`, Object.entries(p.phases).map(([k, v]) => `${k} ${v}`).join(', ') + ' ms (setup = trusted tip + policy; commits = rev-list)', '', '');
     row('', `  push wall ${p.size}`, `patchgate p50 ${fmtMs(p.gateWall.p50)} p95 ${fmtMs(p.gateWall.p95)}; plain p50 ${fmtMs(p.baseWall.p50)} p95 ${fmtMs(p.baseWall.p95)}`, '', '');
     const pass2 = on10 ? p.ratio <= 1.25 : null;
     row('(2)', `push vs plain git ${p.size}`, `ratio ${round(p.ratio, 2)} (+${fmtMs(p.gateWall.p50 - p.baseWall.p50)})`, on10 ? '<= 1.25' : '', on10 ? verdict(pass2) : '');

@@ -197,6 +197,36 @@ export class Git {
     });
   }
 
+  /**
+   * The new commits of a push, without a rev-list, in the common case: starting at `tip`,
+   * follow single parents through commits the repository's own object store does not have
+   * (`mainStore` reads it without the quarantine, so they can only be the pushed objects,
+   * which no ref reaches) until one of `boundaries` (current ref tips). Then this line is
+   * exactly `rev-list tip --not --all`. Anything else (a merge, a root, a commit the store
+   * already had, a long line) returns null and the caller asks rev-list.
+   */
+  async pushedLine(tip: string, boundaries: string[], mainStore: Git, max = 256): Promise<CommitInfo[] | null> {
+    const line: CommitInfo[] = [];
+    let id = tip;
+    while (!boundaries.includes(id)) {
+      if (line.length >= max) return null;
+      if ((await mainStore.pathId(id, null)) !== null) return null;
+      const r = await this.batchReader().read(id);
+      if (!r || r.type !== 'commit') return null;
+      const text = r.data.toString('latin1');
+      const end = text.indexOf('\n\n'); // a message may hold a "parent" line too
+      const header = end < 0 ? text : text.slice(0, end);
+      const parents = [...header.matchAll(/^parent ([0-9a-f]+)$/gm)].map((m) => m[1]!);
+      if (parents.length !== 1) return null;
+      line.push({ id, parents });
+      id = parents[0]!;
+    }
+    // The boundary must be in the store: a reader that cannot see the store (a removed
+    // repository, say) would call everything new, and the line's base would be wrong.
+    if ((await mainStore.pathId(id, null)) === null) return null;
+    return line.reverse();
+  }
+
   async isAncestor(ancestor: string, descendant: string): Promise<boolean> {
     const { code } = await this.run(['merge-base', '--is-ancestor', ancestor, descendant], { okExit: [1] });
     return code === 0;
@@ -315,9 +345,9 @@ export class Git {
     return entries;
   }
 
-  /** The object id at `rev:path`, or null when absent. */
-  async pathId(rev: string, path: string): Promise<{ id: string; type: string } | null> {
-    const r = await this.batchReader().header(`${rev}:${path}`);
+  /** The object id at `rev:path` (or of `rev` itself when path is null), or null when absent. */
+  async pathId(rev: string, path: string | null): Promise<{ id: string; type: string } | null> {
+    const r = await this.batchReader().header(path === null ? rev : `${rev}:${path}`);
     return r ? { id: r.id, type: r.type } : null;
   }
 

@@ -25,6 +25,11 @@ export interface JudgeOptions {
   policy?: Policy;
   /** The server's trusted branch (the bare repo's HEAD); overrides the policy's name for it. */
   trustedBranch?: string;
+  /**
+   * In a push: the repository read without the quarantine, so pushed commits can be told
+   * from stored ones and the new commits found without a rev-list (Git.pushedLine).
+   */
+  mainStore?: Git;
 }
 
 export function updateKind(u: RefUpdate): UpdateKind {
@@ -51,7 +56,15 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
     let policy = opts.policy ?? (await loadPolicy(opts.git, opts.trustedTip));
     if (opts.trustedBranch) policy = { ...policy, trustedBranch: opts.trustedBranch };
     const kind = updateKind(update);
-    const newCommits: CommitInfo[] = kind === 'delete' ? [] : await opts.git.newCommits(update.newId, opts.exclude ?? 'all');
+    let newCommits: CommitInfo[] = [];
+    if (kind !== 'delete') {
+      // The ref's own old tip and the trusted tip are ref tips now: a line of pushed commits
+      // ending on one of them is the whole of `rev-list new --not --all`.
+      const boundaries = [update.oldId, opts.trustedTip].filter((x): x is string => !!x && !isZeroId(x));
+      const line = opts.mainStore && opts.exclude === undefined ? await opts.git.pushedLine(update.newId, boundaries, opts.mainStore).catch(() => null) : null;
+      newCommits = line ?? (await opts.git.newCommits(update.newId, opts.exclude ?? 'all'));
+    }
+    const commitsMs = Date.now() - started;
     const changeMemo = new Map<string, Promise<Change[]>>();
     const ctx: RuleContext = {
       git: opts.git, policy, role: opts.role, mode: opts.mode, update, kind,
@@ -103,7 +116,7 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
     return {
       ref: update.ref, oldId: update.oldId, newId: update.newId,
       verdict: first ? 'reject' : 'accept', row: row.id, action: row.action,
-      remediation: first?.remediation ?? '', reasons, outcomes, contract, ms: Date.now() - started,
+      remediation: first?.remediation ?? '', reasons, outcomes, contract, ms: Date.now() - started, commitsMs,
     };
   } catch (err) {
     return errorDecision(update, err, started, outcomes);

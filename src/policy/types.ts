@@ -98,6 +98,8 @@ export interface RefDecision {
   outcomes: RuleOutcome[];
   contract: { base: string | null; head: string | null };
   ms: number;
+  /** Of `ms`, the time spent listing the new commits (absent on an error decision). */
+  commitsMs?: number;
 }
 
 export function formatMessage(template: string, data: Record<string, string | number>): string {

@@ -54,8 +54,6 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const hookTimeoutMs = opts.hookTimeoutMs ?? 30_000;
   if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) throw new ConfigError('--tls-cert/--tls-key', 'give both or neither');
   mkdirSync(reposDir(dataDir), { recursive: true });
-  const socketPath = join(dataDir, 'hook.sock');
-  if (Buffer.byteLength(socketPath) > 100) throw new ConfigError('--data', `path too long for the hook socket (${socketPath}); use a shorter data folder`);
 
   // --- storage
   const audit = AuditStore.open(join(dataDir, 'patchgate.db'));
@@ -75,7 +73,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   // --- hook daemon
   const disk = new PersistentCache(join(dataDir, 'cache.db'));
   const cache = new ContentCache(disk);
-  const hooks = new HookService({ socketPath, audit, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge });
+  const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge });
   await hooks.start();
 
   // --- git protocol (node-git-server), never trusted with identity

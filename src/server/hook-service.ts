@@ -1,11 +1,15 @@
-// The gate daemon's hook endpoint: an HTTP server on a unix socket in the data dir that the
-// hook shims call. It ties a hook to the authenticated pusher through the shim's parent pid
-// (git-receive-pack, recorded from node-git-server's `service` event), runs the engine on
-// the quarantined objects, writes the decision to the audit log, and only then answers
-// `accept`. Unknown pid, bad input, timeout, engine error or audit failure: reject.
+// The gate daemon's hook endpoint: an HTTP server on 127.0.0.1 that the hook shims call
+// (bash over /dev/tcp, so a hook starts no process). The port and a per-start secret sit in
+// `<data>/hook.endpoint` (mode 0600); a request without the secret is refused. It ties a hook
+// to the authenticated pusher through the shim's parent pid (git-receive-pack, recorded from
+// node-git-server's `service` event), runs the engine on the quarantined objects, writes the
+// decision to the audit log, and only then answers `accept`. Unknown pid, bad input, wrong
+// secret, timeout, engine error or audit failure: reject.
 
 import http from 'node:http';
-import { chmodSync, existsSync, realpathSync, unlinkSync } from 'node:fs';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { existsSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import { sep } from 'node:path';
 import { Git, QUARANTINE_VARS } from '../git/git.js';
 import { errorMessage } from '../errors.js';
@@ -30,7 +34,8 @@ export interface PushSession {
 const key = (ref: string, oldId: string, newId: string) => `${ref} ${oldId} ${newId}`;
 
 export interface HookServiceOptions {
-  socketPath: string;
+  /** Where the shims find the daemon: "127.0.0.1 <port> <secret>", written on start. */
+  endpointPath: string;
   audit: AuditStore;
   /** Engine time limit per push; past it the push is refused. */
   timeoutMs: number;
@@ -87,28 +92,50 @@ export class HookService {
   readonly sessions = new Map<number, PushSession>();
   private server: http.Server | null = null;
   private inflight = 0;
+  /** One long-lived reader per repository of its own object store (no quarantine), most recent last. */
+  private readonly stores = new Map<string, Git>();
+  private readonly secret = Buffer.from(randomBytes(32).toString('hex'));
 
   constructor(private readonly opts: HookServiceOptions) {}
 
   async start(): Promise<void> {
-    if (existsSync(this.opts.socketPath)) unlinkSync(this.opts.socketPath);
     const server = http.createServer((req, res) => void this.handle(req, res));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(this.opts.socketPath, () => resolve());
+      server.listen(0, '127.0.0.1', () => resolve());
     });
-    chmodSync(this.opts.socketPath, 0o600);
     this.server = server;
+    const { port } = server.address() as AddressInfo;
+    // Written whole, readable by the server's user only, then moved into place.
+    const tmp = `${this.opts.endpointPath}.${process.pid}.tmp`;
+    writeFileSync(tmp, `127.0.0.1 ${port} ${this.secret.toString()}\n`, { mode: 0o600 });
+    renameSync(tmp, this.opts.endpointPath);
+  }
+
+  /** The repository's object store without any push's quarantine; kept open across pushes. */
+  private mainStore(repoDir: string): Git {
+    let g = this.stores.get(repoDir);
+    if (g) this.stores.delete(repoDir);
+    else g = new Git({ dir: repoDir, bare: true });
+    this.stores.set(repoDir, g);
+    while (this.stores.size > 32) {
+      const [oldest, og] = this.stores.entries().next().value as [string, Git];
+      og.close();
+      this.stores.delete(oldest);
+    }
+    return g;
   }
 
   async stop(): Promise<void> {
+    for (const g of this.stores.values()) g.close();
+    this.stores.clear();
     const s = this.server;
     this.server = null;
     if (!s) return;
     const closed = new Promise<void>((resolve) => s.close(() => resolve()));
     s.closeAllConnections();
     await closed;
-    if (existsSync(this.opts.socketPath)) unlinkSync(this.opts.socketPath);
+    if (existsSync(this.opts.endpointPath)) rmSync(this.opts.endpointPath, { force: true });
   }
 
   get busy(): number {
@@ -136,6 +163,13 @@ export class HookService {
     const lines: string[] = [];
     let verdict: 'accept' | 'reject' = 'reject';
     try {
+      const given = Buffer.from(String(req.headers['x-patchgate-secret'] ?? ''));
+      if (given.length !== this.secret.length || !timingSafeEqual(given, this.secret)) {
+        res.statusCode = 403;
+        req.resume();
+        this.opts.audit.appendAuthFailure({ reason: 'hook request without the daemon secret' });
+        throw new Error('the hook did not present the gate daemon\'s secret');
+      }
       const chunks: Buffer[] = [];
       let size = 0;
       for await (const c of req) {
@@ -179,8 +213,9 @@ export class HookService {
     const t0 = Date.now();
     const git = new Git({ dir: s.repoDir, env, bare: true });
     let decisions: RefDecision[];
+    const timings: Record<string, number> = {};
     try {
-      decisions = await this.judgeAll(git, s, updates);
+      decisions = await this.judgeAll(git, s, updates, timings);
     } finally {
       git.close();
     }
@@ -189,11 +224,11 @@ export class HookService {
     this.opts.audit.recordPush({
       pushId: s.pushId, repo: s.repo, actor: s.actor, role: s.role, remoteAddr: s.remoteAddr, userAgent: s.userAgent,
       verdict: accepted === decisions.length ? 'accept' : 'reject',
-      timings: { total: Date.now() - t0 },
+      timings: { ...timings, total: Date.now() - t0 },
       refs: decisions.map((d) => ({
         ref: d.ref, old: d.oldId, new: d.newId, verdict: d.verdict, decision: d.row,
         rules: JSON.parse(JSON.stringify(d.outcomes)) as unknown[],
-        contractBase: d.contract.base, contractHead: d.contract.head, timings: { total: d.ms },
+        contractBase: d.contract.base, contractHead: d.contract.head, timings: { total: d.ms, ...(d.commitsMs !== undefined ? { commits: d.commitsMs } : {}) },
       })),
     });
     for (const d of decisions) {
@@ -204,19 +239,23 @@ export class HookService {
     return accepted > 0 ? 'accept' : 'reject';
   }
 
-  private async judgeAll(git: Git, s: PushSession, updates: RefUpdate[]): Promise<RefDecision[]> {
+  private async judgeAll(git: Git, s: PushSession, updates: RefUpdate[], timings: Record<string, number>): Promise<RefDecision[]> {
     const work = (async () => {
       if (this.opts.beforeJudge) await this.opts.beforeJudge();
+      const t0 = performance.now();
       const head = await git.symbolicHead();
       const trustedRef = head ?? 'refs/heads/main';
       const trustedTip = await git.refTip(trustedRef);
       const trustedBranch = trustedRef.replace(/^refs\/heads\//, '');
       // One policy for the whole push: every ref is judged against the same trusted tip.
       const policy = await loadPolicy(git, trustedTip);
+      // Where a push's time goes, kept in the audit row (ms): setup = trusted tip and policy.
+      timings.setup = Math.round(performance.now() - t0);
       const out: RefDecision[] = [];
       for (const u of updates) {
-        out.push(await judgeUpdate({ git, role: s.role === 'agent' ? 'agent' : 'human', mode: 'push', trustedTip, trustedBranch, policy, cache: this.opts.cache }, u));
+        out.push(await judgeUpdate({ git, role: s.role === 'agent' ? 'agent' : 'human', mode: 'push', trustedTip, trustedBranch, policy, cache: this.opts.cache, mainStore: this.mainStore(s.repoDir) }, u));
       }
+      timings.refs = Math.round(performance.now() - t0) - timings.setup;
       return out;
     })();
     let timer: NodeJS.Timeout | undefined;

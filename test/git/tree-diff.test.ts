@@ -166,3 +166,56 @@ t.test('a bare repository: HEAD read from its file, ref tips through cat-file', 
   execFileSync('git', ['update-ref', 'refs/other/tree-ref', tree], { cwd: bareDir });
   t.equal(await git.refTip('refs/other/tree-ref'), null, 'a ref to a tree names no commit (as rev-parse --verify -q)');
 });
+
+t.test('pushedLine equals rev-list --not --all where it answers, and declines otherwise', async (t) => {
+  // The "main store" is a bare repository; the "quarantine" is a second object directory
+  // that only the push's reader sees (as receive-pack's quarantine does, via alternates).
+  const work = TestRepo.init(t);
+  work.write('src/a.ts', 'export const a = 1;\n').commit('root');
+  work.write('src/a.ts', 'export const a = 2;\n').commit('two');
+  const main = `${work.dir}-main.git`;
+  execFileSync('git', ['clone', '-q', '--bare', work.dir, main]);
+  t.teardown(() => execFileSync('rm', ['-rf', main]));
+  const trusted = work.git('rev-parse', 'HEAD');
+  // Old history the store has but no ref reaches in the "pushed" sense: a side branch.
+  work.git('checkout', '-q', '-b', 'side');
+  work.write('tests/t.py', 'assert 1\n').commit('side, stored');
+  const side = work.git('rev-parse', 'HEAD');
+  execFileSync('git', ['fetch', '-q', work.dir, 'side:side'], { cwd: main });
+  // Pushed commits: a line of three on top of the trusted tip, and one on top of `side`.
+  work.git('checkout', '-q', '-b', 'agent', trusted);
+  for (const n of [1, 2, 3]) work.write(`src/n${n}.ts`, `export const n = ${n};\n`).commit(`pushed ${n}`);
+  const tip = work.git('rev-parse', 'HEAD');
+  work.git('checkout', '-q', '-b', 'on-side', side);
+  work.write('src/s.ts', 'export const s = 1;\n').commit('pushed on side');
+  const onSide = work.git('rev-parse', 'HEAD');
+  work.git('checkout', '-q', '-b', 'merged', tip);
+  work.git('merge', '-q', '--no-edit', 'on-side');
+  const merged = work.git('rev-parse', 'HEAD');
+  const push = new Git({ dir: main, env: { GIT_ALTERNATE_OBJECT_DIRECTORIES: join(work.dir, '.git', 'objects') }, bare: true });
+  const store = new Git({ dir: main, bare: true });
+  t.teardown(() => { push.close(); store.close(); });
+
+  const line = await push.pushedLine(tip, [trusted], store);
+  t.ok(line, 'a line of pushed commits on the trusted tip is answered');
+  t.same(line, await push.newCommits(tip, 'all'));
+  t.equal(line!.length, 3);
+  // Ending on the ref's old tip works the same way.
+  t.same(await push.pushedLine(onSide, [side], store), await push.newCommits(onSide, 'all'));
+  // A line that runs into a stored commit that is not a boundary: rev-list is asked instead.
+  t.equal(await push.pushedLine(onSide, [trusted], store), null);
+  // A merge: declined.
+  t.equal(await push.pushedLine(merged, [trusted, side], store), null);
+  // A tip that is a boundary itself brings no commits, as rev-list says.
+  t.same(await push.pushedLine(trusted, [trusted], store), []);
+  t.same(await push.newCommits(trusted, 'all'), []);
+  // A store reader that sees nothing (say the repository was removed): declined, not "all new".
+  const empty = `${work.dir}-empty.git`;
+  execFileSync('git', ['init', '-q', '--bare', empty]);
+  t.teardown(() => execFileSync('rm', ['-rf', empty]));
+  const blind = new Git({ dir: empty, bare: true });
+  t.teardown(() => blind.close());
+  t.equal(await push.pushedLine(tip, [trusted], blind), null);
+  // The line's length is bounded.
+  t.equal(await push.pushedLine(tip, [trusted], store, 2), null);
+});

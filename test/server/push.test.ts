@@ -3,7 +3,8 @@
 // reasons relayed as `remote:` lines; a person's push is accepted; everything is audited.
 
 import t from 'tap';
-import { unlinkSync } from 'node:fs';
+import http from 'node:http';
+import { readFileSync, statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { TestRepo } from '../helpers/repo.js';
 import { bareDir, gitAsync, refIn, startGate, type Gate } from '../helpers/gate.js';
@@ -126,9 +127,9 @@ t.test('two agents pushing to one repo at once: both judged, both audited', asyn
   t.same(gate.srv.audit.verify(), { ok: true, rows: gate.srv.audit.lastRow().id });
 });
 
-t.test('hook socket gone: the push is refused', async (t) => {
+t.test('hook endpoint file gone: the push is refused', async (t) => {
   const { gate, agent, w, bare } = await setup(t);
-  unlinkSync(join(gate.data, 'hook.sock'));
+  unlinkSync(join(gate.data, 'hook.endpoint'));
   w.checkout('agent/fix', true);
   w.commit('fix', { 'src/app.py': 'def add(a, b):\n    return b + a\n' });
   const r = await gitAsync(w.dir, ['push', gate.remote('app', 'agent-1', agent), 'agent/fix']);
@@ -222,4 +223,38 @@ t.test('a bad policy on the trusted branch refuses every ref of a push, naming t
   t.equal(await refIn(bare, 'refs/heads/agent/b'), null);
   const rows = gate.srv.audit.query({ kind: 'ref', actor: 'agent-1' });
   t.same(rows.map((x) => x.decision), ['gate-error', 'gate-error']);
+});
+
+t.test('the hook endpoint: owner-only, and a request without the secret is refused', async (t) => {
+  const { gate, agent, w, bare } = await setup(t);
+  const endpoint = join(gate.data, 'hook.endpoint');
+  t.equal(statSync(endpoint).mode & 0o777, 0o600);
+  const [host, port, secret] = readFileSync(endpoint, 'utf8').trim().split(' ');
+  t.equal(host, '127.0.0.1');
+  t.match(secret, /^[0-9a-f]{64}$/);
+  const before = gate.srv.audit.lastRow().id;
+  const ask = (headers: Record<string, string>) => new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = http.request({ host, port: Number(port), path: '/hook', method: 'POST', headers }, (res) => {
+      let body = '';
+      res.on('data', (c) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end(`hook post-receive\nppid ${process.pid}\ndir ${bare}\n\n${'0'.repeat(40)} ${'1'.repeat(40)} refs/heads/x\n`);
+  });
+  for (const headers of [{}, { 'X-Patchgate-Secret': 'wrong' }, { 'X-Patchgate-Secret': secret!.replace(/.$/, (c) => (c === '0' ? '1' : '0')) }]) {
+    const r = await ask(headers);
+    t.equal(r.status, 403);
+    t.match(r.body, /did not present the gate daemon's secret\npatchgate-verdict: reject\n$/);
+  }
+  // With the secret but from a process that is no receive-pack the server started: refused.
+  const r = await ask({ 'X-Patchgate-Secret': secret! });
+  t.match(r.body, /unknown pusher pid[^\n]*\npatchgate-verdict: reject\n$/);
+  t.equal(gate.srv.audit.query({ kind: 'ref' }).filter((x) => x.id > before).length, 0, 'no decision was recorded');
+  // The real path still works.
+  w.checkout('agent/ok', true);
+  const head = w.commit('ok', { 'src/app.py': 'def add(a, b):\n    return b + a\n' });
+  const p = await gitAsync(w.dir, ['push', gate.remote('app', 'agent-1', agent), 'agent/ok']);
+  t.equal(p.code, 0, p.stderr);
+  t.equal(await refIn(bare, 'refs/heads/agent/ok'), head);
 });
