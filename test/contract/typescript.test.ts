@@ -661,3 +661,23 @@ t.test('the source is never executed', async t => {
   rows('globalThis.__contractRan = true;\nexport function f() { globalThis.__contractRan = true; }\nexport default (globalThis.__contractRan = true);');
   t.equal(g.__contractRan, undefined);
 });
+
+t.test('function bodies are skipped for speed, but a syntax error in one still refuses', async t => {
+  // Bodies never carry public rows: whatever a body holds, the rows stay the same.
+  const plain = 'export class A {\n  m(x: number): string {\n    return String(x);\n  }\n}\nexport function f(a = () => { return 1; }): number { return 2; }\n';
+  const busy = plain.replace('return String(x);', 'const inner = class { pub(): void {} };\n    function g() { return `${x}`; }\n    return g();');
+  t.same(rows(busy), rows(plain));
+  t.same(rows(plain), ['class A', 'class A.m(x: number): string', 'function f(a = () => …): number']);
+  // A syntax error deep in a nested body: refused at its own line and column.
+  const src = 'export function outer(): void {\n  const f = () => {\n    if (x {\n    }\n  };\n}\n';
+  const err = t.throws(() => extractTypeScript(src, 'src/deep.ts'));
+  t.ok(err instanceof ContractParseError && err.line === 3 && err.column === 11, `line 3 col 11: ${String(err)}`);
+  // Line numbers after a blanked body are the file's own (line breaks are kept).
+  const late = 'export function a(): void {\n  one();\n  two();\n}\nexport function b(a: number {\n}\n';
+  const e2 = t.throws(() => extractTypeScript(late, 'src/late.ts'));
+  t.ok(e2 instanceof ContractParseError && e2.line === 5, `line 5: ${String(e2)}`);
+  // Kept as documented in docs/contract.md: grammar checks that typescript-estree adds on top
+  // of TypeScript's parser (say, an initializer on a catch variable) apply outside bodies only.
+  t.throws(() => extractTypeScript('export abstract class A { abstract m(): void {} }\n', 'src/a.ts'), ContractParseError);
+  t.same(rows('export function f(): void { try { g(); } catch (e = 1) {} }\n'), ['function f(): void']);
+});
