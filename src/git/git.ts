@@ -398,6 +398,11 @@ export class Git {
     });
   }
 
+  /** Start the object reader process now rather than at the first read. */
+  start(): void {
+    this.batchReader();
+  }
+
   private batchReader(): CatFileBatch {
     if (!this.batch || this.batch.dead) this.batch = new CatFileBatch(this.dir, this.env);
     return this.batch;

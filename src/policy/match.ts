@@ -6,7 +6,21 @@ import picomatch from 'picomatch';
 
 export type Matcher = (path: string) => boolean;
 
+/** Compiled matchers by pattern list: a push's policy is usually the last push's policy. */
+const compiled = new Map<string, Matcher>();
+
 function compile(patterns: readonly string[], nocase: boolean): Matcher {
+  const key = JSON.stringify([nocase, patterns]);
+  let m = compiled.get(key);
+  if (!m) {
+    m = build(patterns, nocase);
+    if (compiled.size >= 256) compiled.clear();
+    compiled.set(key, m);
+  }
+  return m;
+}
+
+function build(patterns: readonly string[], nocase: boolean): Matcher {
   const fns = patterns.map((p) => picomatch(p.normalize('NFC'), { dot: true, nocase }));
   // `dir/**` also covers `dir` itself: a symlink or file put where the folder was.
   const bare = patterns.filter((p) => p.endsWith('/**')).map((p) => picomatch(p.slice(0, -3).normalize('NFC'), { dot: true, nocase }));

@@ -212,6 +212,9 @@ export class HookService {
     }
     const t0 = Date.now();
     const git = new Git({ dir: s.repoDir, env, bare: true });
+    // Start the push's object reader now: its start-up overlaps the setup reads below,
+    // which the repository's long-lived reader answers (the trusted tip is in the store).
+    git.start();
     let decisions: RefDecision[];
     const timings: Record<string, number> = {};
     try {
@@ -243,17 +246,18 @@ export class HookService {
     const work = (async () => {
       if (this.opts.beforeJudge) await this.opts.beforeJudge();
       const t0 = performance.now();
-      const head = await git.symbolicHead();
+      const store = this.mainStore(s.repoDir);
+      const head = await store.symbolicHead();
       const trustedRef = head ?? 'refs/heads/main';
-      const trustedTip = await git.refTip(trustedRef);
+      const trustedTip = await store.refTip(trustedRef);
       const trustedBranch = trustedRef.replace(/^refs\/heads\//, '');
       // One policy for the whole push: every ref is judged against the same trusted tip.
-      const policy = await loadPolicy(git, trustedTip);
+      const policy = await loadPolicy(store, trustedTip);
       // Where a push's time goes, kept in the audit row (ms): setup = trusted tip and policy.
       timings.setup = Math.round(performance.now() - t0);
       const out: RefDecision[] = [];
       for (const u of updates) {
-        out.push(await judgeUpdate({ git, role: s.role === 'agent' ? 'agent' : 'human', mode: 'push', trustedTip, trustedBranch, policy, cache: this.opts.cache, mainStore: this.mainStore(s.repoDir) }, u));
+        out.push(await judgeUpdate({ git, role: s.role === 'agent' ? 'agent' : 'human', mode: 'push', trustedTip, trustedBranch, policy, cache: this.opts.cache, mainStore: store }, u));
       }
       timings.refs = Math.round(performance.now() - t0) - timings.setup;
       return out;
