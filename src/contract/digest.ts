@@ -6,8 +6,9 @@
 import { createHash } from 'node:crypto';
 import type { Git, TreeEntry } from '../git/git.js';
 import { ContractParseError } from '../errors.js';
-import { extractTypeScript, isTypeScriptPath, TS_EXTRACTOR_VERSION } from './typescript.js';
-import { extractPythonSeed, extractPythonV1, initPython, PY_EXTRACTOR_VERSION, seedDigest, seedOrder } from './python.js';
+import { isTypeScriptPath, TS_EXTRACTOR_VERSION } from './typescript.js';
+import { initPython, PY_EXTRACTOR_VERSION, seedDigest, seedOrder } from './python.js';
+import { parsePool } from './parse-pool.js';
 
 export type ContractFormat = 'v1' | 'seed';
 
@@ -58,10 +59,7 @@ async function fileRows(git: Git, cache: Map<string, unknown>, e: TreeEntry, for
   } catch (err) {
     throw new ContractParseError(e.path, 1, 1, 'not valid UTF-8', { cause: err });
   }
-  let rows: string[];
-  if (format === 'seed') rows = extractPythonSeed(source, e.path);
-  else if (e.path.endsWith('.py')) rows = extractPythonV1(source, e.path);
-  else rows = extractTypeScript(source, e.path);
+  const rows = await parsePool.rows(format, e.path, source);
   cache.set(key, rows);
   return rows;
 }
