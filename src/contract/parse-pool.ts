@@ -1,6 +1,6 @@
 // Cold parses over worker threads. A daemon that has never seen a repository, or `check` in a
 // fresh CI, must parse every contract file once; typescript-estree is CPU-bound, so files are
-// spread over up to one worker per core. A warm push parses a file or two: those stay on the
+// spread over workers (see poolSize for how many) and the main thread. A warm push parses a file or two: those stay on the
 // main thread (a worker would first have to load TypeScript). Workers start when a backlog
 // builds up and stop after a while idle, so a quiet daemon holds one TypeScript, not several.
 // A worker that fails is not trusted with anything: its files are parsed on the main thread.
@@ -25,10 +25,17 @@ type Reply = { id: number; rows?: string[]; parseError?: { path: string; line: n
 const BACKLOG = 16;
 const IDLE_MS = 20_000;
 
+/**
+ * Workers besides the main thread, which parses too. PATCHGATE_PARSE_WORKERS=N sets it; by
+ * default one per core beyond the first, at most 4, and none below 4 cores: on the 2-core
+ * machines measured (docs/performance.md) a worker saved about 7 % of a cold parse's time and
+ * cost about 200 MB, because each worker warms up its own TypeScript and garbage collector.
+ */
 function poolSize(): number {
   const env = process.env.PATCHGATE_PARSE_WORKERS;
   if (env !== undefined && /^\d+$/.test(env)) return Math.min(Number(env), 16);
-  return Math.min(availableParallelism(), 4);
+  const cores = availableParallelism();
+  return cores >= 4 ? Math.min(cores - 1, 4) : 0;
 }
 
 // The worker module next to this one: .js when built, .ts when the tests run the sources.
@@ -69,7 +76,8 @@ class ParsePool {
     if (size > 0 && (this.slots.length > 0 || this.queue.length >= BACKLOG)) {
       while (this.slots.length < size) this.slots.push(this.startWorker());
       for (const slot of this.slots) if (!slot.busy) this.feed(slot);
-      return;
+      // Every worker busy and more waiting: this thread parses one too (it has a core as well).
+      if (!this.queue.length) return;
     }
     // Few files: parse one here, then let more work arrive.
     const job = this.queue.shift();
