@@ -1,4 +1,4 @@
-# The gate server: Node 20 with git and curl (the hook shims call the daemon with curl).
+# The gate server: Node 20 with git (>= 2.36) and bash for the hook shims; curl for the health check.
 FROM node:20-slim
 RUN apt-get update && apt-get install -y --no-install-recommends git curl ca-certificates python3 make g++ \
     && rm -rf /var/lib/apt/lists/*
