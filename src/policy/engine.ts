@@ -78,26 +78,42 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
       },
     };
     const human = opts.role !== 'agent';
-    for (const rule of RULES) {
+    // The rules run side by side (they mostly wait on the same cat-file reader, which then
+    // answers back to back) and are read in order: outcomes, the first failing rule and an
+    // error are exactly what running them one after another would give.
+    const runs = RULES.map((rule) => {
+      if (rule.id === 'refs' && opts.mode === 'check' && !opts.checkRefs) return null;
       const t0 = Date.now();
-      if (rule.id === 'refs' && opts.mode === 'check' && !opts.checkRefs) {
+      return rule.check(ctx).then(
+        (res) => ({ res, ms: Date.now() - t0 }),
+        (err: unknown) => ({ err, ms: Date.now() - t0 }),
+      );
+    });
+    const results = await Promise.all(runs);
+    for (let i = 0; i < RULES.length; i++) {
+      const rule = RULES[i]!;
+      const r = results[i];
+      if (!r) {
         outcomes.push({ rule: rule.id, status: 'skipped', findings: [], details: { why: 'no ref update in check mode' }, ms: 0 });
         continue;
       }
+      if ('err' in r) {
+        outcomes.push({ rule: rule.id, status: 'fail', findings: [], details: { error: errorMessage(r.err) }, ms: r.ms });
+        return errorDecision(update, new Error(`rule ${rule.id}: ${errorMessage(r.err)}`, { cause: r.err }), started, outcomes);
+      }
       try {
-        const res = await rule.check(ctx);
-        const findings = res.findings.map((f) => ({ ...f, message: formatMessage(rule.messages[f.messageId] ?? f.messageId, f.data) }));
+        const findings = r.res.findings.map((f) => ({ ...f, message: formatMessage(rule.messages[f.messageId] ?? f.messageId, f.data) }));
         const failed = findings.length > 0;
         outcomes.push({
           rule: rule.id,
           status: !failed ? 'pass' : human && rule.waivedForHumans ? 'waived' : 'fail',
           findings,
-          remediation: failed ? rule.remediation(ctx, res.findings) : undefined,
-          details: res.details,
-          ms: Date.now() - t0,
+          remediation: failed ? rule.remediation(ctx, r.res.findings) : undefined,
+          details: r.res.details,
+          ms: r.ms,
         });
       } catch (err) {
-        outcomes.push({ rule: rule.id, status: 'fail', findings: [], details: { error: errorMessage(err) }, ms: Date.now() - t0 });
+        outcomes.push({ rule: rule.id, status: 'fail', findings: [], details: { error: errorMessage(err) }, ms: r.ms });
         return errorDecision(update, new Error(`rule ${rule.id}: ${errorMessage(err)}`, { cause: err }), started, outcomes);
       }
     }
