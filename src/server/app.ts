@@ -75,6 +75,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const cache = new ContentCache(disk);
   const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge });
   await hooks.start();
+  for (const name of listRepos(dataDir)) {
+    const dir = resolveRepo(dataDir, name);
+    if (dir && checkHooks(dir).ok) hooks.warmRepo(dir);
+  }
 
   // --- git protocol (node-git-server), never trusted with identity
   const identities = new WeakMap<http.IncomingMessage, Identity>();

@@ -12,9 +12,10 @@ import { existsSync, realpathSync, renameSync, rmSync, writeFileSync } from 'nod
 import type { AddressInfo } from 'node:net';
 import { sep } from 'node:path';
 import { Git, QUARANTINE_VARS } from '../git/git.js';
-import { errorMessage } from '../errors.js';
+import { ContractParseError, errorMessage } from '../errors.js';
 import { errorDecision, judgeUpdate, renderDecision } from '../policy/engine.js';
 import { loadPolicy } from '../policy/config.js';
+import { contractOf } from '../contract/digest.js';
 import type { RefDecision, RefUpdate, Role } from '../policy/types.js';
 import type { AuditStore } from '../audit/store.js';
 
@@ -95,6 +96,7 @@ export class HookService {
   /** One long-lived reader per repository of its own object store (no quarantine), most recent last. */
   private readonly stores = new Map<string, Git>();
   private readonly secret = Buffer.from(randomBytes(32).toString('hex'));
+  private warming: Promise<void> = Promise.resolve();
 
   constructor(private readonly opts: HookServiceOptions) {}
 
@@ -136,6 +138,41 @@ export class HookService {
     s.closeAllConnections();
     await closed;
     if (existsSync(this.opts.endpointPath)) rmSync(this.opts.endpointPath, { force: true });
+  }
+
+  /**
+   * Fill the cache with the contract of the repository's trusted tip, in the background, at
+   * start. An agent's first push then differs from a cached tree by a few files instead of
+   * parsing the whole repository inside its hook time limit. (A push through the gate needs
+   * no warm-up afterwards: judging it computed the new tip's contract.) Only a cache: a failure here changes nothing but speed, and it reads through
+   * its own cat-file so pushes never queue behind it.
+   */
+  warmRepo(repoDir: string): void {
+    this.warming = this.warming.then(() => this.warm(repoDir)).catch((err: unknown) => {
+      if (!this.server) return; // stopped on the way: nothing to report
+      process.stderr.write(`patchgate: cache warm-up of ${repoDir} stopped: ${errorMessage(err).split('\n')[0]}\n`);
+    });
+  }
+
+  /** Settles when the warm-ups queued so far are done (for tests and the benchmark). */
+  get warmed(): Promise<void> {
+    return this.warming;
+  }
+
+  private async warm(repoDir: string): Promise<void> {
+    if (!this.server) return;
+    const git = new Git({ dir: repoDir, bare: true });
+    try {
+      const head = await git.symbolicHead();
+      const tip = await git.refTip(head ?? 'refs/heads/main');
+      if (!tip) return;
+      const policy = await loadPolicy(git, tip);
+      await contractOf(git, tip, policy.contract.roots, policy.contract.format, this.opts.cache).catch((err: unknown) => {
+        if (!(err instanceof ContractParseError)) throw err; // a trusted tree that does not parse: nothing to warm
+      });
+    } finally {
+      git.close();
+    }
   }
 
   get busy(): number {

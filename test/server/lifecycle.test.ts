@@ -95,3 +95,32 @@ t.test('TLS: --tls-cert/--tls-key serve HTTPS, and git pushes over it', { skip: 
   t.equal(r.code, 0, r.code ? r.stderr : 'pushed over https');
   t.equal(await refIn(bareDir(gate, 'app'), 'refs/heads/main'), head);
 });
+
+t.test('the daemon warms its cache with each repository\'s trusted tip at start', async (t) => {
+  const Database = (await import('better-sqlite3')).default;
+  const data = tempDir('pg-life-');
+  t.teardown(() => rmSync(data, { recursive: true, force: true }));
+  const bare = await createRepo(data, 'app');
+  const w = TestRepo.init(t);
+  w.commit('base', { 'src/a.ts': 'export function a(x: number): string { return String(x); }\n', 'src/b.py': 'def b(y: int) -> int:\n    return y\n' });
+  t.equal((await gitAsync(bare, ['fetch', '-q', w.dir, 'main:main'])).code, 0);
+  const rowKeys = (): string[] => {
+    const db = new Database(join(data, 'cache.db'), { readonly: true });
+    try {
+      return (db.prepare("SELECT key FROM kv WHERE key LIKE 'rows:%'").all() as Array<{ key: string }>).map((r) => r.key);
+    } finally {
+      db.close();
+    }
+  };
+  const srv = await startServer({ dataDir: data, port: 0, host: '127.0.0.1', log: () => {} });
+  t.teardown(() => srv.close());
+  await srv.hooks.warmed;
+  const first = rowKeys();
+  t.ok(first.some((k) => k.endsWith(':src/a.ts')), 'the TypeScript file of the trusted tip was parsed before any push');
+  t.ok(first.some((k) => k.endsWith(':src/b.py')), 'and the Python file');
+});
+  const r = await gitAsync(w.dir, ['push', `http://alice:${human}@127.0.0.1:${srv.port}/app.git`, 'main']);
+  t.equal(r.code, 0, r.stderr);
+  await srv.hooks.warmed;
+  t.ok(rowKeys().some((k) => k.endsWith(':src/c.ts')), 'the new file on the trusted branch is in the cache');
+});
