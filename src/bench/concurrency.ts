@@ -3,8 +3,7 @@
 // (VmHWM) is its own. Each agent has its own client repository and branch and pushes a chain
 // of one-file src/ edits; afterwards the audit log must hold one ref row per push.
 
-import { spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, readFileSync } from 'node:fs';
+import { copyFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AuditStore } from '../audit/store.js';
@@ -12,7 +11,7 @@ import { TokenStore } from '../audit/tokens.js';
 import { createRepo } from '../server/repos.js';
 import { makeEdits, type GeneratedRepo } from './gen.js';
 import { agentRepo, pushOnce, seedBare, startBaseline } from './push.js';
-import { CLI_JS, gitEnv, median, nowMs, percentile, Rng, round, tempDir, trackChild } from './util.js';
+import { median, memOf, nowMs, percentile, Rng, round, startServeChild, stopServeChild, tempDir } from './util.js';
 
 export interface ConcurrencyResult {
   size: string;
@@ -71,41 +70,6 @@ async function plainFloor(gen: GeneratedRepo, names: string[], chains: Map<strin
   }
 }
 
-function memOf(pid: number): { rss: number; hwm: number } | null {
-  try {
-    const s = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(s)?.[1] ?? Number.NaN);
-    return { rss: kb('VmRSS') / 1024, hwm: kb('VmHWM') / 1024 };
-  } catch {
-    return null;
-  }
-}
-
-async function startChild(data: string, hookTimeoutS: number): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, [CLI_JS, 'serve', '--data', data, '--port', '0', '--host', '127.0.0.1', '--hook-timeout', String(hookTimeoutS)], {
-    env: gitEnv(), stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  trackChild(child);
-  let out = '';
-  child.stderr!.on('data', (b: Buffer) => (out += b.toString('utf8')));
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`patchgate serve did not start: ${out}`)), 60_000);
-    child.stdout!.on('data', (b: Buffer) => {
-      out += b.toString('utf8');
-      const m = /serving .* at https?:\/\/127\.0\.0\.1:(\d+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(Number(m[1]));
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`patchgate serve exited ${code}: ${out}`));
-    });
-  });
-  return { child, port };
-}
-
 async function inBatches<T>(items: T[], width: number, fn: (x: T) => Promise<void>): Promise<void> {
   let next = 0;
   await Promise.all(Array.from({ length: width }, async () => {
@@ -149,7 +113,7 @@ export async function concurrencyBench(size: string, gen: GeneratedRepo, agents:
   // A restarted daemon runs with the default hook timeout, as in production; a cold one needs
   // minutes for its first push on a big repository, so it gets a long timeout (reported).
   const hookTimeoutS = opts.cacheDb ? 30 : 900;
-  const { child, port } = await startChild(data, hookTimeoutS);
+  const { child, port } = await startServeChild(data, hookTimeoutS);
   const pid = child.pid!;
   const url = (n: string) => `http://${n}:${secrets.get(n)}@127.0.0.1:${port}/bench.git`;
   let phasePeak = 0;
@@ -195,9 +159,7 @@ export async function concurrencyBench(size: string, gen: GeneratedRepo, agents:
     const hwm = memOf(pid)?.hwm ?? Number.NaN;
 
     // Stop the server the way an operator does (SIGTERM drains in-flight pushes), then read the log.
-    child.kill('SIGTERM');
-    await Promise.race([new Promise((r) => child.once('exit', r)), new Promise((r) => setTimeout(r, 60_000))]);
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await stopServeChild(child);
 
     const audit = AuditStore.open(join(data, 'patchgate.db'));
     let auditRefRows = 0;

@@ -1,7 +1,7 @@
 // Worker thread for the benchmark's cache prewarm: computes the contract of some sub-folders
 // of src/ with the real contractOf (so the cache keys are exactly the daemon's), and posts
-// the cache entries back. The bench merges them into the in-process daemon's cache so that
-// measurement (1) starts from a warm daemon without paying the cold parse on one core.
+// the cache entries back. The bench writes them to the cache.db the child server starts with,
+// so that measurement (1) starts from a warm daemon without paying the cold parse on one core.
 
 import { parentPort, workerData } from 'node:worker_threads';
 import { Git } from '../git/git.js';

@@ -1,21 +1,25 @@
-// Measurements (1) and (2): one-file src/ pushes over HTTP to a warm patchgate server (in
-// this process, so its daemon can be timed from the inside) and to plain node-git-server on
-// a copy of the same repository whose pre-receive hook only exits 0, alternated A,B,B,A...
-// Also profiles one extra push: git processes the daemon spawns, and (with strace) every
-// process the push starts on the server side.
+// Measurements (1) and (2): one-file src/ pushes over HTTP to a warm patchgate server and to
+// plain node-git-server on a copy of the same repository whose pre-receive hook only exits 0,
+// alternated A,B,B,A... patchgate runs as a child process (`node dist/cli.js serve`), the way it
+// runs in production: the bench process holds hundreds of MB (generated repository data, the
+// prewarm), and spawning a process costs more the bigger its parent is, so an in-process gate
+// would make every git process its daemon starts look slower than in production. Its figures
+// come from its audit log. Also profiles one extra push with strace: every process the push
+// starts, on the client, the receive-pack side and in the daemon.
 
-import http from 'node:http';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import { Git as GitServer } from 'node-git-server';
-import { startServer, type RunningServer } from '../server/app.js';
+import { AuditStore } from '../audit/store.js';
+import { TokenStore } from '../audit/tokens.js';
+import { ContentCache, PersistentCache } from '../cache/content-cache.js';
 import { createRepo } from '../server/repos.js';
 import { makeEdits, type GeneratedRepo } from './gen.js';
-import { git, median, nowMs, percentile, Rng, run, tempDir, trackChild } from './util.js';
+import { git, gitEnv, median, memOf, nowMs, percentile, Rng, run, startServeChild, stopServeChild, tempDir, trackChild } from './util.js';
 
 // ------------------------------------------------------------------ repositories
 
@@ -55,8 +59,12 @@ export async function pushOnce(cwd: string, url: string, sha: string, ref: strin
 
 export interface Baseline {
   url: string;
+  /** The baseline server's process (for memory and strace). */
+  pid: number | null;
   close(): Promise<void>;
 }
+
+const BASELINE_JS = fileURLToPath(new URL('./baseline-server.js', import.meta.url));
 
 /** Plain node-git-server (no auth, no patchgate) on a copy of the repo whose pre-receive only exits 0. */
 export async function startBaseline(gen: GeneratedRepo): Promise<Baseline> {
@@ -71,71 +79,75 @@ export async function startBaseline(gen: GeneratedRepo): Promise<Baseline> {
   for (const f of readdirSync(hooks)) rmSync(join(hooks, f));
   writeFileSync(join(hooks, 'pre-receive'), '#!/bin/sh\nexit 0\n');
   chmodSync(join(hooks, 'pre-receive'), 0o755);
-  const gs = new GitServer((d?: string) => join(root, d ?? ''), { autoCreate: false });
-  // Same as gs.listen(0), but bound to loopback only.
-  const server = http.createServer((req, res) => gs.handle(req, res));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const port = (server.address() as { port: number }).port;
+  // In a process of its own, as patchgate's server is: see baseline-server.ts.
+  const child = spawn(process.execPath, [BASELINE_JS, root], { env: gitEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  trackChild(child);
+  let out = '';
+  child.stderr!.on('data', (b: Buffer) => (out += b.toString('utf8')));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`baseline server did not start: ${out}`));
+    }, 60_000);
+    child.stdout!.on('data', (b: Buffer) => {
+      out += b.toString('utf8');
+      const m = /port (\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`baseline server exited ${code}: ${out}`));
+    });
+  });
   return {
     url: `http://127.0.0.1:${port}/bench.git`,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    pid: child.pid ?? null,
+    close: () => stopServeChild(child, 10_000),
   };
-}
-
-export interface Gate {
-  srv: RunningServer;
-  data: string;
-  repoDir: string;
-  url: string;
-  /** Milliseconds of each daemon hook handler, by hook. */
-  hookMs: { preReceive: number[]; update: number[]; postReceive: number[] };
-  close(): Promise<void>;
-}
-
-type Handler = (...a: unknown[]) => unknown;
-
-/** patchgate in this process, on a short temp data folder (the hook socket path must stay short). */
-export async function startGate(gen: GeneratedRepo, agentName: string, seedCache: string | null = null): Promise<Gate & { secret: string }> {
-  const data = tempDir('pgb-', tmpdir());
-  if (seedCache) copyFileSync(seedCache, join(data, 'cache.db'));
-  const srv = await startServer({ dataDir: data, port: 0, host: '127.0.0.1', hookTimeoutMs: 900_000, log: () => {} });
-  const repoDir = await createRepo(data, 'bench');
-  await seedBare(gen, repoDir);
-  const secret = srv.tokens.create(agentName, 'agent');
-  const hookMs = { preReceive: [] as number[], update: [] as number[], postReceive: [] as number[] };
-  // Time the daemon's hook handlers from the inside (private methods, wrapped on this instance).
-  const h = srv.hooks as unknown as Record<'preReceive' | 'update' | 'postReceive', Handler>;
-  for (const name of ['preReceive', 'update', 'postReceive'] as const) {
-    const orig = h[name].bind(srv.hooks);
-    h[name] = (...a: unknown[]) => {
-      const t0 = nowMs();
-      const done = () => hookMs[name].push(nowMs() - t0);
-      const r = orig(...a);
-      if (r instanceof Promise) return r.finally(done);
-      done();
-      return r;
-    };
-  }
-  return {
-    srv, data, repoDir, secret, hookMs,
-    url: `http://${agentName}:${secret}@127.0.0.1:${srv.port}/bench.git`,
-    close: () => srv.close(),
-  };
-}
-
-/** The daemon's content cache (rows per blob, digests per tree). Internal; used only to prewarm it. */
-export function daemonCache(srv: RunningServer): Map<string, unknown> {
-  return (srv.hooks as unknown as { opts: { cache: Map<string, unknown> } }).opts.cache;
 }
 
 /**
- * Parse every src/ file of main on all cores with the real contractOf and merge the rows into
- * the daemon's cache: what a daemon that has seen this tree before holds.
+ * A data folder for a child patchgate server: repository `bench` seeded with the generated
+ * repository, a token for the agent (its secret is returned) and an admin token, so that serve
+ * finds tokens and prints no first-start secret. Written before the server starts, as
+ * measurement (4) does.
  */
-export async function prewarm(cache: Map<string, unknown>, gen: GeneratedRepo): Promise<{ ms: number; workers: number; entries: number }> {
+export async function prepareGateData(gen: GeneratedRepo, data: string, agentName: string): Promise<string> {
+  const repoDir = await createRepo(data, 'bench');
+  await seedBare(gen, repoDir);
+  const store = AuditStore.open(join(data, 'patchgate.db'));
+  try {
+    const tokens = new TokenStore(store);
+    const secret = tokens.create(agentName, 'agent', { repos: 'bench' });
+    tokens.create('admin', 'admin');
+    return secret;
+  } finally {
+    store.close();
+  }
+}
+
+export interface Gate {
+  child: ChildProcess;
+  pid: number;
+  url: string;
+}
+
+/** patchgate serve on a prepared data folder, as a child process (long hook timeout: a cold first push may take minutes). */
+export async function startGate(data: string, agentName: string, secret: string): Promise<Gate> {
+  const { child, port } = await startServeChild(data, 900);
+  return { child, pid: child.pid!, url: `http://${agentName}:${secret}@127.0.0.1:${port}/bench.git` };
+}
+
+/**
+ * Parse every src/ file of main on all cores with the real contractOf and write the cache
+ * entries to `dbPath` (the data folder's cache.db) before the server starts: what a daemon that
+ * has seen this tree before finds on disk. Entries with `mem:` keys (derived per tree) stay in
+ * memory in a daemon and are not written; the daemon rebuilds them from the blob rows.
+ */
+export async function prewarm(dbPath: string, gen: GeneratedRepo): Promise<{ ms: number; workers: number; entries: number; persisted: number }> {
   const t0 = nowMs();
   const groups = new Map<string, number>();
   for (const f of gen.srcFiles) {
@@ -159,15 +171,23 @@ export async function prewarm(cache: Map<string, unknown>, gen: GeneratedRepo): 
     w.once('error', reject);
     w.once('exit', (code) => (code !== 0 ? reject(new Error(`prewarm worker exited ${code}`)) : undefined));
   })));
+  const disk = new PersistentCache(dbPath);
+  const cache = new ContentCache(disk);
   let entries = 0;
-  for (const list of results) for (const [k, v] of list) {
-    cache.set(k, v);
-    entries++;
+  let persisted = 0;
+  try {
+    for (const list of results) for (const [k, v] of list) {
+      cache.set(k, v);
+      entries++;
+      if (!k.startsWith('mem:')) persisted++;
+    }
+  } finally {
+    disk.close();
   }
-  return { ms: nowMs() - t0, workers, entries };
+  return { ms: nowMs() - t0, workers, entries, persisted };
 }
 
-/** A consistent copy of the daemon's cache.db (WAL included), or false when it keeps no such file. */
+/** A consistent copy of a data folder's cache.db (WAL included), or false when there is no such file. */
 export function snapshotCache(data: string, to: string): boolean {
   const db = join(data, 'cache.db');
   if (!existsSync(db)) return false;
@@ -184,36 +204,11 @@ export function snapshotCache(data: string, to: string): boolean {
 // ------------------------------------------------------------------ profiling
 
 export interface SpawnProfile {
-  /** `git <subcommand>` -> count, for processes the daemon and node-git-server started during one push. */
-  daemonSpawns: Record<string, number>;
-  /** Every exec on the server side during one push, by program name (strace); null when strace is unavailable. */
+  /** Every exec during one push, by side and program name (strace on the bench and the server process); null when strace is off or cannot attach. */
   serverExecs: ExecTrace | null;
 }
 
-/** Count the git processes this process spawns while `fn` runs (the bench's own `git push` is left out). */
-export async function countSpawns<T>(fn: () => Promise<T>): Promise<{ result: T; spawns: Record<string, number> }> {
-  const cp = createRequire(import.meta.url)('node:child_process') as typeof import('node:child_process');
-  const orig = cp.spawn;
-  const spawns: Record<string, number> = {};
-  const wrapped = ((cmd: string, args?: readonly string[], ...rest: unknown[]) => {
-    const a = Array.isArray(args) ? args : [];
-    if (a[0] !== 'push' && cmd !== 'strace') {
-      const key = `${cmd} ${a.slice(0, a[0] === 'cat-file' ? 2 : 1).join(' ')}`.trim();
-      spawns[key] = (spawns[key] ?? 0) + 1;
-    }
-    return (orig as (...x: unknown[]) => unknown)(cmd, args, ...rest);
-  }) as typeof cp.spawn;
-  cp.spawn = wrapped;
-  syncBuiltinESMExports();
-  try {
-    return { result: await fn(), spawns };
-  } finally {
-    cp.spawn = orig;
-    syncBuiltinESMExports();
-  }
-}
-
-/** Processes started while `fn` ran, by side, from `strace -f` on this process (null if strace cannot attach). */
+/** Processes started while `fn` ran, by side, from `strace -f` on the given processes (null if strace cannot attach). */
 export interface ExecTrace {
   /** The bench's `git push` and everything it started. */
   client: Record<string, number>;
@@ -223,16 +218,40 @@ export interface ExecTrace {
   daemon: Record<string, number>;
 }
 
-export async function traceExecs<T>(fn: () => Promise<T>): Promise<{ result: T; execs: ExecTrace | null }> {
+/** True when every one of `pids` has a tracer attached (TracerPid in /proc/PID/status). */
+function traced(pids: number[]): boolean {
+  return pids.every((pid) => {
+    try {
+      return /^TracerPid:\s+[1-9]/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    } catch {
+      return false;
+    }
+  });
+}
+
+/**
+ * `git SUBCOMMAND` from a git argv (global options such as `--git-dir=...`, `-C DIR`, `-c K=V`
+ * skipped, so no temp path ends up in a label); `git cat-file` keeps its mode (`--batch-command`).
+ */
+function gitLabel(argv: string[]): string {
+  let i = 1;
+  while (i < argv.length && argv[i]!.startsWith('-')) i += argv[i] === '-C' || argv[i] === '-c' ? 2 : 1;
+  const sub = argv[i];
+  if (sub === undefined) return 'git';
+  return sub === 'cat-file' && argv[i + 1] ? `git cat-file ${argv[i + 1]}` : `git ${sub}`;
+}
+
+/** Run `fn` under `strace -f -p PID...` (the bench process for the client side, the server child for the rest) and sort its execs by side. */
+export async function traceExecs<T>(pids: number[], fn: () => Promise<T>): Promise<{ result: T; execs: ExecTrace | null }> {
   const out = join(tempDir('strace-'), 'trace.txt');
   const { spawn } = await import('node:child_process');
-  const st = spawn('strace', ['-f', '-qq', '-e', 'trace=execve,clone,clone3,fork,vfork', '-o', out, '-p', String(process.pid)], { stdio: 'ignore' });
+  const st = spawn('strace', ['-f', '-qq', '-s', '256', '-e', 'trace=execve,clone,clone3,fork,vfork', '-o', out, ...pids.flatMap((p) => ['-p', String(p)])], { stdio: 'ignore' });
   trackChild(st);
   let attached = false;
   const exited = new Promise<void>((resolve) => st.once('exit', () => resolve()));
   st.once('error', () => {});
   for (let i = 0; i < 50 && st.exitCode === null; i++) {
-    if (/^TracerPid:\s+[1-9]/m.test(readFileSync('/proc/self/status', 'utf8'))) {
+    if (traced(pids)) {
       attached = true;
       break;
     }
@@ -265,10 +284,10 @@ export async function traceExecs<T>(fn: () => Promise<T>): Promise<{ result: T; 
       parent.set(Number(fork[1]), pid);
       continue;
     }
-    const ex = /^execve\("([^"]+)", \["([^"]*)"(?:, "([^"]*)")?/.exec(rest);
+    const ex = /^execve\("([^"]+)", \[(.*?)\]/.exec(rest);
     if (!ex || / = -1 /.test(rest)) continue;
     const prog = ex[1]!.split('/').pop()!;
-    const name = prog === 'git' && ex[3] ? `git ${ex[3]}` : prog;
+    const name = prog === 'git' ? gitLabel([...ex[2]!.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((m) => m[1]!)) : prog;
     label.set(pid, name);
     execs.push({ pid, prog: name });
   }
@@ -291,15 +310,13 @@ export interface PushBenchResult {
   size: string;
   files: number;
   iterations: number;
-  /** How the daemon was warmed: parsed on worker threads, or not at all (the first push is cold). */
-  prewarm: { ms: number; workers: number; entries: number; source: 'workers' | 'none' };
+  /** How the daemon's cache.db was filled before it started: parsed on worker threads, or not at all (the first push is cold). */
+  prewarm: { ms: number; workers: number; entries: number; persisted: number; source: 'workers' | 'none' };
   firstPushMs: number;
   /** True when the first push ran on an empty cache (no prewarm). */
   firstPushCold: boolean;
   /** A cache.db for measurement (4) on this repository: a snapshot taken right after the prewarm, else a copy taken after the run. */
   cacheDb: string | null;
-  /** Daemon pre-receive handler (engine + audit write), ms. */
-  hook: { p50: number; p95: number; samples: number[] };
   /** Audit push row timings.total (engine for the whole push), ms. */
   auditPush: { p50: number; p95: number };
   /** Audit ref row timings.total (engine for the ref), ms. */
@@ -308,19 +325,19 @@ export interface PushBenchResult {
   rules: Record<string, number>;
   /** Median ms per phase from the audit rows' timings (setup, refs, commits, total). */
   phases: Record<string, number>;
-  updateHookMs: number;
-  postReceiveHookMs: number;
   gateWall: { p50: number; p95: number; samples: number[] };
   baseWall: { p50: number; p95: number; samples: number[] };
   ratio: number;
   errors: number;
+  /** The server child's memory after the pushes (MB, /proc/PID/status). */
+  daemonMem: { rssMB: number; vmHwmMB: number };
   profile: SpawnProfile;
 }
 
 export interface PushBenchOptions {
   strace: boolean;
   log: (s: string) => void;
-  /** Prewarm the daemon's cache on all cores; false: the first push is a cold one. */
+  /** Prewarm the daemon's cache.db on all cores; false: the first push is a cold one. */
   prewarm: boolean;
   /** Stop alternating after this long (at least 3 pairs run). */
   budgetMs: number;
@@ -328,69 +345,13 @@ export interface PushBenchOptions {
   saveCache: boolean;
 }
 
-export async function pushBench(size: string, gen: GeneratedRepo, iterations: number, opts: PushBenchOptions): Promise<PushBenchResult> {
-  const { log } = opts;
-  const agent = 'bench-agent';
-  const gate = await startGate(gen, agent);
-  const base = await startBaseline(gen);
-  let result: PushBenchResult | undefined;
-  let snapshot: string | null = null;
+/** Server-side figures from the audit log: the push rows and ref rows of the timed pushes. */
+function auditFigures(dbPath: string, agent: string, timed: Set<string>): Pick<PushBenchResult, 'auditPush' | 'auditRef' | 'rules' | 'phases'> {
+  const audit = AuditStore.open(dbPath);
   try {
-    let pre: PushBenchResult['prewarm'] = { ms: 0, workers: 0, entries: 0, source: 'none' };
-    if (opts.prewarm) {
-      pre = { ...(await prewarm(daemonCache(gate.srv), gen)), source: 'workers' };
-      log(`  [${size}] daemon cache prewarmed: ${pre.entries} entries in ${Math.round(pre.ms)} ms on ${pre.workers} worker(s)`);
-      // The warm cache as a restarted daemon would find it on disk, for measurement (4).
-      if (opts.saveCache) {
-        const to = join(tempDir('cache-'), 'cache.db');
-        if (snapshotCache(gate.data, to)) snapshot = to;
-      }
-    }
-    const client = await agentRepo(gen, 'agent-');
-    const rng = new Rng(42);
-    // Warm-up: the first push creates the branch and loads everything lazily loaded.
-    const warm = await makeEdits(client, 'agent/warm', gen.main, gen.srcFiles, 1, rng, 'warm');
-    const first = await pushOnce(client, gate.url, warm[0]!, 'refs/heads/agent/warm', true);
-    if (!first.ok) throw new Error(`warm-up push to patchgate failed: ${first.stderr}`);
-    const firstBase = await pushOnce(client, base.url, warm[0]!, 'refs/heads/agent/warm', false);
-    if (!firstBase.ok) throw new Error(`warm-up push to the baseline failed: ${firstBase.stderr}`);
-    log(`  [${size}] first push ${opts.prewarm ? 'after prewarm' : 'on a cold daemon (empty cache)'}: ${Math.round(first.ms)} ms (baseline ${Math.round(firstBase.ms)} ms)`);
-
-    const commits = await makeEdits(client, 'agent/bench', gen.main, gen.srcFiles, iterations + 1, rng, 'bench');
-    const ref = 'refs/heads/agent/bench';
-    const gateWall: number[] = [];
-    const baseWall: number[] = [];
-    let errors = 0;
-    gate.hookMs.preReceive.length = 0;
-    gate.hookMs.update.length = 0;
-    gate.hookMs.postReceive.length = 0;
-    const deadline = nowMs() + opts.budgetMs;
-    let done = 0;
-    for (let i = 0; i < iterations; i++) {
-      if (i >= 3 && nowMs() > deadline) {
-        log(`  [${size}] time budget of ${Math.round(opts.budgetMs / 1000)} s spent after ${i} of ${iterations} pairs; stopping there`);
-        break;
-      }
-      done++;
-      const order = i % 2 === 0 ? ['A', 'B'] : ['B', 'A'];
-      for (const who of order) {
-        const r = who === 'A' ? await pushOnce(client, gate.url, commits[i]!, ref, true) : await pushOnce(client, base.url, commits[i]!, ref, false);
-        if (!r.ok) {
-          errors++;
-          log(`  [${size}] push ${i} to ${who === 'A' ? 'patchgate' : 'baseline'} failed: ${r.stderr.split('\n').slice(-4).join(' | ')}`);
-        }
-        (who === 'A' ? gateWall : baseWall).push(r.ms);
-      }
-    }
-    const hook = [...gate.hookMs.preReceive];
-    const updateHookMs = median(gate.hookMs.update);
-    const postReceiveHookMs = median(gate.hookMs.postReceive);
-
-    // Server-side figures from the audit log: the push rows and ref rows of the timed pushes.
-    const timed = new Set(commits.slice(0, done));
-    const refRows = gate.srv.audit.query({ kind: 'ref', actor: agent, limit: 10_000 }).filter((r) => r.new !== null && timed.has(r.new));
+    const refRows = audit.query({ kind: 'ref', actor: agent, limit: 10_000 }).filter((r) => r.new !== null && timed.has(r.new));
     const pushIds = new Set(refRows.map((r) => r.pushId));
-    const pushRows = gate.srv.audit.query({ kind: 'push', actor: agent, limit: 10_000 }).filter((r) => pushIds.has(r.pushId));
+    const pushRows = audit.query({ kind: 'push', actor: agent, limit: 10_000 }).filter((r) => pushIds.has(r.pushId));
     const tot = (t: unknown): number => Number((t as { total?: number } | null)?.total ?? Number.NaN);
     const refTotals = refRows.map((r) => tot(r.timings));
     const pushTotals = pushRows.map((r) => tot(r.timings));
@@ -409,45 +370,120 @@ export async function pushBench(size: string, gen: GeneratedRepo, iterations: nu
         perRule.get(o.rule)!.push(o.ms);
       }
     }
-
-    // One more push, profiled: which processes does a push start?
-    const last = commits[done]!;
-    const traced: { execs: ExecTrace | null } = { execs: null };
-    const counted = await countSpawns(async () => {
-      if (!opts.strace) return pushOnce(client, gate.url, last, ref, true);
-      const t = await traceExecs(() => pushOnce(client, gate.url, last, ref, true));
-      traced.execs = t.execs;
-      return t.result;
-    });
-    const serverExecs = traced.execs;
-    if (serverExecs) log(`  [${size}] processes started by one push: ${JSON.stringify(serverExecs)}`);
-    log(`  [${size}] git processes the server process spawned for one push: ${JSON.stringify(counted.spawns)}`);
-
-    const ratio = median(gateWall) / median(baseWall);
-    result = {
-      size, files: gen.files, iterations: done, prewarm: pre, firstPushMs: first.ms, firstPushCold: !opts.prewarm, cacheDb: null,
-      hook: { p50: median(hook), p95: percentile(hook, 95), samples: hook },
+    return {
       auditPush: { p50: median(pushTotals), p95: percentile(pushTotals, 95) },
       auditRef: { p50: median(refTotals), p95: percentile(refTotals, 95) },
       rules: Object.fromEntries([...perRule].map(([k, v]) => [k, median(v)])),
       phases: Object.fromEntries([...phaseSamples].map(([k, v]) => [k, median(v)])),
-      updateHookMs, postReceiveHookMs,
-      gateWall: { p50: median(gateWall), p95: percentile(gateWall, 95), samples: gateWall },
-      baseWall: { p50: median(baseWall), p95: percentile(baseWall, 95), samples: baseWall },
-      ratio, errors,
-      profile: { daemonSpawns: counted.spawns, serverExecs },
     };
   } finally {
-    await base.close();
-    await gate.close();
-    if (opts.saveCache && result) {
-      if (snapshot) result.cacheDb = snapshot;
-      else if (existsSync(join(gate.data, 'cache.db'))) {
-        const keep = join(tempDir('cache-'), 'cache.db');
-        copyFileSync(join(gate.data, 'cache.db'), keep);
-        result.cacheDb = keep;
+    audit.close();
+  }
+}
+
+export async function pushBench(size: string, gen: GeneratedRepo, iterations: number, opts: PushBenchOptions): Promise<PushBenchResult> {
+  const { log } = opts;
+  const agent = 'bench-agent';
+  // A short data folder in the system temp folder (the hook endpoint lives in it).
+  const data = tempDir('pgb-', tmpdir());
+  let gate: Gate | null = null;
+  let base: Baseline | null = null;
+  let result: PushBenchResult | undefined;
+  let snapshot: string | null = null;
+  try {
+    const secret = await prepareGateData(gen, data, agent);
+    let pre: PushBenchResult['prewarm'] = { ms: 0, workers: 0, entries: 0, persisted: 0, source: 'none' };
+    if (opts.prewarm) {
+      pre = { ...(await prewarm(join(data, 'cache.db'), gen)), source: 'workers' };
+      log(`  [${size}] daemon cache.db prewarmed: ${pre.entries} entries (${pre.persisted} written to cache.db) in ${Math.round(pre.ms)} ms on ${pre.workers} worker(s)`);
+      // The warm cache as a restarted daemon would find it on disk, for measurement (4).
+      if (opts.saveCache) {
+        const to = join(tempDir('cache-'), 'cache.db');
+        if (snapshotCache(data, to)) snapshot = to;
       }
     }
+    gate = await startGate(data, agent, secret);
+    base = await startBaseline(gen);
+    const client = await agentRepo(gen, 'agent-');
+    const rng = new Rng(42);
+    // Warm-up: the first push creates the branch and loads everything lazily loaded.
+    const warm = await makeEdits(client, 'agent/warm', gen.main, gen.srcFiles, 1, rng, 'warm');
+    const first = await pushOnce(client, gate.url, warm[0]!, 'refs/heads/agent/warm', true);
+    if (!first.ok) throw new Error(`warm-up push to patchgate failed: ${first.stderr}`);
+    const firstBase = await pushOnce(client, base.url, warm[0]!, 'refs/heads/agent/warm', false);
+    if (!firstBase.ok) throw new Error(`warm-up push to the baseline failed: ${firstBase.stderr}`);
+    log(`  [${size}] first push ${opts.prewarm ? 'on a new daemon with the prewarmed cache.db' : 'on a cold daemon (empty cache)'}: ${Math.round(first.ms)} ms (baseline ${Math.round(firstBase.ms)} ms); daemon RSS ${Math.round(memOf(gate.pid)?.rss ?? Number.NaN)} MB`);
+
+    const commits = await makeEdits(client, 'agent/bench', gen.main, gen.srcFiles, iterations + 1, rng, 'bench');
+    const ref = 'refs/heads/agent/bench';
+    const gateWall: number[] = [];
+    const baseWall: number[] = [];
+    let errors = 0;
+    const deadline = nowMs() + opts.budgetMs;
+    let done = 0;
+    for (let i = 0; i < iterations; i++) {
+      if (i >= 3 && nowMs() > deadline) {
+        log(`  [${size}] time budget of ${Math.round(opts.budgetMs / 1000)} s spent after ${i} of ${iterations} pairs; stopping there`);
+        break;
+      }
+      done++;
+      const order = i % 2 === 0 ? ['A', 'B'] : ['B', 'A'];
+      for (const who of order) {
+        const r = who === 'A' ? await pushOnce(client, gate.url, commits[i]!, ref, true) : await pushOnce(client, base.url, commits[i]!, ref, false);
+        if (!r.ok) {
+          errors++;
+          log(`  [${size}] push ${i} to ${who === 'A' ? 'patchgate' : 'baseline'} failed: ${r.stderr.split('\n').slice(-4).join(' | ')}`);
+        }
+        (who === 'A' ? gateWall : baseWall).push(r.ms);
+      }
+    }
+
+    // One more push, profiled: which processes does a push start? strace follows the bench
+    // (the client's git push) and the server child (receive-pack and its hooks, the daemon's git).
+    const last = commits[done]!;
+    let serverExecs: ExecTrace | null = null;
+    if (opts.strace) {
+      const t = await traceExecs([process.pid, gate.pid], () => pushOnce(client, gate!.url, last, ref, true));
+      serverExecs = t.execs;
+    } else {
+      await pushOnce(client, gate.url, last, ref, true);
+    }
+    if (serverExecs) {
+      log(`  [${size}] processes started by one push: ${JSON.stringify(serverExecs)}`);
+      log(`  [${size}] git processes the server process spawned for one push: ${JSON.stringify(serverExecs.daemon)}`);
+    } else {
+      log(`  [${size}] git processes the server process spawned for one push: not available (${opts.strace ? 'strace could not attach to the server child' : '--no-strace'})`);
+    }
+
+    const mem = memOf(gate.pid);
+    const daemonMem = { rssMB: mem?.rss ?? Number.NaN, vmHwmMB: mem?.hwm ?? Number.NaN };
+    log(`  [${size}] patchgate server (child pid ${gate.pid}): VmHWM ${Math.round(daemonMem.vmHwmMB)} MB, RSS ${Math.round(daemonMem.rssMB)} MB after the pushes`);
+
+    // Stop the server the way an operator does (SIGTERM drains in-flight pushes), then read its audit log.
+    await stopServeChild(gate.child);
+    const figures = auditFigures(join(data, 'patchgate.db'), agent, new Set(commits.slice(0, done)));
+
+    const ratio = median(gateWall) / median(baseWall);
+    result = {
+      size, files: gen.files, iterations: done, prewarm: pre, firstPushMs: first.ms, firstPushCold: !opts.prewarm, cacheDb: null,
+      ...figures,
+      gateWall: { p50: median(gateWall), p95: percentile(gateWall, 95), samples: gateWall },
+      baseWall: { p50: median(baseWall), p95: percentile(baseWall, 95), samples: baseWall },
+      ratio, errors, daemonMem,
+      profile: { serverExecs },
+    };
+  } finally {
+    if (base) await base.close();
+    if (gate) await stopServeChild(gate.child);
+    if (opts.saveCache && result) {
+      if (snapshot) result.cacheDb = snapshot;
+      else {
+        const keep = join(tempDir('cache-'), 'cache.db');
+        if (snapshotCache(data, keep)) result.cacheDb = keep;
+      }
+    }
+    // The data folder holds a copy of the repository's packs: not needed past this measurement.
+    rmSync(data, { recursive: true, force: true });
   }
   return result!;
 }

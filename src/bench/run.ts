@@ -156,7 +156,7 @@ async function main(): Promise<void> {
   for (const size of [...needs].sort((a, b) => a - b)) {
     const g = await gen(size);
     if ((flags.only.has(1) || flags.only.has(2)) && flags.sizes.includes(size)) {
-      log(`(1,2) pushes on ${label(size)}: ${iterationsFor(size, flags)} alternated patchgate/baseline pairs`);
+      log(`(1,2) pushes on ${label(size)}: ${iterationsFor(size, flags)} alternated patchgate/baseline pairs (patchgate in a child process)`);
       const smallest = size === Math.min(...flags.sizes);
       const r = await pushBench(label(size), g, iterationsFor(size, flags), {
         strace: flags.strace, log, prewarm: !smallest, budgetMs: flags.budgetS * 1000, saveCache: flags.only.has(4) && size === concSize,
@@ -196,13 +196,12 @@ async function main(): Promise<void> {
     const on10 = p.size === '10k';
     const pass1 = on10 ? p.auditPush.p50 <= 50 && p.auditPush.p95 <= 150 : null;
     row('(1)', `hook eval ${p.size} (audit push timings)`, `p50 ${fmtMs(p.auditPush.p50)}, p95 ${fmtMs(p.auditPush.p95)} (n=${p.iterations})`, on10 ? 'p50<=50, p95<=150 ms' : '', on10 ? verdict(pass1) : '');
-    row('', `  daemon pre-receive ${p.size}`, `p50 ${fmtMs(p.hook.p50)}, p95 ${fmtMs(p.hook.p95)} (engine + audit write)`, '', '');
     row('', `  per rule ${p.size} (median)`, Object.entries(p.rules).map(([k, v]) => `${k} ${v}`).join(', ') + ' ms', '', '');
     row('', `  phases ${p.size} (median)`, Object.entries(p.phases).map(([k, v]) => `${k} ${v}`).join(', ') + ' ms (setup = trusted tip + policy; commits = rev-list)', '', '');
     row('', `  push wall ${p.size}`, `patchgate p50 ${fmtMs(p.gateWall.p50)} p95 ${fmtMs(p.gateWall.p95)}; plain p50 ${fmtMs(p.baseWall.p50)} p95 ${fmtMs(p.baseWall.p95)}`, '', '');
     const pass2 = on10 ? p.ratio <= 1.25 : null;
     row('(2)', `push vs plain git ${p.size}`, `ratio ${round(p.ratio, 2)} (+${fmtMs(p.gateWall.p50 - p.baseWall.p50)})`, on10 ? '<= 1.25' : '', on10 ? verdict(pass2) : '');
-    const how = p.prewarm.source === 'workers' ? `after a cache prewarm of ${fmtMs(p.prewarm.ms)} on ${p.prewarm.workers} worker(s)` : 'on a cold daemon (empty cache)';
+    const how = p.prewarm.source === 'workers' ? `new daemon on a cache.db prewarmed in ${fmtMs(p.prewarm.ms)} on ${p.prewarm.workers} worker(s)` : 'on a cold daemon (empty cache)';
     row('', `  first push ${p.size}`, `${fmtMs(p.firstPushMs)} ${how}`, '', '');
     if (p.errors) row('', `  push errors ${p.size}`, String(p.errors), '', '');
   }
@@ -257,7 +256,7 @@ async function main(): Promise<void> {
       calibration: { start: calStart, end: calEnd }, durationMs, flags: { ...flags, only: [...flags.only] },
     },
     targets, generation: genRows,
-    push: pushes.map((p) => ({ ...p, hook: { ...p.hook, samples: p.hook.samples.map((x) => round(x, 2)) }, gateWall: { ...p.gateWall, samples: p.gateWall.samples.map((x) => round(x, 2)) }, baseWall: { ...p.baseWall, samples: p.baseWall.samples.map((x) => round(x, 2)) } })),
+    push: pushes.map((p) => ({ ...p, gateWall: { ...p.gateWall, samples: p.gateWall.samples.map((x) => round(x, 2)) }, baseWall: { ...p.baseWall, samples: p.baseWall.samples.map((x) => round(x, 2)) } })),
     digest, concurrency: conc, audit, table: out,
   };
   const dir = join(REPO_TOP, 'bench');

@@ -1,16 +1,17 @@
 // Small helpers shared by the benchmark (`npm run bench`): statistics over samples, an async
-// process runner that times a child, a deterministic PRNG for the repository generator, git
-// environment for the bench's own git clients, and a registry of temp folders and child
-// processes that are cleaned up however the run ends.
+// process runner that times a child, the patchgate server as a child process (start, stop,
+// memory), a deterministic PRNG for the repository generator, git environment for the bench's
+// own git clients, and a registry of temp folders and child processes that are cleaned up
+// however the run ends.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The repository top (dist/bench/util.js -> ../../). */
 export const REPO_TOP = fileURLToPath(new URL('../../', import.meta.url));
-/** The built CLI, for the child server of the concurrency run. */
+/** The built CLI, for the child servers of the push and concurrency runs. */
 export const CLI_JS = fileURLToPath(new URL('../cli.js', import.meta.url));
 
 /** A fixed identity and no user/system config, so git behaves the same on every machine. */
@@ -85,6 +86,65 @@ export async function git(cwd: string, args: string[], input?: string): Promise<
   const r = await run('git', args, { cwd, input });
   if (r.code !== 0) throw new Error(`git ${args.join(' ')} (in ${cwd}) failed with ${r.code}: ${r.stderr.trim()}`);
   return r.stdout;
+}
+
+// ------------------------------------------------------------------ the server as a child process
+
+/**
+ * `node dist/cli.js serve` on `data`, port 0 on loopback, as in production: its own process, so
+ * its memory and the cost of every process it spawns are its own, not the bench's.
+ */
+export async function startServeChild(data: string, hookTimeoutS: number): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn(process.execPath, [CLI_JS, 'serve', '--data', data, '--port', '0', '--host', '127.0.0.1', '--hook-timeout', String(hookTimeoutS)], {
+    env: gitEnv(), stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  trackChild(child);
+  let out = '';
+  child.stderr!.on('data', (b: Buffer) => (out += b.toString('utf8')));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`patchgate serve did not start: ${out}`));
+    }, 60_000);
+    child.stdout!.on('data', (b: Buffer) => {
+      out += b.toString('utf8');
+      const m = /serving .* at https?:\/\/127\.0\.0\.1:(\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`patchgate serve exited ${code}: ${out}`));
+    });
+  });
+  return { child, port };
+}
+
+/** Stop a child server the way an operator does (SIGTERM drains in-flight pushes); SIGKILL after `graceMs`. */
+export async function stopServeChild(child: ChildProcess, graceMs = 60_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  let timer: NodeJS.Timeout | undefined;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  await Promise.race([exited, new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+  clearTimeout(timer);
+  if (child.exitCode === null && child.signalCode === null) {
+    child.kill('SIGKILL');
+    await exited;
+  }
+}
+
+/** RSS and peak RSS (VmHWM) of a process in MB, from /proc/PID/status; null when it is gone. */
+export function memOf(pid: number): { rss: number; hwm: number } | null {
+  try {
+    const s = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(s)?.[1] ?? Number.NaN);
+    return { rss: kb('VmRSS') / 1024, hwm: kb('VmHWM') / 1024 };
+  } catch {
+    return null;
+  }
 }
 
 // ------------------------------------------------------------------ cleanup
