@@ -144,8 +144,9 @@ export class HookService {
    * Fill the cache with the contract of the repository's trusted tip, in the background, at
    * start. An agent's first push then differs from a cached tree by a few files instead of
    * parsing the whole repository inside its hook time limit. (A push through the gate needs
-   * no warm-up afterwards: judging it computed the new tip's contract.) Only a cache: a failure here changes nothing but speed, and it reads through
-   * its own cat-file so pushes never queue behind it.
+   * no warm-up afterwards: judging it computed the new tip's contract.) Only a cache: a
+   * failure here changes nothing but speed, and it reads through its own cat-file so pushes
+   * never queue behind it.
    */
   warmRepo(repoDir: string): void {
     this.warming = this.warming.then(() => this.warm(repoDir)).catch((err: unknown) => {

@@ -155,13 +155,24 @@ t.test('a bare repository: HEAD read from its file, ref tips through cat-file', 
   t.equal(await git.symbolicHead(), 'refs/heads/main');
   t.equal(await git.refTip('refs/heads/main'), tip);
   t.equal(await git.refTip('refs/heads/nope'), null);
+  // The daemon keeps one reader per repository for the trusted tip: it must see refs move,
+  // loose and packed, or a push would be judged against an old policy.
+  repo.write('f', '2\n').commit('two');
+  const two = repo.git('rev-parse', 'HEAD');
+  execFileSync('git', ['push', '-q', bareDir, 'main'], { cwd: repo.dir });
+  t.equal(await git.refTip('refs/heads/main'), two, 'a loose ref update is seen');
+  repo.write('f', '3\n').commit('three');
+  const three = repo.git('rev-parse', 'HEAD');
+  execFileSync('git', ['push', '-q', bareDir, 'main'], { cwd: repo.dir });
+  execFileSync('git', ['pack-refs', '--all'], { cwd: bareDir });
+  t.equal(await git.refTip('refs/heads/main'), three, 'a packed ref update is seen');
   execFileSync('git', ['symbolic-ref', 'HEAD', 'refs/heads/trunk'], { cwd: bareDir });
   t.equal(await git.symbolicHead(), 'refs/heads/trunk');
-  execFileSync('git', ['update-ref', '--no-deref', 'HEAD', tip], { cwd: bareDir });
+  execFileSync('git', ['update-ref', '--no-deref', 'HEAD', three], { cwd: bareDir });
   t.equal(await git.symbolicHead(), null, 'a detached HEAD names no branch');
   // A tag object peels to its commit, as rev-parse ^{commit} does; a tree is not a commit.
   execFileSync('git', ['tag', '-a', '-m', 'v', 'v1', tip], { cwd: bareDir });
-  t.equal(await git.refTip('refs/tags/v1'), tip);
+  t.equal(await git.refTip('refs/tags/v1'), tip, 'a tag peels to its commit');
   const tree = execFileSync('git', ['rev-parse', 'HEAD^{tree}'], { cwd: bareDir }).toString().trim();
   execFileSync('git', ['update-ref', 'refs/other/tree-ref', tree], { cwd: bareDir });
   t.equal(await git.refTip('refs/other/tree-ref'), null, 'a ref to a tree names no commit (as rev-parse --verify -q)');
