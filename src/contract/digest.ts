@@ -135,7 +135,13 @@ async function treeContract(git: Git, treeId: string, prefix: string, cache: Map
     }
     if (!REGULAR.has(e.mode) || !(path.endsWith('.py') || isTypeScriptPath(path))) return null;
     const rows = await fileRows(git, cache, { mode: e.mode, type: 'blob', id: e.id, path }, 'v1');
-    return rows.length ? { line: `F ${e.name} ${sha256(rows.join('\n'))}`, rows: () => rows, files: 1 } : null;
+    if (!rows.length) return null;
+    // The file's line is memoised too: a change in a folder of 200 files would otherwise hash
+    // every sibling's rows again (about 1 MB per push on the bench's 10k repository).
+    const lineKey = `mem:file-line:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${e.id}:${path}`;
+    let line = cache.get(lineKey) as string | undefined;
+    if (line === undefined) cache.set(lineKey, (line = `F ${e.name} ${sha256(rows.join('\n'))}`));
+    return { line, rows: () => rows, files: 1 };
   }));
   const kept = parts.filter((p): p is { line: string; rows: () => string[]; files: number } => p !== null);
   const tc: TreeContract = Object.assign(lazyRows(() => kept.flatMap((p) => p.rows())), {
