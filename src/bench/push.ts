@@ -7,7 +7,7 @@
 // come from its audit log. Also profiles one extra push with strace: every process the push
 // starts, on the client, the receive-pack side and in the daemon.
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -19,7 +19,7 @@ import { TokenStore } from '../audit/tokens.js';
 import { ContentCache, PersistentCache } from '../cache/content-cache.js';
 import { createRepo } from '../server/repos.js';
 import { makeEdits, type GeneratedRepo } from './gen.js';
-import { git, gitEnv, median, memOf, nowMs, percentile, Rng, run, startServeChild, stopServeChild, tempDir, trackChild } from './util.js';
+import { git, median, memOf, nowMs, percentile, Rng, run, startNodeChild, startServeChild, stopServeChild, tempDir, trackChild } from './util.js';
 
 // ------------------------------------------------------------------ repositories
 
@@ -80,28 +80,7 @@ export async function startBaseline(gen: GeneratedRepo): Promise<Baseline> {
   writeFileSync(join(hooks, 'pre-receive'), '#!/bin/sh\nexit 0\n');
   chmodSync(join(hooks, 'pre-receive'), 0o755);
   // In a process of its own, as patchgate's server is: see baseline-server.ts.
-  const child = spawn(process.execPath, [BASELINE_JS, root], { env: gitEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
-  trackChild(child);
-  let out = '';
-  child.stderr!.on('data', (b: Buffer) => (out += b.toString('utf8')));
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`baseline server did not start: ${out}`));
-    }, 60_000);
-    child.stdout!.on('data', (b: Buffer) => {
-      out += b.toString('utf8');
-      const m = /port (\d+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(Number(m[1]));
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`baseline server exited ${code}: ${out}`));
-    });
-  });
+  const { child, port } = await startNodeChild([BASELINE_JS, root], /port (\d+)/, 'baseline server');
   return {
     url: `http://127.0.0.1:${port}/bench.git`,
     pid: child.pid ?? null,

@@ -95,20 +95,24 @@ export async function git(cwd: string, args: string[], input?: string): Promise<
  * its memory and the cost of every process it spawns are its own, not the bench's.
  */
 export async function startServeChild(data: string, hookTimeoutS: number): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, [CLI_JS, 'serve', '--data', data, '--port', '0', '--host', '127.0.0.1', '--hook-timeout', String(hookTimeoutS)], {
-    env: gitEnv(), stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const args = [CLI_JS, 'serve', '--data', data, '--port', '0', '--host', '127.0.0.1', '--hook-timeout', String(hookTimeoutS)];
+  return startNodeChild(args, /serving .* at https?:\/\/127\.0\.0\.1:(\d+)/, 'patchgate serve');
+}
+
+/** A node script as a tracked child; resolves with the port it prints (first group of `portLine`). */
+export async function startNodeChild(args: string[], portLine: RegExp, what: string): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn(process.execPath, args, { env: gitEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
   trackChild(child);
   let out = '';
   child.stderr!.on('data', (b: Buffer) => (out += b.toString('utf8')));
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`patchgate serve did not start: ${out}`));
+      reject(new Error(`${what} did not start: ${out}`));
     }, 60_000);
     child.stdout!.on('data', (b: Buffer) => {
       out += b.toString('utf8');
-      const m = /serving .* at https?:\/\/127\.0\.0\.1:(\d+)/.exec(out);
+      const m = portLine.exec(out);
       if (m) {
         clearTimeout(timer);
         resolve(Number(m[1]));
@@ -116,7 +120,7 @@ export async function startServeChild(data: string, hookTimeoutS: number): Promi
     });
     child.once('exit', (code) => {
       clearTimeout(timer);
-      reject(new Error(`patchgate serve exited ${code}: ${out}`));
+      reject(new Error(`${what} exited ${code}: ${out}`));
     });
   });
   return { child, port };
