@@ -117,15 +117,33 @@ function lazyRows(build: () => string[]): { readonly rows: string[] } {
   return { get rows() { return (rows ??= build()); } };
 }
 
+/** Thrown by `rows` of a contract that was read back as a digest only; see contractRows. */
+export class RowsNotLoaded extends Error {}
+
 /**
- * v1 contract of one tree, cached per tree id (memory only: `mem:` keys). The digest is a
- * Merkle digest, so a one-file change rehashes only the trees on that file's path instead of
- * every row; entries without rows (files with no exports, empty folders) do not count.
+ * v1 contract of one tree, cached per tree id: the whole object in memory (`mem:` key), and
+ * its digest and file count in the persistent cache, so a restarted daemon opens only the
+ * trees on a change's path. The digest is a Merkle digest, so a one-file change rehashes only
+ * the trees on that file's path instead of every row; entries without rows (files with no
+ * exports, empty folders) do not count.
  */
 async function treeContract(git: Git, treeId: string, prefix: string, cache: Map<string, unknown>): Promise<TreeContract> {
   const key = `mem:tree-contract:v1:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${treeId}:${prefix}`;
   const hit = cache.get(key) as TreeContract | undefined;
   if (hit) return hit;
+  const storedKey = `tree-digest:v1:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${treeId}:${prefix}`;
+  const stored = cache.get(storedKey) as { digest?: unknown; files?: unknown } | undefined;
+  if (stored && typeof stored.digest === 'string' && /^[0-9a-f]{64}$/.test(stored.digest) && Number.isInteger(stored.files)) {
+    const known: TreeContract = {
+      digest: stored.digest,
+      files: stored.files as number,
+      get rows(): string[] {
+        throw new RowsNotLoaded(`rows of tree ${treeId} (${prefix || '/'}) are not in memory`);
+      },
+    };
+    cache.set(key, known);
+    return known;
+  }
   const entries = await git.readTree(treeId);
   const parts = await Promise.all(entries.map(async (e): Promise<{ line: string; rows: () => string[]; files: number } | null> => {
     const path = prefix + e.name;
@@ -149,7 +167,42 @@ async function treeContract(git: Git, treeId: string, prefix: string, cache: Map
     files: kept.reduce((n, p) => n + p.files, 0),
   });
   cache.set(key, tc);
+  cache.set(storedKey, { digest: tc.digest, files: tc.files });
   return tc;
+}
+
+/** Rows of every contract file under a tree, in path order, from the per-file cache. */
+async function collectRows(git: Git, treeId: string, prefix: string, cache: Map<string, unknown>): Promise<string[]> {
+  const entries = await git.readTree(treeId);
+  const parts = await Promise.all(entries.map(async (e): Promise<string[]> => {
+    const path = prefix + e.name;
+    if (e.mode === '040000') return collectRows(git, e.id, `${path}/`, cache);
+    if (!REGULAR.has(e.mode) || !(path.endsWith('.py') || isTypeScriptPath(path))) return [];
+    return fileRows(git, cache, { mode: e.mode, type: 'blob', id: e.id, path }, 'v1');
+  }));
+  return parts.flat();
+}
+
+/**
+ * The rows of a contract (a refusal's diff needs them). A contract computed in this process
+ * has them; one whose trees were known only by their stored digests is walked again here,
+ * with the rows of each file from the cache.
+ */
+export async function contractRows(git: Git, c: Contract, rev: string, roots: string[], cache: Map<string, unknown> = new Map()): Promise<string[]> {
+  try {
+    return c.rows;
+  } catch (err) {
+    if (!(err instanceof RowsNotLoaded)) throw err;
+  }
+  const per: string[][] = [];
+  for (const root of roots) {
+    const tree = await rootTree(git, rev, root);
+    const r = normRoot(root);
+    per.push(tree ? await collectRows(git, tree, r ? `${r}/` : '', cache) : []);
+  }
+  if (per.length === 1) return per[0]!;
+  const seen = new Set<string>();
+  return per.flat().filter((x) => (seen.has(x) ? false : (seen.add(x), true)));
 }
 
 async function computeContract(git: Git, rev: string, useRoots: string[], trees: Array<string | null>, format: ContractFormat, cache: Map<string, unknown>): Promise<Contract> {

@@ -3,7 +3,7 @@
 // the trusted tip, or be listed in the allow file read from the trusted tip.
 
 import { ContractParseError } from '../../errors.js';
-import { contractOf, diffContracts, parseAllowFile, type Contract } from '../../contract/digest.js';
+import { contractOf, contractRows, diffContracts, parseAllowFile, type Contract } from '../../contract/digest.js';
 import { isZeroId } from '../../git/git.js';
 import { mergeBaseWithTrusted } from '../ancestry.js';
 import type { Finding, Rule } from '../types.js';
@@ -60,7 +60,9 @@ export const contract: Rule = {
       messageId: 'moved', commit: headCommit,
       data: { roots: roots.join(', '), commit: short(headCommit), head: head.digest, base: base?.digest ?? '(none)', allowFile, trusted: policy.trustedBranch },
     }];
-    const diff = diffContracts(base?.rows ?? [], head.rows);
+    const baseRev = refs[0]?.rev;
+    const baseRows = base && baseRev ? await contractRows(git, base, baseRev, roots, ctx.cache) : [];
+    const diff = diffContracts(baseRows, await contractRows(git, head, headCommit, roots, ctx.cache));
     for (const row of diff.removed) findings.push({ messageId: 'removed', data: { row }, path: row.split('::')[0], commit: headCommit });
     for (const row of diff.added) findings.push({ messageId: 'added', data: { row }, path: row.split('::')[0], commit: headCommit });
     for (const ch of diff.changed) findings.push({ messageId: 'changed', data: { from: ch.from, to: ch.to }, path: ch.to.split('::')[0], commit: headCommit });
