@@ -152,14 +152,19 @@ async function treeContract(git: Git, treeId: string, prefix: string, cache: Map
       return sub.files ? { line: `T ${e.name} ${sub.digest}`, rows: () => sub.rows, files: sub.files } : null;
     }
     if (!REGULAR.has(e.mode) || !(path.endsWith('.py') || isTypeScriptPath(path))) return null;
+    // Each file's Merkle line is kept as well ("" for a file without rows): a change in a folder
+    // of 200 files would otherwise load and hash every sibling's rows again (about 1 MB per push
+    // on the bench's 10k repository), and a restarted daemon would read all of them from disk.
+    const lineKey = `file-line:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${e.id}:${path}`;
+    const known = cache.get(lineKey);
+    if (typeof known === 'string' && (known === '' || known.startsWith(`F ${e.name} `))) {
+      if (!known) return null;
+      return { line: known, rows: () => { throw new RowsNotLoaded(`rows of ${path} are not in memory`); }, files: 1 };
+    }
     const rows = await fileRows(git, cache, { mode: e.mode, type: 'blob', id: e.id, path }, 'v1');
-    if (!rows.length) return null;
-    // The file's line is memoised too: a change in a folder of 200 files would otherwise hash
-    // every sibling's rows again (about 1 MB per push on the bench's 10k repository).
-    const lineKey = `mem:file-line:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${e.id}:${path}`;
-    let line = cache.get(lineKey) as string | undefined;
-    if (line === undefined) cache.set(lineKey, (line = `F ${e.name} ${sha256(rows.join('\n'))}`));
-    return { line, rows: () => rows, files: 1 };
+    const line = rows.length ? `F ${e.name} ${sha256(rows.join('\n'))}` : '';
+    cache.set(lineKey, line);
+    return line ? { line, rows: () => rows, files: 1 } : null;
   }));
   const kept = parts.filter((p): p is { line: string; rows: () => string[]; files: number } => p !== null);
   const tc: TreeContract = Object.assign(lazyRows(() => kept.flatMap((p) => p.rows())), {
