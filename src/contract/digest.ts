@@ -117,6 +117,11 @@ function lazyRows(build: () => string[]): { readonly rows: string[] } {
   return { get rows() { return (rows ??= build()); } };
 }
 
+/** A regular file in a language the v1 contract reads. */
+function isContractFile(mode: string, path: string): boolean {
+  return REGULAR.has(mode) && (path.endsWith('.py') || isTypeScriptPath(path));
+}
+
 /** Thrown by `rows` of a contract that was read back as a digest only; see contractRows. */
 export class RowsNotLoaded extends Error {}
 
@@ -151,7 +156,7 @@ async function treeContract(git: Git, treeId: string, prefix: string, cache: Map
       const sub = await treeContract(git, e.id, `${path}/`, cache);
       return sub.files ? { line: `T ${e.name} ${sub.digest}`, rows: () => sub.rows, files: sub.files } : null;
     }
-    if (!REGULAR.has(e.mode) || !(path.endsWith('.py') || isTypeScriptPath(path))) return null;
+    if (!isContractFile(e.mode, path)) return null;
     // Each file's Merkle line is kept as well ("" for a file without rows): a change in a folder
     // of 200 files would otherwise load and hash every sibling's rows again (about 1 MB per push
     // on the bench's 10k repository), and a restarted daemon would read all of them from disk.
@@ -182,7 +187,7 @@ async function collectRows(git: Git, treeId: string, prefix: string, cache: Map<
   const parts = await Promise.all(entries.map(async (e): Promise<string[]> => {
     const path = prefix + e.name;
     if (e.mode === '040000') return collectRows(git, e.id, `${path}/`, cache);
-    if (!REGULAR.has(e.mode) || !(path.endsWith('.py') || isTypeScriptPath(path))) return [];
+    if (!isContractFile(e.mode, path)) return [];
     return fileRows(git, cache, { mode: e.mode, type: 'blob', id: e.id, path }, 'v1');
   }));
   return parts.flat();

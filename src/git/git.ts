@@ -211,13 +211,8 @@ export class Git {
     while (!boundaries.includes(id)) {
       if (line.length >= max) return null;
       if ((await mainStore.pathId(id, null)) !== null) return null;
-      const r = await this.batchReader().read(id);
-      if (!r || r.type !== 'commit') return null;
-      const text = r.data.toString('latin1');
-      const end = text.indexOf('\n\n'); // a message may hold a "parent" line too
-      const header = end < 0 ? text : text.slice(0, end);
-      const parents = [...header.matchAll(/^parent ([0-9a-f]+)$/gm)].map((m) => m[1]!);
-      if (parents.length !== 1) return null;
+      const parents = (await this.commitHeader(id))?.parents;
+      if (parents?.length !== 1) return null;
       line.push({ id, parents });
       id = parents[0]!;
     }
@@ -269,13 +264,28 @@ export class Git {
     return first!.filter((c) => restSets.every((s) => s.has(c.path)));
   }
 
-  /** The root tree id of a commit, from the commit object. */
-  async commitTree(id: string): Promise<string> {
+  /**
+   * The header of a commit object (tree, parents, committer time), read through the batch
+   * reader; null when `id` is not a commit. Only the header is read: a message may hold lines
+   * that look like header lines.
+   */
+  async commitHeader(id: string): Promise<{ tree: string; parents: string[]; committerTime: number } | null> {
     const r = await this.batchReader().read(id);
-    if (!r || r.type !== 'commit') throw new GitError(['cat-file', '--batch-command'], 0, `${id} is not a commit`);
-    const m = /^tree ([0-9a-f]+)\n/.exec(r.data.toString('latin1', 0, 80));
-    if (!m) throw new GitError(['cat-file', '--batch-command'], 0, `commit ${id} has no tree line`);
-    return m[1]!;
+    if (!r || r.type !== 'commit') return null;
+    const text = r.data.toString('latin1');
+    const end = text.indexOf('\n\n');
+    const header = end < 0 ? text : text.slice(0, end);
+    const tree = /^tree ([0-9a-f]+)$/m.exec(header);
+    const committer = /^committer .* (\d+) [+-]\d{4}$/m.exec(header);
+    if (!tree || !committer) throw new GitError(['cat-file', '--batch-command'], 0, `commit ${id} has no ${tree ? 'committer' : 'tree'} line`);
+    return { tree: tree[1]!, parents: [...header.matchAll(/^parent ([0-9a-f]+)$/gm)].map((m) => m[1]!), committerTime: Number(committer[1]) };
+  }
+
+  /** The root tree id of a commit. */
+  async commitTree(id: string): Promise<string> {
+    const h = await this.commitHeader(id);
+    if (!h) throw new GitError(['cat-file', '--batch-command'], 0, `${id} is not a commit`);
+    return h.tree;
   }
 
   /**
@@ -380,13 +390,11 @@ export class Git {
     return out;
   }
 
-  /** Committer time of a commit, read from the commit object through the batch reader. */
+  /** Committer time of a commit. */
   async commitDate(id: string): Promise<Date> {
-    const r = await this.batchReader().read(id);
-    if (!r || r.type !== 'commit') throw new GitError(['cat-file', '--batch'], 0, `${id} is not a commit`);
-    const m = /^committer .* (\d+) [+-]\d{4}$/m.exec(r.data.toString('utf8'));
-    if (!m) throw new GitError(['cat-file', '--batch'], 0, `commit ${id} has no committer line`);
-    return new Date(Number(m[1]) * 1000);
+    const h = await this.commitHeader(id);
+    if (!h) throw new GitError(['cat-file', '--batch-command'], 0, `${id} is not a commit`);
+    return new Date(h.committerTime * 1000);
   }
 
   /** Commits touching `path`, reachable from `rev`, newest first, with their committer dates. */

@@ -14,7 +14,7 @@ import { sep } from 'node:path';
 import { Git, QUARANTINE_VARS } from '../git/git.js';
 import { ContractParseError, errorMessage } from '../errors.js';
 import { errorDecision, judgeUpdate, renderDecision } from '../policy/engine.js';
-import { loadPolicy } from '../policy/config.js';
+import { loadPolicy, type Policy } from '../policy/config.js';
 import { contractOf } from '../contract/digest.js';
 import type { RefDecision, RefUpdate, Role } from '../policy/types.js';
 import type { AuditStore } from '../audit/store.js';
@@ -164,10 +164,8 @@ export class HookService {
     if (!this.server) return;
     const git = new Git({ dir: repoDir, bare: true });
     try {
-      const head = await git.symbolicHead();
-      const tip = await git.refTip(head ?? 'refs/heads/main');
+      const { trustedTip: tip, policy } = await trustedState(git);
       if (!tip) return;
-      const policy = await loadPolicy(git, tip);
       await contractOf(git, tip, policy.contract.roots, policy.contract.format, this.opts.cache).catch((err: unknown) => {
         if (!(err instanceof ContractParseError)) throw err; // a trusted tree that does not parse: nothing to warm
       });
@@ -285,12 +283,8 @@ export class HookService {
       if (this.opts.beforeJudge) await this.opts.beforeJudge();
       const t0 = performance.now();
       const store = this.mainStore(s.repoDir);
-      const head = await store.symbolicHead();
-      const trustedRef = head ?? 'refs/heads/main';
-      const trustedTip = await store.refTip(trustedRef);
-      const trustedBranch = trustedRef.replace(/^refs\/heads\//, '');
       // One policy for the whole push: every ref is judged against the same trusted tip.
-      const policy = await loadPolicy(store, trustedTip);
+      const { trustedTip, trustedBranch, policy } = await trustedState(store);
       // Where a push's time goes, kept in the audit row (ms): setup = trusted tip and policy.
       timings.setup = Math.round(performance.now() - t0);
       const out: RefDecision[] = [];
@@ -330,6 +324,13 @@ export class HookService {
     if (items.length) this.opts.audit.confirmRefs(s.pushId, items, { repo: s.repo });
     return 'accept';
   }
+}
+
+/** The trusted branch (the bare repo's HEAD), its tip and the policy read from that tip. */
+async function trustedState(git: Git): Promise<{ trustedBranch: string; trustedTip: string | null; policy: Policy }> {
+  const trustedRef = (await git.symbolicHead()) ?? 'refs/heads/main';
+  const trustedTip = await git.refTip(trustedRef);
+  return { trustedBranch: trustedRef.replace(/^refs\/heads\//, ''), trustedTip, policy: await loadPolicy(git, trustedTip) };
 }
 
 function timedOut(u: RefUpdate, ms: number): RefDecision {
