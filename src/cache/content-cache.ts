@@ -10,7 +10,9 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { LruMap } from './lru.js';
 
-const SCHEMA_VERSION = 1;
+// 2: tree digests from before modes were read as git's checkout reads them (src/git/modes.ts)
+// could have skipped a folder stored as `40755`; such a cache is dropped, not trusted.
+const SCHEMA_VERSION = 2;
 
 function sum(text: string): string {
   return createHash('sha256').update(text).digest('hex');

@@ -4,7 +4,7 @@
 // trees), so an unchanged `src/` is a lookup and a one-file change rehashes one path.
 
 import { createHash } from 'node:crypto';
-import type { Git, TreeEntry } from '../git/git.js';
+import { isFileKind, type EntryKind, type Git, type TreeEntry } from '../git/git.js';
 import { ContractParseError } from '../errors.js';
 import { isTypeScriptPath, TS_EXTRACTOR_VERSION } from './typescript.js';
 import { initPython, PY_EXTRACTOR_VERSION, seedDigest, seedOrder } from './python.js';
@@ -19,7 +19,6 @@ export interface Contract {
   files: number;
 }
 
-const REGULAR = new Set(['100644', '100755']);
 /** Strict UTF-8 that keeps a BOM, as Python's read_text(encoding='utf-8') does; bad bytes are a parse error, not a guess. */
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
@@ -38,7 +37,7 @@ async function rootTree(git: Git, rev: string, root: string): Promise<string | n
 async function rootFiles(git: Git, rev: string, root: string): Promise<TreeEntry[]> {
   const r = normRoot(root);
   const entries = await git.lsTree(rev, { recursive: true, path: r ? `${r}/` : undefined });
-  return entries.filter((e) => e.type === 'blob' && REGULAR.has(e.mode));
+  return entries.filter((e) => e.type === 'blob' && isFileKind(e.kind));
 }
 
 function sha256(s: string): string {
@@ -118,8 +117,8 @@ function lazyRows(build: () => string[]): { readonly rows: string[] } {
 }
 
 /** A regular file in a language the v1 contract reads. */
-function isContractFile(mode: string, path: string): boolean {
-  return REGULAR.has(mode) && (path.endsWith('.py') || isTypeScriptPath(path));
+function isContractFile(kind: EntryKind, path: string): boolean {
+  return isFileKind(kind) && (path.endsWith('.py') || isTypeScriptPath(path));
 }
 
 /** Thrown by `rows` of a contract that was read back as a digest only; see contractRows. */
@@ -152,11 +151,11 @@ async function treeContract(git: Git, treeId: string, prefix: string, cache: Map
   const entries = await git.readTree(treeId);
   const parts = await Promise.all(entries.map(async (e): Promise<{ line: string; rows: () => string[]; files: number } | null> => {
     const path = prefix + e.name;
-    if (e.mode === '040000') {
+    if (e.kind === 'tree') {
       const sub = await treeContract(git, e.id, `${path}/`, cache);
       return sub.files ? { line: `T ${e.name} ${sub.digest}`, rows: () => sub.rows, files: sub.files } : null;
     }
-    if (!isContractFile(e.mode, path)) return null;
+    if (!isContractFile(e.kind, path)) return null;
     // Each file's Merkle line is kept as well ("" for a file without rows): a change in a folder
     // of 200 files would otherwise load and hash every sibling's rows again (about 1 MB per push
     // on the bench's 10k repository), and a restarted daemon would read all of them from disk.
@@ -166,7 +165,7 @@ async function treeContract(git: Git, treeId: string, prefix: string, cache: Map
       if (!known) return null;
       return { line: known, rows: () => { throw new RowsNotLoaded(`rows of ${path} are not in memory`); }, files: 1 };
     }
-    const rows = await fileRows(git, cache, { mode: e.mode, type: 'blob', id: e.id, path }, 'v1');
+    const rows = await fileRows(git, cache, { mode: e.mode, kind: e.kind, type: 'blob', id: e.id, path }, 'v1');
     const line = rows.length ? `F ${e.name} ${sha256(rows.join('\n'))}` : '';
     cache.set(lineKey, line);
     return line ? { line, rows: () => rows, files: 1 } : null;
@@ -186,9 +185,9 @@ async function collectRows(git: Git, treeId: string, prefix: string, cache: Map<
   const entries = await git.readTree(treeId);
   const parts = await Promise.all(entries.map(async (e): Promise<string[]> => {
     const path = prefix + e.name;
-    if (e.mode === '040000') return collectRows(git, e.id, `${path}/`, cache);
-    if (!isContractFile(e.mode, path)) return [];
-    return fileRows(git, cache, { mode: e.mode, type: 'blob', id: e.id, path }, 'v1');
+    if (e.kind === 'tree') return collectRows(git, e.id, `${path}/`, cache);
+    if (!isContractFile(e.kind, path)) return [];
+    return fileRows(git, cache, { mode: e.mode, kind: e.kind, type: 'blob', id: e.id, path }, 'v1');
   }));
   return parts.flat();
 }

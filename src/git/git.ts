@@ -7,6 +7,9 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { GitError } from '../errors.js';
+import { classifyMode, kindOfReportedMode, type EntryKind } from './modes.js';
+
+export { classifyMode, isFileKind, type EntryKind } from './modes.js';
 
 export type ObjectFormat = 'sha1' | 'sha256';
 
@@ -32,13 +35,26 @@ export interface Change {
   status: string; // A, D, M, T
   oldMode: string;
   newMode: string;
+  /** What each side is, as git's checkout sees it (src/git/modes.ts); null for the absent side. */
+  oldKind: EntryKind | null;
+  newKind: EntryKind | null;
   oldId: string;
   newId: string;
   path: string;
 }
 
+/** A tree entry a commit wrote with mode digits git itself never writes (e.g. `40755`, `120777`). */
+export interface OddMode {
+  path: string;
+  /** The stored digits. */
+  mode: string;
+  /** What git's checkout makes of it. */
+  kind: EntryKind;
+}
+
 export interface TreeEntry {
   mode: string;
+  kind: EntryKind;
   type: 'blob' | 'tree' | 'commit';
   id: string;
   path: string;
@@ -56,13 +72,15 @@ export interface GitOptions {
   bare?: boolean;
 }
 
-export const MODE_SYMLINK = '120000';
-export const MODE_GITLINK = '160000';
-export const MODE_TREE = '040000';
-
-/** One entry of a tree object; `raw` is the name's bytes (git orders by bytes). */
+/**
+ * One entry of a tree object; `raw` is the name's bytes (git orders by bytes). `mode` is the
+ * mode as git reports it after reading, `rawMode` the stored digits, `kind` what checkout
+ * makes of it: walkers decide on `kind`, never on the digits.
+ */
 export interface RawTreeEntry {
   mode: string;
+  rawMode: string;
+  kind: EntryKind;
   name: string;
   raw: Buffer;
   id: string;
@@ -72,21 +90,14 @@ const SLASH = Buffer.from('/');
 
 /** git's tree order: names compared as bytes, a tree's name as if it ended in "/". */
 function compareEntries(x: RawTreeEntry, y: RawTreeEntry): number {
-  const kx = x.mode === MODE_TREE ? Buffer.concat([x.raw, SLASH]) : x.raw;
-  const ky = y.mode === MODE_TREE ? Buffer.concat([y.raw, SLASH]) : y.raw;
+  const kx = x.kind === 'tree' ? Buffer.concat([x.raw, SLASH]) : x.raw;
+  const ky = y.kind === 'tree' ? Buffer.concat([y.raw, SLASH]) : y.raw;
   return Buffer.compare(kx, ky);
 }
 
-/** A tree entry's mode as git reports it (old trees may hold e.g. 100664, git shows 100644). */
-function canonicalMode(m: string): string {
-  const mode = m.padStart(6, '0');
-  if (!mode.startsWith('100')) return mode;
-  return parseInt(mode.slice(3), 8) & 0o111 ? '100755' : '100644';
-}
-
-/** The file-type family a mode belongs to; a change of family is diff's T status. */
-function modeFamily(mode: string): string {
-  return mode === MODE_SYMLINK || mode === MODE_GITLINK || mode === MODE_TREE ? mode : 'file';
+/** The file-type family of a kind; a change of family is diff's T status. */
+function family(kind: EntryKind): string {
+  return kind === 'executable' ? 'regular' : kind;
 }
 
 /** Variables that would make git read another repository or config than the one we chose. */
@@ -242,7 +253,12 @@ export class Git {
       const path = parts[i + 1]!;
       const m = /^:(\d{6}) (\d{6}) ([0-9a-f]+) ([0-9a-f]+) ([A-Z])\d*$/.exec(meta);
       if (!m) throw new GitError(['diff-tree', a, b], 0, `unparsable diff-tree line ${JSON.stringify(meta)}`);
-      changes.push({ oldMode: m[1]!, newMode: m[2]!, oldId: m[3]!, newId: m[4]!, status: m[5]!, path });
+      const status = m[5]!;
+      changes.push({
+        status, oldMode: m[1]!, newMode: m[2]!,
+        oldKind: status === 'A' ? null : kindOfReportedMode(m[1]!), newKind: status === 'D' ? null : kindOfReportedMode(m[2]!),
+        oldId: m[3]!, newId: m[4]!, path,
+      });
     }
     return changes;
   }
@@ -255,13 +271,32 @@ export class Git {
    * `diff-tree -r --no-renames`; an unchanged subtree (same id) is never opened.
    */
   async commitChanges(commit: CommitInfo): Promise<Change[]> {
+    return (await this.commitDiff(commit)).changes;
+  }
+
+  /**
+   * A commit's changes (as commitChanges) and the entries it wrote with a mode git never
+   * writes (`oddModes`): an entry counts when it differs from the parent's entry of that name
+   * (id or digits), or, for a merge, from every parent's.
+   */
+  async commitDiff(commit: CommitInfo): Promise<{ changes: Change[]; oddModes: OddMode[] }> {
     const tree = await this.commitTree(commit.id);
-    if (commit.parents.length === 0) return this.diffTrees(null, tree);
-    const perParent = await Promise.all(commit.parents.map(async (p) => this.diffTrees(await this.commitTree(p), tree)));
+    const diff = async (parentTree: string | null): Promise<{ changes: Change[]; oddModes: OddMode[] }> => {
+      const oddModes: OddMode[] = [];
+      const changes: Change[] = [];
+      await this.diffInto(parentTree, tree, '', changes, oddModes);
+      return { changes, oddModes };
+    };
+    if (commit.parents.length === 0) return diff(null);
+    const perParent = await Promise.all(commit.parents.map(async (p) => diff(await this.commitTree(p))));
     if (perParent.length === 1) return perParent[0]!;
     const [first, ...rest] = perParent;
-    const restSets = rest.map((cs) => new Set(cs.map((c) => c.path)));
-    return first!.filter((c) => restSets.every((s) => s.has(c.path)));
+    const restSets = rest.map((d) => new Set(d.changes.map((c) => c.path)));
+    const restOdd = rest.map((d) => new Set(d.oddModes.map((o) => `${o.mode} ${o.path}`)));
+    return {
+      changes: first!.changes.filter((c) => restSets.every((s) => s.has(c.path))),
+      oddModes: first!.oddModes.filter((o) => restOdd.every((s) => s.has(`${o.mode} ${o.path}`))),
+    };
   }
 
   /**
@@ -300,7 +335,8 @@ export class Git {
     return out;
   }
 
-  private async diffInto(a: string | null, b: string | null, prefix: string, out: Change[]): Promise<void> {
+  /** Changes from `a` to `b` into `out`; entries of `b` with odd digits that `a` did not have into `odd`. */
+  private async diffInto(a: string | null, b: string | null, prefix: string, out: Change[], odd?: OddMode[]): Promise<void> {
     if (a === b) return;
     const [ea, eb] = await Promise.all([a ? this.readTree(a) : [], b ? this.readTree(b) : []]);
     let i = 0;
@@ -313,29 +349,32 @@ export class Git {
         await this.emitSide(x!, 'D', prefix, out);
         i++;
       } else if (c > 0) {
-        await this.emitSide(y!, 'A', prefix, out);
+        await this.emitSide(y!, 'A', prefix, out, odd);
         j++;
       } else {
         i++;
         j++;
-        if (x!.id === y!.id && x!.mode === y!.mode) continue;
         const path = prefix + y!.name;
-        if (x!.mode === MODE_TREE) await this.diffInto(x!.id, y!.id, `${path}/`, out);
-        else out.push({ status: modeFamily(x!.mode) === modeFamily(y!.mode) ? 'M' : 'T', oldMode: x!.mode, newMode: y!.mode, oldId: x!.id, newId: y!.id, path });
+        if (x!.id === y!.id && x!.rawMode === y!.rawMode) continue;
+        if (odd && !classifyMode(y!.rawMode).canonical) odd.push({ path, mode: y!.rawMode, kind: y!.kind });
+        if (x!.id === y!.id && x!.mode === y!.mode) continue; // other digits, same meaning: git sees no change
+        if (x!.kind === 'tree') await this.diffInto(x!.id, y!.id, `${path}/`, out, odd);
+        else out.push({ status: family(x!.kind) === family(y!.kind) ? 'M' : 'T', oldMode: x!.mode, newMode: y!.mode, oldKind: x!.kind, newKind: y!.kind, oldId: x!.id, newId: y!.id, path });
       }
     }
   }
 
-  private async emitSide(e: RawTreeEntry, status: 'A' | 'D', prefix: string, out: Change[]): Promise<void> {
+  private async emitSide(e: RawTreeEntry, status: 'A' | 'D', prefix: string, out: Change[], odd?: OddMode[]): Promise<void> {
     const path = prefix + e.name;
-    if (e.mode === MODE_TREE) {
-      await this.diffInto(status === 'D' ? e.id : null, status === 'A' ? e.id : null, `${path}/`, out);
+    if (odd && status === 'A' && !classifyMode(e.rawMode).canonical) odd.push({ path, mode: e.rawMode, kind: e.kind });
+    if (e.kind === 'tree') {
+      await this.diffInto(status === 'D' ? e.id : null, status === 'A' ? e.id : null, `${path}/`, out, odd);
       return;
     }
     const zeroId = '0'.repeat(e.id.length);
     out.push(status === 'A'
-      ? { status, oldMode: '000000', newMode: e.mode, oldId: zeroId, newId: e.id, path }
-      : { status, oldMode: e.mode, newMode: '000000', oldId: e.id, newId: zeroId, path });
+      ? { status, oldMode: '000000', newMode: e.mode, oldKind: null, newKind: e.kind, oldId: zeroId, newId: e.id, path }
+      : { status, oldMode: e.mode, newMode: '000000', oldKind: e.kind, newKind: null, oldId: e.id, newId: zeroId, path });
   }
 
   /** Entries of a tree-ish, recursive when asked; `path` limits to one folder. */
@@ -350,7 +389,8 @@ export class Git {
       if (!rec) continue;
       const tab = rec.indexOf('\t');
       const [mode, type, id] = rec.slice(0, tab).split(' ');
-      entries.push({ mode: mode!, type: type as TreeEntry['type'], id: id!, path: rec.slice(tab + 1) });
+      const cls = classifyMode(mode!, `ls-tree ${treeish}`);
+      entries.push({ mode: cls.mode, kind: cls.kind, type: type as TreeEntry['type'], id: id!, path: rec.slice(tab + 1) });
     }
     return entries;
   }
@@ -383,8 +423,10 @@ export class Git {
     while (i < d.length) {
       const sp = d.indexOf(0x20, i);
       const nul = d.indexOf(0, sp);
-      if (sp < 0 || nul < 0 || nul + 1 + idLen > d.length) throw new GitError(['cat-file', '--batch'], 0, `tree ${id} is malformed`);
-      out.push({ mode: canonicalMode(d.toString('latin1', i, sp)), name: d.toString('utf8', sp + 1, nul), raw: d.subarray(sp + 1, nul), id: d.toString('hex', nul + 1, nul + 1 + idLen) });
+      if (sp < 0 || nul < 0 || nul + 1 + idLen > d.length || nul === sp + 1) throw new GitError(['cat-file', '--batch'], 0, `tree ${id} is malformed`);
+      const rawMode = d.toString('latin1', i, sp);
+      const cls = classifyMode(rawMode, `tree ${id}`);
+      out.push({ mode: cls.mode, rawMode, kind: cls.kind, name: d.toString('utf8', sp + 1, nul), raw: d.subarray(sp + 1, nul), id: d.toString('hex', nul + 1, nul + 1 + idLen) });
       i = nul + 1 + idLen;
     }
     return out;

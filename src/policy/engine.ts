@@ -2,7 +2,7 @@
 // base..head range in `check`), and turns the outcomes into a decision. Any exception is a
 // rejection with rule `error`: the engine fails closed.
 
-import { isZeroId, type Change, type CommitInfo, type Git } from '../git/git.js';
+import { isZeroId, type Change, type CommitInfo, type Git, type OddMode } from '../git/git.js';
 import { errorMessage } from '../errors.js';
 import { loadPolicy, type Policy } from './config.js';
 import { linearBase } from './ancestry.js';
@@ -65,17 +65,19 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
       newCommits = line ?? (await opts.git.newCommits(update.newId, opts.exclude ?? 'all'));
     }
     const commitsMs = Date.now() - started;
-    const changeMemo = new Map<string, Promise<Change[]>>();
+    const diffMemo = new Map<string, Promise<{ changes: Change[]; oddModes: OddMode[] }>>();
+    const diff = (commit: CommitInfo): Promise<{ changes: Change[]; oddModes: OddMode[] }> => {
+      let p = diffMemo.get(commit.id);
+      if (!p) diffMemo.set(commit.id, (p = opts.git.commitDiff(commit)));
+      return p;
+    };
     const ctx: RuleContext = {
       git: opts.git, policy, role: opts.role, mode: opts.mode, update, kind,
       trustedTip: opts.trustedTip, newCommits, cache: opts.cache ?? new Map(),
       // Only when new commits are those no ref reaches (a push): the ancestry shortcuts need it.
       linearBase: opts.exclude === undefined ? linearBase(newCommits, update.newId) : null,
-      changes(commit) {
-        let p = changeMemo.get(commit.id);
-        if (!p) changeMemo.set(commit.id, (p = opts.git.commitChanges(commit)));
-        return p;
-      },
+      changes: async (commit) => (await diff(commit)).changes,
+      oddModes: async (commit) => (await diff(commit)).oddModes,
     };
     const human = opts.role !== 'agent';
     // The rules run side by side (they mostly wait on the same cat-file reader, which then

@@ -1,7 +1,7 @@
 // The shapes every rule shares: what a rule is given (a push context), what it reports
 // (findings with a message id), and what the engine makes of them (outcomes, a decision).
 
-import type { Git, CommitInfo, Change } from '../git/git.js';
+import type { Git, CommitInfo, Change, OddMode } from '../git/git.js';
 import type { Policy } from './config.js';
 
 export type Role = 'agent' | 'human' | 'admin';
@@ -35,6 +35,8 @@ export interface RuleContext {
   linearBase: string | null;
   /** Paths a commit changes (memoised; merges as DESIGN.md says). */
   changes(commit: CommitInfo): Promise<Change[]>;
+  /** Tree entries a commit wrote with mode digits git never writes (memoised with `changes`). */
+  oddModes(commit: CommitInfo): Promise<OddMode[]>;
   /** Shared caches that live as long as the daemon (contract rows, digests). */
   cache: Map<string, unknown>;
 }

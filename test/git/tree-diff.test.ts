@@ -11,7 +11,10 @@ import { join } from 'node:path';
 import { Git } from '../../src/git/git.js';
 import { TestRepo } from '../helpers/repo.js';
 
-type Node = { kind: 'file'; mode: string; id: string } | { kind: 'tree'; children: Map<string, Node> };
+type Node = { kind: 'file'; mode: string; id: string } | { kind: 'tree'; mode?: string; children: Map<string, Node> };
+
+// Digits git stores but never writes; each reads as the canonical mode after it (src/git/modes.ts).
+const ODD: Record<string, string[]> = { '100644': ['100664', '100600', '100011'], '100755': ['100700', '100775'], '120000': ['120777'], '160000': ['160755'] };
 
 // Deterministic pseudo-random numbers so a failure can be replayed.
 function rng(seed: number): () => number {
@@ -31,20 +34,22 @@ function makeTree(r: () => number, blobs: string[], depth: number): Node {
     const name = NAMES[Math.floor(r() * NAMES.length)]!;
     children.set(name, depth > 0 && r() < 0.35 ? makeTree(r, blobs, depth - 1) : makeFile(r, blobs));
   }
-  return { kind: 'tree', children };
+  return { kind: 'tree', mode: r() < 0.2 ? '40755' : undefined, children };
 }
 
 function makeFile(r: () => number, blobs: string[]): Node {
   const x = r();
   const mode = x < 0.6 ? '100644' : x < 0.75 ? '100755' : x < 0.9 ? '120000' : '160000';
-  return { kind: 'file', mode, id: pick(r, mode, blobs) };
+  const id = pick(r, mode, blobs);
+  const odd = ODD[mode]!;
+  return { kind: 'file', mode: r() < 0.25 ? odd[Math.floor(r() * odd.length)]! : mode, id };
 }
 
 // Submodule entries point at commits that are not in the repository (as in real repos).
 const GITLINKS = ['1'.repeat(40), '2'.repeat(40), '3'.repeat(40)];
 
 function pick(r: () => number, mode: string, blobs: string[]): string {
-  const pool = mode === '160000' ? GITLINKS : blobs;
+  const pool = mode.startsWith('160') ? GITLINKS : blobs;
   return pool[Math.floor(r() * pool.length)]!;
 }
 
@@ -66,15 +71,18 @@ function mutate(r: () => number, node: Node, blobs: string[], depth: number): No
     children.set(name, r() < 0.3 && depth > 0 ? makeTree(r, blobs, depth - 1) : makeFile(r, blobs));
   }
   if (children.size === 0) children.set('keep', makeFile(r, blobs));
-  return { kind: 'tree', children };
+  return { kind: 'tree', mode: r() < 0.2 ? '40755' : undefined, children };
 }
+
+let oddWritten = 0;
 
 function writeTree(repo: TestRepo, node: Node): string {
   if (node.kind !== 'tree') throw new Error('not a tree');
   const lines: Buffer[] = [];
   for (const [name, child] of node.children) {
-    if (child.kind === 'tree') lines.push(Buffer.from(`040000 tree ${writeTree(repo, child)}\t${name}\0`));
-    else lines.push(Buffer.from(`${child.mode} ${child.mode === '160000' ? 'commit' : 'blob'} ${child.id}\t${name}\0`));
+    if (child.mode && !['100644', '100755', '120000', '160000'].includes(child.mode)) oddWritten++;
+    if (child.kind === 'tree') lines.push(Buffer.from(`${child.mode ?? '040000'} tree ${writeTree(repo, child)}\t${name}\0`));
+    else lines.push(Buffer.from(`${child.mode} ${child.mode.startsWith('160') ? 'commit' : 'blob'} ${child.id}\t${name}\0`));
   }
   return execFileSync('git', ['mktree', '-z', '--missing'], { cwd: repo.dir, input: Buffer.concat(lines) }).toString().trim();
 }
@@ -111,6 +119,7 @@ t.test('diffTrees equals git diff-tree -r --no-renames on random trees', async (
   t.equal(compared, 60);
   t.ok(nonEmpty >= 40, `${nonEmpty} of 60 pairs differ`);
   t.same([...statuses].sort(), ['A', 'D', 'M', 'T']);
+  t.ok(oddWritten > 50, `${oddWritten} entries with digits git never writes were compared`);
 });
 
 t.test('commitChanges: root commit, ordinary commit and merge agree with diff-tree', async (t) => {
@@ -229,4 +238,27 @@ t.test('pushedLine equals rev-list --not --all where it answers, and declines ot
   t.equal(await push.pushedLine(tip, [trusted], blind), null);
   // The line's length is bounded.
   t.equal(await push.pushedLine(tip, [trusted], store, 2), null);
+});
+
+t.test('commitDiff: an odd mode counts where the commit wrote it, not where a parent already had it', async (t) => {
+  const repo = TestRepo.init(t);
+  const blob = repo.git('hash-object', '-w', '--stdin', '--path', 'x'); // empty blob
+  const mk = (lines: string) => execFileSync('git', ['mktree', '-z'], { cwd: repo.dir, input: Buffer.from(lines) }).toString().trim();
+  const inner = mk(`100644 blob ${blob}\tf\0`);
+  const plain = mk(`040000 tree ${inner}\tsrc\0`);
+  const odd = mk(`40755 tree ${inner}\tsrc\x00100664 blob ${blob}\tz\0`);
+  const c = (tree: string, ...parents: string[]) => repo.git('commit-tree', tree, ...parents.flatMap((p) => ['-p', p]), '-m', 'c');
+  const base = c(plain);
+  const person = c(odd, base); // a person's commit that wrote the odd entries
+  const agent = c(plain, base);
+  const merge = c(odd, agent, person); // takes the person's tree as it is
+  const git = new Git({ dir: repo.dir });
+  t.teardown(() => git.close());
+  const wrote = await git.commitDiff({ id: person, parents: [base] });
+  t.same(wrote.oddModes.map((o) => `${o.mode} ${o.kind} ${o.path}`), ['40755 tree src', '100664 regular z']);
+  t.same(wrote.changes.map((c) => `${c.status} ${c.newMode} ${c.path}`), ['A 100644 z'], 'git sees only the new file: src reads the same');
+  const merged = await git.commitDiff({ id: merge, parents: [agent, person] });
+  t.same(merged.oddModes, [], 'a merge that keeps a parent\'s entry did not write it');
+  const root = await git.commitDiff({ id: c(odd), parents: [] });
+  t.equal(root.oddModes.length, 2, 'a root commit wrote all its entries');
 });

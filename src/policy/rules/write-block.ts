@@ -1,9 +1,12 @@
 // Rule `write-block`: the heart of the gate. Every path changed by every new commit of an
 // agent's push must be writable and not protected (protected wins), and no symlink or
 // submodule may appear. Each commit is judged on its own, so a test edit that a later
-// commit reverts is still a test-tree write.
+// commit reverts is still a test-tree write. What an entry is (folder, file, symlink,
+// submodule) comes from git's own reading of its mode (src/git/modes.ts), and an entry
+// stored with mode digits git never writes is refused: it only serves to hide something.
 
-import { MODE_GITLINK, MODE_SYMLINK, isZeroId } from '../../git/git.js';
+import { WRITTEN_MODE } from '../../git/modes.js';
+import { isZeroId } from '../../git/git.js';
 import { firstMatch, protectedMatcher, writableMatcher } from '../match.js';
 import type { Finding, Rule, RuleContext } from '../types.js';
 import { shq, short } from '../types.js';
@@ -18,6 +21,7 @@ export const writeBlock: Rule = {
     symlink: 'commit {commit} adds or changes symlink {path}; symlinks are not allowed',
     controlChar: 'commit {commit} {verb} {path}, whose name holds a control character; rename it',
     submodule: 'commit {commit} adds or changes submodule (gitlink) {path}; submodules are not allowed',
+    oddMode: 'commit {commit} stores {path} with tree mode {mode}, which git itself never writes (git checks it out as a {kind}; git writes {written}); rebuild the commit with git add/commit, not hand-made trees',
   },
   async check(ctx) {
     const { policy } = ctx;
@@ -38,13 +42,18 @@ export const writeBlock: Rule = {
           findings.push({ ...base, messageId: 'notWritable', data: { ...data, writable: policy.writable.join(', ') } });
         }
         if (/[\x00-\x1f\x7f]/.test(c.path)) findings.push({ ...base, messageId: 'controlChar', data: { ...data, path: JSON.stringify(c.path) } });
-        if (c.newMode === MODE_SYMLINK && !policy.allowSymlinks) findings.push({ ...base, messageId: 'symlink', data });
-        if (c.newMode === MODE_GITLINK && !policy.allowSubmodules) findings.push({ ...base, messageId: 'submodule', data });
+        if (c.newKind === 'symlink' && !policy.allowSymlinks) findings.push({ ...base, messageId: 'symlink', data });
+        if (c.newKind === 'gitlink' && !policy.allowSubmodules) findings.push({ ...base, messageId: 'submodule', data });
+      }
+      for (const o of await ctx.oddModes(commit)) {
+        const kind = o.kind === 'tree' ? 'folder' : o.kind === 'gitlink' ? 'submodule' : o.kind === 'executable' ? 'executable file' : o.kind === 'regular' ? 'file' : o.kind;
+        findings.push({ commit: commit.id, path: o.path, messageId: 'oddMode', data: { commit: short(commit.id), path: o.path, mode: o.mode, kind, written: WRITTEN_MODE[o.kind] } });
       }
     }
     return { findings, details: { commits: ctx.newCommits.length, paths } };
   },
   remediation(ctx, findings) {
+    if (findings.every((f) => f.messageId === 'oddMode')) return rebuildCommand(ctx);
     return stripCommand(ctx, [...new Set(findings.map((f) => f.path!).filter(Boolean))]);
   },
 };
@@ -60,6 +69,17 @@ export function stripCommand(ctx: RuleContext, paths: string[]): string {
   const branch = ctx.update.ref.replace(/^refs\/heads\//, '');
   const push = ctx.mode === 'push' ? ` && git push origin HEAD:${shq(branch)}` : '';
   return `strip the edits and push again: git reset --soft ${start} && git restore --source=${start} --staged --worktree -- ${spec} && git commit -m ${shq('agent patch (protected paths restored)')}${push}`;
+}
+
+/**
+ * For entries with odd mode digits only: commit the same work again through git's own index,
+ * which reads every mode as checkout does and writes only the digits git writes.
+ */
+export function rebuildCommand(ctx: RuleContext): string {
+  const start = startingPoint(ctx);
+  const branch = ctx.update.ref.replace(/^refs\/heads\//, '');
+  const push = ctx.mode === 'push' ? ` && git push origin HEAD:${shq(branch)}` : '';
+  return `commit the work again with git's own index and push: git reset -q ${start} && git add -A && git commit -m ${shq('agent patch (modes as git writes them)')}${push}`;
 }
 
 /** Where the agent's new work begins: the ref's old tip, else the first new commit's parent. */
