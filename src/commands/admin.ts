@@ -1,11 +1,13 @@
 // The operator's commands on a data folder: `serve`, `repo create`, `token create|list|revoke`,
 // `audit` (query), `audit show ID` (the trace of every rule checked) and `audit verify`.
 
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { AuditStore, compactRow, type AuditRow, type QueryOptions } from '../audit/store.js';
 import { TokenStore } from '../audit/tokens.js';
 import { UsageError } from '../errors.js';
 import { createRepo, normalizeRepoName, installHooks, resolveRepo } from '../server/repos.js';
+import { adminTokenPath } from '../server/admin-token.js';
 import type { Role } from '../policy/types.js';
 
 export function dbPath(data: string): string {
@@ -26,13 +28,16 @@ export async function runServe(args: { data: string; port: number; host: string;
   const srv = await startServer({ dataDir: args.data, port: args.port, host: args.host, tlsCert: args.tlsCert, tlsKey: args.tlsKey, hookTimeoutMs: args.hookTimeout * 1000 });
   const say = (l: string) => process.stdout.write(l + '\n');
   say(`patchgate: serving ${resolve(args.data, 'repos')} at ${srv.url} (audit log ${dbPath(args.data)})`);
-  if (srv.firstAdminSecret) {
-    say('patchgate: first start: an admin token was created. It is shown once; store it now.');
+  if (srv.adminTokenFile) {
+    // The secret itself never goes to the output: logs are kept and read more widely than the data folder.
+    say(`patchgate: first start: an admin token was created and written to ${srv.adminTokenFile} (mode 0600).`);
+    say('  Read it once, store it somewhere safe, then delete the file.');
     say('  next steps:');
     say(`    patchgate repo create app --data ${args.data}`);
     say(`    patchgate token create agent-1 --role agent --data ${args.data}`);
     say(`    git remote add gate http://agent-1:TOKEN@${srv.url.replace(/^https?:\/\//, '')}/app.git`);
-    say(`admin token: ${srv.firstAdminSecret}`);
+  } else if (existsSync(adminTokenPath(resolve(args.data)))) {
+    say(`patchgate: ${adminTokenPath(resolve(args.data))} still holds the first admin token; delete it once the token is stored elsewhere`);
   }
   let closing = false;
   const stop = (sig: string) => {

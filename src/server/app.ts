@@ -15,6 +15,7 @@ import { FailureLimiter, parseBasic, DEFAULT_LIMITER, type LimiterOptions } from
 import { HookService } from './hook-service.js';
 import { ContentCache, PersistentCache } from '../cache/content-cache.js';
 import { checkHooks, listRepos, normalizeRepoName, reposDir, resolveRepo, createRepo } from './repos.js';
+import { writeAdminToken } from './admin-token.js';
 
 export interface ServerOptions {
   dataDir: string;
@@ -35,8 +36,10 @@ export interface RunningServer {
   audit: AuditStore;
   tokens: TokenStore;
   hooks: HookService;
-  /** A one-time admin secret when this start created the first token. */
+  /** A one-time admin secret when this start created the first token (never printed). */
   firstAdminSecret: string | null;
+  /** Where that secret was written (`<data>/admin-token`, mode 0600), or null. */
+  adminTokenFile: string | null;
   /** Stop taking requests, let in-flight pushes finish, close everything. */
   close(): Promise<void>;
 }
@@ -59,7 +62,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const audit = AuditStore.open(join(dataDir, 'patchgate.db'));
   const tokens = new TokenStore(audit);
   let firstAdminSecret: string | null = null;
-  if (tokens.count() === 0) firstAdminSecret = tokens.create('admin', 'admin', { actor: 'serve (first start)' });
+  let adminTokenFile: string | null = null;
+  if (tokens.count() === 0) {
+    firstAdminSecret = tokens.create('admin', 'admin', { actor: 'serve (first start)' });
+    adminTokenFile = writeAdminToken(dataDir, firstAdminSecret, () => tokens.revoke('admin', { actor: 'serve (first start)' }));
+  }
 
   // --- repositories: every hook must be ours, or the repo is not served (checked again on every request)
   for (const name of listRepos(dataDir)) {
@@ -257,5 +264,5 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     disk.close();
   };
 
-  return { url, port, audit, tokens, hooks, firstAdminSecret, close };
+  return { url, port, audit, tokens, hooks, firstAdminSecret, adminTokenFile, close };
 }
