@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { AuditStore, compactRow, type AuditRow, type QueryOptions } from '../audit/store.js';
 import { TokenStore } from '../audit/tokens.js';
 import { UsageError } from '../errors.js';
-import { createRepo, normalizeRepoName, installHooks, resolveRepo } from '../server/repos.js';
+import { createRepo, ensureRepoConfig, normalizeRepoName, installHooks, resolveRepo } from '../server/repos.js';
 import { adminTokenPath } from '../server/admin-token.js';
 import type { Role } from '../policy/types.js';
 
@@ -53,16 +53,17 @@ export async function runServe(args: { data: string; port: number; host: string;
 export async function runRepoCreate(args: { data: string; name: string; trusted: string }): Promise<string[]> {
   const dir = await createRepo(resolve(args.data), args.name, args.trusted);
   withStore(args.data, (s) => s.appendAdmin({ actor: 'cli', action: 'repo.create', subject: normalizeRepoName(args.name), detail: { dir, trusted: args.trusted } }));
-  return [`created ${dir} (trusted branch ${args.trusted}, hooks installed, receive.fsckObjects on)`];
+  return [`created ${dir} (trusted branch ${args.trusted}, hooks installed, receive.fsckObjects on, packs over 1 GiB refused)`];
 }
 
-export function runRepoHooks(args: { data: string; name: string }): string[] {
+export async function runRepoHooks(args: { data: string; name: string }): Promise<string[]> {
   const name = normalizeRepoName(args.name);
   const dir = resolveRepo(resolve(args.data), name);
   if (!dir) throw new UsageError(`no repository ${name} under ${resolve(args.data, 'repos')}`);
+  const config = await ensureRepoConfig(dir);
   installHooks(dir);
-  withStore(args.data, (s) => s.appendAdmin({ actor: 'cli', action: 'repo.hooks', subject: name, detail: { dir } }));
-  return [`reinstalled patchgate hooks in ${dir}`];
+  withStore(args.data, (s) => s.appendAdmin({ actor: 'cli', action: 'repo.hooks', subject: name, detail: { dir, config } }));
+  return [`reinstalled patchgate hooks in ${dir}${config.length ? ` and set ${config.join(', ')}` : ''}`];
 }
 
 export function runTokenCreate(args: { data: string; name: string; role: Role; repos?: string; expires?: number }): string[] {

@@ -14,7 +14,7 @@ import { ConfigError, errorMessage, UsageError } from '../errors.js';
 import { FailureLimiter, parseBasic, DEFAULT_LIMITER, type LimiterOptions } from './auth.js';
 import { HookService } from './hook-service.js';
 import { ContentCache, PersistentCache } from '../cache/content-cache.js';
-import { checkHooks, listRepos, normalizeRepoName, reposDir, resolveRepo, createRepo } from './repos.js';
+import { checkHooks, ensureRepoConfig, listRepos, normalizeRepoName, reposDir, resolveRepo, createRepo } from './repos.js';
 import { writeAdminToken } from './admin-token.js';
 
 export interface ServerOptions {
@@ -74,6 +74,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const state = dir ? checkHooks(dir) : { ok: false as const, reason: 'repository path escapes the data folder' };
     if (!state.ok) {
       log(`patchgate: NOT serving repository ${name}: ${state.reason} (reinstall with: patchgate repo hooks ${name})`);
+    } else {
+      // git's push limits, also on repositories made before them; the policy's limits apply in the hook either way.
+      const set = await ensureRepoConfig(dir!).catch((err: unknown) => (log(`patchgate: repository ${name}: could not set git's push limits: ${errorMessage(err)}`), []));
+      if (set.length) log(`patchgate: repository ${name}: set ${set.join(', ')}`);
     }
   }
 
@@ -97,7 +101,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     registered.add(action);
     const who = identities.get(action.req as http.IncomingMessage);
     if (!who) return action.reject(403, 'patchgate: unauthenticated push');
-    action.once('service', (ps: { pid?: number; on(ev: string, f: () => void): void }) => {
+    action.once('service', (ps: { pid?: number; stdin?: NodeJS.WritableStream | null; on(ev: string, f: () => void): void }) => {
+      // receive-pack may exit before the whole request is piped in (index-pack refusing a pack
+      // over receive.maxInputSize): node-git-server then writes to a closed pipe, and an EPIPE
+      // without a listener would end the server.
+      ps.stdin?.on('error', () => {});
       if (!ps.pid) return;
       const pid = ps.pid;
       servicePids.add(pid);
