@@ -137,7 +137,7 @@ export function buildCli(argv: string[]): Argv {
       .command('hooks <name>', 'reinstall patchgate\'s hooks in a repository', (y2) => y2
         .positional('name', { type: 'string', demandOption: true })
         .option('data', dataOpt),
-      (a) => guarded(async () => out((await admin()).runRepoHooks({ data: a.data, name: a.name }))))
+      (a) => guarded(async () => out(await (await admin()).runRepoHooks({ data: a.data, name: a.name }))))
       .demandCommand(1, 'name a repo command: create or hooks'))
     .command('token', 'access tokens: `token create|list|revoke`', (y) => y
       .command('create <name>', 'create a token; the secret is the last line of output', (y2) => y2

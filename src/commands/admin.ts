@@ -1,11 +1,13 @@
 // The operator's commands on a data folder: `serve`, `repo create`, `token create|list|revoke`,
 // `audit` (query), `audit show ID` (the trace of every rule checked) and `audit verify`.
 
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { AuditStore, compactRow, type AuditRow, type QueryOptions } from '../audit/store.js';
 import { TokenStore } from '../audit/tokens.js';
 import { UsageError } from '../errors.js';
-import { createRepo, normalizeRepoName, installHooks, resolveRepo } from '../server/repos.js';
+import { createRepo, ensureRepoConfig, normalizeRepoName, installHooks, resolveRepo } from '../server/repos.js';
+import { adminTokenPath } from '../server/admin-token.js';
 import type { Role } from '../policy/types.js';
 
 export function dbPath(data: string): string {
@@ -26,13 +28,16 @@ export async function runServe(args: { data: string; port: number; host: string;
   const srv = await startServer({ dataDir: args.data, port: args.port, host: args.host, tlsCert: args.tlsCert, tlsKey: args.tlsKey, hookTimeoutMs: args.hookTimeout * 1000 });
   const say = (l: string) => process.stdout.write(l + '\n');
   say(`patchgate: serving ${resolve(args.data, 'repos')} at ${srv.url} (audit log ${dbPath(args.data)})`);
-  if (srv.firstAdminSecret) {
-    say('patchgate: first start: an admin token was created. It is shown once; store it now.');
+  if (srv.adminTokenFile) {
+    // The secret itself never goes to the output: logs are kept and read more widely than the data folder.
+    say(`patchgate: first start: an admin token was created and written to ${srv.adminTokenFile} (mode 0600).`);
+    say('  Read it once, store it somewhere safe, then delete the file.');
     say('  next steps:');
     say(`    patchgate repo create app --data ${args.data}`);
     say(`    patchgate token create agent-1 --role agent --data ${args.data}`);
     say(`    git remote add gate http://agent-1:TOKEN@${srv.url.replace(/^https?:\/\//, '')}/app.git`);
-    say(`admin token: ${srv.firstAdminSecret}`);
+  } else if (existsSync(adminTokenPath(resolve(args.data)))) {
+    say(`patchgate: ${adminTokenPath(resolve(args.data))} still holds the first admin token; delete it once the token is stored elsewhere`);
   }
   let closing = false;
   const stop = (sig: string) => {
@@ -48,16 +53,17 @@ export async function runServe(args: { data: string; port: number; host: string;
 export async function runRepoCreate(args: { data: string; name: string; trusted: string }): Promise<string[]> {
   const dir = await createRepo(resolve(args.data), args.name, args.trusted);
   withStore(args.data, (s) => s.appendAdmin({ actor: 'cli', action: 'repo.create', subject: normalizeRepoName(args.name), detail: { dir, trusted: args.trusted } }));
-  return [`created ${dir} (trusted branch ${args.trusted}, hooks installed, receive.fsckObjects on)`];
+  return [`created ${dir} (trusted branch ${args.trusted}, hooks installed, receive.fsckObjects on, packs over 1 GiB refused)`];
 }
 
-export function runRepoHooks(args: { data: string; name: string }): string[] {
+export async function runRepoHooks(args: { data: string; name: string }): Promise<string[]> {
   const name = normalizeRepoName(args.name);
   const dir = resolveRepo(resolve(args.data), name);
   if (!dir) throw new UsageError(`no repository ${name} under ${resolve(args.data, 'repos')}`);
+  const config = await ensureRepoConfig(dir);
   installHooks(dir);
-  withStore(args.data, (s) => s.appendAdmin({ actor: 'cli', action: 'repo.hooks', subject: name, detail: { dir } }));
-  return [`reinstalled patchgate hooks in ${dir}`];
+  withStore(args.data, (s) => s.appendAdmin({ actor: 'cli', action: 'repo.hooks', subject: name, detail: { dir, config } }));
+  return [`reinstalled patchgate hooks in ${dir}${config.length ? ` and set ${config.join(', ')}` : ''}`];
 }
 
 export function runTokenCreate(args: { data: string; name: string; role: Role; repos?: string; expires?: number }): string[] {

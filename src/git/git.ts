@@ -4,7 +4,8 @@
 // quarantine by passing the hook's object-directory variables to every child.
 
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { open, readdir, readFile, stat } from 'node:fs/promises';
+import type { Dirent } from 'node:fs';
 import { join } from 'node:path';
 import { GitError } from '../errors.js';
 import { classifyMode, kindOfReportedMode, type EntryKind } from './modes.js';
@@ -448,6 +449,28 @@ export class Git {
     });
   }
 
+  /**
+   * The inflated size of an object (a blob by id, or `rev:path`) from its header alone,
+   * through the batch reader's `info`: nothing is inflated, however large it is. Null when absent.
+   */
+  async objectSize(spec: string): Promise<number | null> {
+    return (await this.batchReader().header(spec))?.size ?? null;
+  }
+
+  private quarantine: Promise<QuarantineStats | null> | null = null;
+
+  /**
+   * What a push brought, read from receive-pack's quarantine folder (GIT_QUARANTINE_PATH)
+   * without a git process: loose objects are counted and their files sized, each pack is
+   * sized and counted by its index's fan-out table (whose last entry is the object count).
+   * Nothing is inflated. Null outside a quarantine (e.g. `patchgate check`). A layout it
+   * does not know throws GitError, so the caller refuses.
+   */
+  quarantineStats(): Promise<QuarantineStats | null> {
+    this.quarantine ??= readQuarantine(this.env.GIT_QUARANTINE_PATH);
+    return this.quarantine;
+  }
+
   /** Start the object reader process now rather than at the first read. */
   start(): void {
     this.batchReader();
@@ -461,6 +484,68 @@ export class Git {
   close(): void {
     this.batch?.close();
     this.batch = null;
+  }
+}
+
+export interface QuarantineStats {
+  objects: number;
+  /** Bytes on disk: pack files plus loose object files (compressed, as received). */
+  bytes: number;
+  packs: number;
+  loose: number;
+}
+
+const LOOSE_DIR = /^[0-9a-f]{2}$/;
+const LOOSE_NAME = /^(?:[0-9a-f]{38}|[0-9a-f]{62})$/;
+const IDX_V2_MAGIC = Buffer.from([0xff, 0x74, 0x4f, 0x63]);
+
+async function readQuarantine(dir: string | undefined): Promise<QuarantineStats | null> {
+  if (!dir) return null;
+  const fail = (why: string, cause?: unknown) => new GitError(['(quarantine)', dir], null, why, { cause });
+  const stats: QuarantineStats = { objects: 0, bytes: 0, packs: 0, loose: 0 };
+  let top: Dirent[];
+  try {
+    top = await readdir(dir, { withFileTypes: true });
+  } catch (err) {
+    throw fail(`cannot list the push's quarantine: ${(err as Error).message}`, err);
+  }
+  for (const e of top) {
+    if (e.isDirectory() && LOOSE_DIR.test(e.name)) {
+      for (const f of await readdir(join(dir, e.name))) {
+        if (!LOOSE_NAME.test(f)) continue;
+        stats.loose++;
+        stats.bytes += (await stat(join(dir, e.name, f))).size;
+      }
+    } else if (e.isDirectory() && e.name === 'pack') {
+      for (const f of await readdir(join(dir, 'pack'))) {
+        if (f.endsWith('.pack')) {
+          stats.packs++;
+          stats.bytes += (await stat(join(dir, 'pack', f))).size;
+        } else if (f.endsWith('.idx')) {
+          stats.objects += await idxObjectCount(join(dir, 'pack', f)).catch((err: unknown) => {
+            throw fail(`cannot read pack index ${f}: ${(err as Error).message}`, err);
+          });
+        }
+      }
+    }
+  }
+  stats.objects += stats.loose;
+  return stats;
+}
+
+/** The object count of a pack index (v1 or v2): the last entry of its 256-entry fan-out table. */
+async function idxObjectCount(path: string): Promise<number> {
+  const fh = await open(path, 'r');
+  try {
+    const head = Buffer.alloc(8 + 256 * 4);
+    const { bytesRead } = await fh.read(head, 0, head.length, 0);
+    const v2 = head.subarray(0, 4).equals(IDX_V2_MAGIC);
+    if (v2 && head.readUInt32BE(4) !== 2) throw new Error(`unknown index version ${head.readUInt32BE(4)}`);
+    const fanout = v2 ? 8 : 0;
+    if (bytesRead < fanout + 256 * 4) throw new Error('index too short');
+    return head.readUInt32BE(fanout + 255 * 4);
+  } finally {
+    await fh.close();
   }
 }
 

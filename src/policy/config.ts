@@ -20,6 +20,17 @@ export const DEFAULT_PROTECTED: readonly string[] = [
 
 const globList = z.array(z.string().min(1));
 
+/**
+ * Push size limits by default. Generous for a person seeding a repository, far below what
+ * would hurt the server; a person lowers or raises them in the policy file. The server's own
+ * git caps (receive.maxInputSize, core.bigFileThreshold) are in src/server/repos.ts.
+ */
+export const DEFAULT_LIMITS = {
+  maxPushBytes: 512 * 1024 * 1024,
+  maxObjects: 500_000,
+  maxBlobBytes: 32 * 1024 * 1024,
+} as const;
+
 const PolicySchema = z.strictObject({
   trustedBranch: z.string().min(1).default('main'),
   writable: globList.default(['src/**']),
@@ -45,6 +56,16 @@ const PolicySchema = z.strictObject({
     path: z.string().min(1).default('ci/flake-ledger.jsonl'),
     maxDays: z.number().int().positive().max(3650).default(30),
   }).prefault({}),
+  // --- push size limits (pack bombs): checked first, for everyone, before any rule reads a blob.
+  limits: z.strictObject({
+    /** Bytes a push may bring (its pack, as stored in the quarantine). git's receive.maxInputSize is the hard cap above it. */
+    maxPushBytes: z.number().int().positive().default(DEFAULT_LIMITS.maxPushBytes),
+    /** Objects a push may bring. */
+    maxObjects: z.number().int().positive().default(DEFAULT_LIMITS.maxObjects),
+    /** Size of any one new blob, inflated (what reading it would cost). */
+    maxBlobBytes: z.number().int().positive().default(DEFAULT_LIMITS.maxBlobBytes),
+  }).prefault({}),
+  // --- end of push size limits
 });
 
 export type Policy = z.infer<typeof PolicySchema> & {

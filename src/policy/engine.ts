@@ -7,8 +7,8 @@ import { errorMessage } from '../errors.js';
 import { loadPolicy, type Policy } from './config.js';
 import { linearBase } from './ancestry.js';
 import { RULE_ROW, tableRow } from './decision-table.js';
-import { RULES } from './rules/index.js';
-import type { Reason, RefDecision, RefUpdate, Role, RuleContext, RuleOutcome, UpdateKind } from './types.js';
+import { PRE_RULES, RULES } from './rules/index.js';
+import type { Reason, RefDecision, RefUpdate, Role, Rule, RuleContext, RuleOutcome, UpdateKind } from './types.js';
 import { formatMessage, short } from './types.js';
 
 export interface JudgeOptions {
@@ -80,23 +80,28 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
       oddModes: async (commit) => (await diff(commit)).oddModes,
     };
     const human = opts.role !== 'agent';
-    // The rules run side by side (they mostly wait on the same cat-file reader, which then
-    // answers back to back) and are read in order: outcomes, the first failing rule and an
-    // error are exactly what running them one after another would give.
-    const runs = RULES.map((rule) => {
-      if (rule.id === 'refs' && opts.mode === 'check' && !opts.checkRefs) return null;
+    const run = (rule: Rule) => {
       const t0 = Date.now();
       return rule.check(ctx).then(
         (res) => ({ res, ms: Date.now() - t0 }),
         (err: unknown) => ({ err, ms: Date.now() - t0 }),
       );
-    });
-    const results = await Promise.all(runs);
-    for (let i = 0; i < RULES.length; i++) {
-      const rule = RULES[i]!;
+    };
+    // The size limits run first and alone: a pack bomb is refused before any rule reads it.
+    // Then the rules run side by side (they mostly wait on the same cat-file reader, which
+    // then answers back to back) and are read in order: outcomes, the first failing rule and
+    // an error are exactly what running them one after another would give.
+    const rules: Rule[] = [...PRE_RULES];
+    const results: Array<Awaited<ReturnType<typeof run>> | null | 'over-limit'> = await Promise.all(PRE_RULES.map(run));
+    const overLimit = results.some((r) => r && r !== 'over-limit' && ('err' in r || r.res.findings.length > 0));
+    rules.push(...RULES);
+    if (overLimit) results.push(...RULES.map(() => 'over-limit' as const));
+    else results.push(...(await Promise.all(RULES.map((rule) => (rule.id === 'refs' && opts.mode === 'check' && !opts.checkRefs ? null : run(rule))))));
+    for (let i = 0; i < rules.length; i++) {
+      const rule = rules[i]!;
       const r = results[i];
-      if (!r) {
-        outcomes.push({ rule: rule.id, status: 'skipped', findings: [], details: { why: 'no ref update in check mode' }, ms: 0 });
+      if (!r || r === 'over-limit') {
+        outcomes.push({ rule: rule.id, status: 'skipped', findings: [], details: { why: r ? 'the push is over a size limit; nothing of it was read' : 'no ref update in check mode' }, ms: 0 });
         continue;
       }
       if ('err' in r) {

@@ -1,6 +1,8 @@
-// Path matching for the write-block. Protected patterns match case-insensitively after
-// Unicode NFC, so `Tests/x.py` or a decomposed "tésts/" cannot slip past `tests/**`;
-// writable patterns match exactly (a path is writable only as written).
+// Path and ref matching. Protected patterns (paths for the write-block, branches for the
+// refs rule) match case-insensitively after Unicode NFC, so `Tests/x.py`, `Release/1` or a
+// decomposed "tésts/" cannot slip past `tests/**` or `release/**` (they collide with the
+// protected name on a case-insensitive or normalising client); writable patterns match
+// exactly (a path is writable only as written).
 
 import picomatch from 'picomatch';
 
@@ -38,6 +40,24 @@ export function protectedMatcher(patterns: readonly string[]): Matcher {
 
 export function writableMatcher(patterns: readonly string[]): Matcher {
   return compile(patterns, false);
+}
+
+/**
+ * Protected branch patterns (`release/**`), matched like protected paths: case-insensitive,
+ * after NFC, and `release/**` also covers the branch `release` itself.
+ */
+export function protectedBranchMatcher(patterns: readonly string[]): Matcher {
+  return compile(patterns, true);
+}
+
+/** A ref or branch name folded as the protected matchers fold it: NFC, then lower case. */
+export function foldName(name: string): string {
+  return name.normalize('NFC').toLowerCase();
+}
+
+/** Whether two branch names are the same name to a case-insensitive, normalising client. */
+export function sameBranch(a: string, b: string): boolean {
+  return a === b || foldName(a) === foldName(b) || a.normalize('NFC').toUpperCase() === b.normalize('NFC').toUpperCase();
 }
 
 /** The first pattern that matches, for messages. */

@@ -14,7 +14,8 @@ import { ConfigError, errorMessage, UsageError } from '../errors.js';
 import { FailureLimiter, parseBasic, DEFAULT_LIMITER, type LimiterOptions } from './auth.js';
 import { HookService } from './hook-service.js';
 import { ContentCache, PersistentCache } from '../cache/content-cache.js';
-import { checkHooks, listRepos, normalizeRepoName, reposDir, resolveRepo, createRepo } from './repos.js';
+import { checkHooks, ensureRepoConfig, listRepos, normalizeRepoName, reposDir, resolveRepo, createRepo } from './repos.js';
+import { writeAdminToken } from './admin-token.js';
 
 export interface ServerOptions {
   dataDir: string;
@@ -35,8 +36,10 @@ export interface RunningServer {
   audit: AuditStore;
   tokens: TokenStore;
   hooks: HookService;
-  /** A one-time admin secret when this start created the first token. */
+  /** A one-time admin secret when this start created the first token (never printed). */
   firstAdminSecret: string | null;
+  /** Where that secret was written (`<data>/admin-token`, mode 0600), or null. */
+  adminTokenFile: string | null;
   /** Stop taking requests, let in-flight pushes finish, close everything. */
   close(): Promise<void>;
 }
@@ -59,7 +62,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const audit = AuditStore.open(join(dataDir, 'patchgate.db'));
   const tokens = new TokenStore(audit);
   let firstAdminSecret: string | null = null;
-  if (tokens.count() === 0) firstAdminSecret = tokens.create('admin', 'admin', { actor: 'serve (first start)' });
+  let adminTokenFile: string | null = null;
+  if (tokens.count() === 0) {
+    firstAdminSecret = tokens.create('admin', 'admin', { actor: 'serve (first start)' });
+    adminTokenFile = writeAdminToken(dataDir, firstAdminSecret, () => tokens.revoke('admin', { actor: 'serve (first start)' }));
+  }
 
   // --- repositories: every hook must be ours, or the repo is not served (checked again on every request)
   for (const name of listRepos(dataDir)) {
@@ -67,6 +74,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const state = dir ? checkHooks(dir) : { ok: false as const, reason: 'repository path escapes the data folder' };
     if (!state.ok) {
       log(`patchgate: NOT serving repository ${name}: ${state.reason} (reinstall with: patchgate repo hooks ${name})`);
+    } else {
+      // git's push limits, also on repositories made before them; the policy's limits apply in the hook either way.
+      const set = await ensureRepoConfig(dir!).catch((err: unknown) => (log(`patchgate: repository ${name}: could not set git's push limits: ${errorMessage(err)}`), []));
+      if (set.length) log(`patchgate: repository ${name}: set ${set.join(', ')}`);
     }
   }
 
@@ -90,7 +101,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     registered.add(action);
     const who = identities.get(action.req as http.IncomingMessage);
     if (!who) return action.reject(403, 'patchgate: unauthenticated push');
-    action.once('service', (ps: { pid?: number; on(ev: string, f: () => void): void }) => {
+    action.once('service', (ps: { pid?: number; stdin?: NodeJS.WritableStream | null; on(ev: string, f: () => void): void }) => {
+      // receive-pack may exit before the whole request is piped in (index-pack refusing a pack
+      // over receive.maxInputSize): node-git-server then writes to a closed pipe, and an EPIPE
+      // without a listener would end the server.
+      ps.stdin?.on('error', () => {});
       if (!ps.pid) return;
       const pid = ps.pid;
       servicePids.add(pid);
@@ -257,5 +272,5 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     disk.close();
   };
 
-  return { url, port, audit, tokens, hooks, firstAdminSecret, close };
+  return { url, port, audit, tokens, hooks, firstAdminSecret, adminTokenFile, close };
 }

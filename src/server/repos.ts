@@ -1,7 +1,8 @@
 // Repositories under `<data>/repos`: name checks (no `..`, no absolute paths, no symlink
 // escapes), creation with our hooks and `receive.fsckObjects`, and the start-up check that
 // every repository's hooks are byte-for-byte ours. A repo with a missing or foreign hook is
-// never served.
+// never served. Each repository also gets git's own push limits (REPO_GIT_CONFIG), at
+// creation, on `repo hooks NAME` and at server start.
 
 import { existsSync, readFileSync, realpathSync, readdirSync, copyFileSync, chmodSync, statSync, mkdirSync } from 'node:fs';
 import { join, sep } from 'node:path';
@@ -38,6 +39,47 @@ export function resolveRepo(dataDir: string, name: string): string | null {
   return real;
 }
 
+/**
+ * git settings every served repository carries. `receive.maxInputSize` makes index-pack
+ * refuse a pack past 1 GiB as it arrives (git's hard cap, above the policy's
+ * limits.maxPushBytes, which refuses with a clearer message); `core.bigFileThreshold` makes
+ * index-pack and unpack-objects stream any blob over 32 MiB instead of inflating it in
+ * memory, so a 1 GB blob of zeros packed into 1 MB costs the server a few MB of memory.
+ * `enforced` keys are reset to our value at every check; the others are set only when unset,
+ * so an operator may change them with `git config` in the repository.
+ */
+export const REPO_GIT_CONFIG: ReadonlyArray<{ key: string; value: string; enforced: boolean }> = [
+  { key: 'receive.fsckobjects', value: 'true', enforced: true },
+  { key: 'receive.denynonfastforwards', value: 'false', enforced: false },
+  { key: 'http.receivepack', value: 'true', enforced: false },
+  { key: 'receive.maxinputsize', value: String(1024 * 1024 * 1024), enforced: false },
+  { key: 'core.bigfilethreshold', value: String(32 * 1024 * 1024), enforced: false },
+];
+
+/** Bring a repository's config up to REPO_GIT_CONFIG; returns the keys it set. */
+export async function ensureRepoConfig(repoDir: string): Promise<string[]> {
+  const git = new Git({ dir: repoDir });
+  try {
+    const { stdout } = await git.run(['config', '--local', '--list', '-z']);
+    const have = new Map<string, string>();
+    for (const rec of stdout.toString('utf8').split('\0')) {
+      const nl = rec.indexOf('\n');
+      if (rec) have.set((nl < 0 ? rec : rec.slice(0, nl)).toLowerCase(), nl < 0 ? '' : rec.slice(nl + 1));
+    }
+    const set: string[] = [];
+    for (const c of REPO_GIT_CONFIG) {
+      const cur = have.get(c.key);
+      if (cur === undefined || (c.enforced && cur !== c.value)) {
+        await git.run(['config', '--local', c.key, c.value]);
+        set.push(c.key);
+      }
+    }
+    return set;
+  } finally {
+    git.close();
+  }
+}
+
 export async function createRepo(dataDir: string, rawName: string, trustedBranch = 'main'): Promise<string> {
   const name = normalizeRepoName(rawName);
   const dir = join(reposDir(dataDir), `${name}.git`);
@@ -46,12 +88,10 @@ export async function createRepo(dataDir: string, rawName: string, trustedBranch
   const git = new Git({ dir });
   try {
     await git.run(['init', '-q', '--bare', `--initial-branch=${trustedBranch}`, '.']);
-    await git.run(['config', 'receive.fsckObjects', 'true']);
-    await git.run(['config', 'receive.denyNonFastForwards', 'false']);
-    await git.run(['config', 'http.receivepack', 'true']);
   } finally {
     git.close();
   }
+  await ensureRepoConfig(dir);
   installHooks(dir);
   return dir;
 }

@@ -1,8 +1,10 @@
 // Rule `refs`: which refs an agent may move, and how. A force-push back to an ancestor adds
 // no commit, so the write-block would see nothing, yet it can drop a human's test: only
 // fast-forward updates of ordinary branches other than the trusted one are allowed.
+// The trusted and protected branch names match case-insensitively after Unicode NFC, as
+// protected paths do: `Main` or `Release/1` is the same folder to a case-insensitive client.
 
-import picomatch from 'picomatch';
+import { firstMatch, protectedBranchMatcher, sameBranch } from '../match.js';
 import { isAncestorOfNew } from '../ancestry.js';
 import type { Rule, Finding } from '../types.js';
 import { short } from '../types.js';
@@ -14,8 +16,8 @@ export const refs: Rule = {
   messages: {
     outsideHeads: 'ref {ref} is not a branch (refs/heads/*); agents may only push branches',
     tag: 'ref {ref} is a tag; agents may not create or move tags',
-    trustedBranch: 'ref {ref} is the trusted branch {branch}; agents may not push to it',
-    protectedBranch: 'ref {ref} matches protected branch pattern {pattern}; agents may not push to it',
+    trustedBranch: 'ref {ref} is the trusted branch {branch} (names match case-insensitively); agents may not push to it',
+    protectedBranch: 'ref {ref} matches protected branch pattern {pattern} (case-insensitive); agents may not push to it',
     delete: 'ref {ref} would be deleted; agents may not delete refs',
     nonFastForward: 'ref {ref}: {old} -> {new} is not a fast-forward (history would be rewritten)',
   },
@@ -30,9 +32,10 @@ export const refs: Rule = {
       if (!rp.allowOutsideHeads) findings.push({ messageId: 'outsideHeads', data: { ref } });
     } else {
       const branch = ref.slice('refs/heads/'.length);
-      if (branch === policy.trustedBranch) findings.push({ messageId: 'trustedBranch', data: { ref, branch } });
-      const pattern = rp.protectedBranches.find((p) => picomatch(p, { dot: true })(branch));
-      if (pattern) findings.push({ messageId: 'protectedBranch', data: { ref, pattern } });
+      if (sameBranch(branch, policy.trustedBranch)) findings.push({ messageId: 'trustedBranch', data: { ref, branch: policy.trustedBranch } });
+      if (protectedBranchMatcher(rp.protectedBranches)(branch)) {
+        findings.push({ messageId: 'protectedBranch', data: { ref, pattern: firstMatch(rp.protectedBranches, branch, true) ?? '?' } });
+      }
     }
     if (kind === 'delete' && !rp.allowDeletes) findings.push({ messageId: 'delete', data: { ref } });
     if (kind === 'update' && !rp.allowNonFastForward && !(await isAncestorOfNew(ctx, update.oldId, update.newId))) {

@@ -1,0 +1,72 @@
+// Rule `limits`: a pack bomb stops here, before any other rule reads a blob. A push may bring
+// at most `limits.maxObjects` objects and `limits.maxPushBytes` bytes (counted from the
+// receive-pack quarantine's files), and no new blob over `limits.maxBlobBytes` (sizes from
+// object headers via cat-file `info`, so a 1 GB blob of zeros packed into a few kB is never
+// inflated). It applies to people too: the other rules read blobs for everyone. The engine
+// runs it alone and first; when it fails, the other rules are skipped.
+
+import { MODE_GITLINK, MODE_TREE, isZeroId } from '../../git/git.js';
+import type { Finding, Rule } from '../types.js';
+import { short } from '../types.js';
+import { stripCommand } from './write-block.js';
+
+/** Bytes for people: 1536 -> "1.5 KiB". */
+export function formatBytes(n: number): string {
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return u === 0 ? `${n} bytes` : `${v.toFixed(v < 10 ? 1 : 0)} ${units[u]}`;
+}
+
+export const limits: Rule = {
+  id: 'limits',
+  description: 'A push may bring at most limits.maxObjects objects and limits.maxPushBytes bytes, and no blob over limits.maxBlobBytes.',
+  waivedForHumans: false,
+  messages: {
+    tooManyObjects: 'the push brings {objects} objects, over limits.maxObjects ({max}); nothing else was checked',
+    tooManyBytes: 'the push brings {bytes} of objects, over limits.maxPushBytes ({max}); nothing else was checked',
+    blobTooLarge: 'commit {commit} {verb} {path}, a blob of {size}, over limits.maxBlobBytes ({max})',
+  },
+  async check(ctx) {
+    const l = ctx.policy.limits;
+    const findings: Finding[] = [];
+    const q = await ctx.git.quarantineStats();
+    if (q && q.objects > l.maxObjects) findings.push({ messageId: 'tooManyObjects', data: { objects: q.objects, max: l.maxObjects } });
+    if (q && q.bytes > l.maxPushBytes) findings.push({ messageId: 'tooManyBytes', data: { bytes: formatBytes(q.bytes), max: formatBytes(l.maxPushBytes) } });
+    const details: Record<string, unknown> = q ? { objects: q.objects, bytes: q.bytes, packs: q.packs, loose: q.loose } : {};
+    // An oversized push stops before its trees are walked: that walk is what it would make costly.
+    if (findings.length) return { findings, details };
+    const blobs = new Map<string, { commit: string; path: string; verb: string }>();
+    for (const commit of ctx.newCommits) {
+      for (const c of await ctx.changes(commit)) {
+        if (c.status === 'D' || isZeroId(c.newId) || c.newMode === MODE_GITLINK || c.newMode === MODE_TREE) continue;
+        if (!blobs.has(c.newId)) blobs.set(c.newId, { commit: commit.id, path: c.path, verb: c.status === 'A' ? 'adds' : 'changes' });
+      }
+    }
+    const ids = [...blobs.keys()];
+    const sizes = await Promise.all(ids.map((id) => ctx.git.objectSize(id)));
+    let largest = 0;
+    for (let i = 0; i < ids.length; i++) {
+      const size = sizes[i];
+      const where = blobs.get(ids[i]!)!;
+      if (size === null || size === undefined) throw new Error(`blob ${short(ids[i]!)} at ${where.path} (commit ${short(where.commit)}) is missing from the push`);
+      largest = Math.max(largest, size);
+      if (size > l.maxBlobBytes) {
+        findings.push({ messageId: 'blobTooLarge', commit: where.commit, path: where.path, data: { commit: short(where.commit), path: where.path, verb: where.verb, size: formatBytes(size), max: formatBytes(l.maxBlobBytes) } });
+      }
+    }
+    return { findings, details: { ...details, blobs: ids.length, largestBlob: largest } };
+  },
+  remediation(ctx, findings) {
+    const raise = 'if a person decides the repository should take it, they raise `limits` in ci/patchgate.json on the trusted branch first';
+    const paths = [...new Set(findings.filter((f) => f.messageId === 'blobTooLarge').map((f) => f.path!))];
+    if (paths.length) {
+      return `large files do not belong in the repository: take them out of every new commit and push again (${stripCommand(ctx, paths).replace(/^strip the edits and push again: /, '')}); ${raise}`;
+    }
+    return `split the work into smaller pushes (fewer commits and objects per push), or drop generated or vendored files from it; ${raise}`;
+  },
+};
