@@ -297,6 +297,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     // Node's own limits as a backstop to the per-request deadlines of guardRequest.
     server.headersTimeout = Math.min(60_000, limits.otherTimeoutMs);
     server.requestTimeout = limits.requestTimeoutMs + 60_000;
+    server.timeout = limits.idleTimeoutMs; // an idle connection, before or between requests, is closed
     server.on('clientError', (_err, socket) => {
       if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
       socket.destroy();

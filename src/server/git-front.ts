@@ -134,13 +134,14 @@ export function preparePost(req: http.IncomingMessage, res: http.ServerResponse,
   const { limits } = deps;
   return new Promise((resolvePrepared) => {
     let settled = false;
+    let started = false; // reading the body has begun (stop() has something to stop)
     const settle = (v: http.IncomingMessage | null): void => {
       if (settled) return;
       settled = true;
       resolvePrepared(v);
     };
     const refuse = (err: RequestError): void => {
-      stop();
+      if (started) stop();
       if (!res.headersSent) deps.send(res, err.status, `patchgate: ${err.message}`, { Connection: 'close' });
       // Whatever is still coming is not read; the connection is closed once the refusal is out.
       res.once('finish', () => req.socket.destroySoon?.());
@@ -171,6 +172,7 @@ export function preparePost(req: http.IncomingMessage, res: http.ServerResponse,
     }
 
     let reader: CommandSectionReader | null = new CommandSectionReader(service, limits.maxCommandBytes);
+    started = true;
     let total = 0;
     let ended = false;
     const endView = (): void => {
@@ -228,7 +230,7 @@ export function preparePost(req: http.IncomingMessage, res: http.ServerResponse,
       try {
         done = reader.push(chunk);
       } catch (err) {
-        return refuse(new RequestError(err instanceof PktLineError && /longer than/.test(err.message) ? 413 : 400, errorMessage(err), { cause: err }));
+        return refuse(new RequestError(err instanceof PktLineError && err.tooLarge ? 413 : 400, errorMessage(err), { cause: err }));
       }
       if (!done) return;
       reader = null;

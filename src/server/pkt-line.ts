@@ -15,9 +15,12 @@ export type GitService = 'receive-pack' | 'upload-pack';
 
 /** A request body that git would never send; the message says what was wrong. */
 export class PktLineError extends Error {
-  constructor(message: string) {
+  /** The section grew past the size limit (as opposed to being malformed). */
+  readonly tooLarge: boolean;
+  constructor(message: string, tooLarge = false) {
     super(message);
     this.name = 'PktLineError';
+    this.tooLarge = tooLarge;
   }
 }
 
@@ -82,7 +85,7 @@ export class CommandSectionReader {
       this.check(payload, this.lines.length);
       this.lines.push(payload);
     }
-    if (this.buf.length > this.maxBytes) throw new PktLineError(`the ref commands are longer than ${this.maxBytes} bytes`);
+    if (this.buf.length > this.maxBytes) throw new PktLineError(`the command section (ref commands or want lines) is longer than ${this.maxBytes} bytes`, true);
     return null;
   }
 
