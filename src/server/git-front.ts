@@ -73,16 +73,17 @@ export interface FrontDeps {
 
 /**
  * Deadlines and error listeners that every request gets, git or not: the request, the
- * response and the socket each have an error listener, an idle connection is closed, and
- * a request that is not finished after `ms` is answered 503 (if nothing was sent yet) and
+ * response and the socket each have an error listener, and a request that is not finished after `ms` is answered 503 (if nothing was sent yet) and
  * its connection closed.
  */
 export function guardRequest(req: http.IncomingMessage, res: http.ServerResponse, deps: FrontDeps, ms: number, onExpire?: () => void): void {
   const quiet = (): void => {};
   req.on('error', quiet);
   res.on('error', quiet);
+  // A kept-alive socket serves several requests: its listener goes with the request. (Idle
+  // sockets are closed by the server's own `timeout`, set to limits.idleTimeoutMs.)
   req.socket.on('error', quiet);
-  req.socket.setTimeout(deps.limits.idleTimeoutMs, () => req.socket.destroy());
+  res.on('close', () => req.socket.off('error', quiet));
   const timer = setTimeout(() => {
     onExpire?.();
     if (!res.headersSent) deps.send(res, 503, `patchgate: request took longer than ${Math.round(ms / 1000)} s; refused (nothing was changed unless git already reported it)`, { Connection: 'close' });
