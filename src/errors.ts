@@ -60,6 +60,22 @@ export class UsageError extends PatchgateError {
   }
 }
 
+/** A client request the HTTP front refuses before git sees it: carries the HTTP status. */
+export class RequestError extends PatchgateError {
+  readonly status: number;
+  constructor(status: number, message: string, options?: { cause?: unknown }) {
+    super('REQUEST', message, options);
+    this.status = status;
+  }
+}
+
+/** The server could not start: the data folder is in use, or the port could not be bound. */
+export class StartupError extends PatchgateError {
+  constructor(code: 'LOCKED' | 'LISTEN', message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+  }
+}
+
 export function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message;
   return String(err);

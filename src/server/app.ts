@@ -1,21 +1,27 @@
 // The gate server, wired in one ordered sequence you can read top to bottom:
 // config -> storage (audit log, tokens) -> repositories and their hooks -> hook daemon ->
 // HTTP front (health, authenticate EVERY request, repo checks, API, git) -> shutdown.
-// node-git-server only runs the git protocol; it never decides who may do what.
+// node-git-server only runs the git protocol; it never decides who may do what, and it never
+// sees a client's request: ./git-front.ts reads and checks the body and hands it a stand-in.
+// The data folder is locked for the server's life (./datadir-lock.ts).
 
 import http from 'node:http';
+import type { ChildProcess } from 'node:child_process';
 import https from 'node:https';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Git as GitServer } from 'node-git-server';
 import { AuditStore, newPushId, type QueryOptions } from '../audit/store.js';
 import { TokenStore, allowsRepo, type AuthenticatedToken } from '../audit/tokens.js';
-import { ConfigError, errorMessage, UsageError } from '../errors.js';
+import { ConfigError, errorMessage, StartupError, UsageError } from '../errors.js';
 import { FailureLimiter, parseBasic, DEFAULT_LIMITER, type LimiterOptions } from './auth.js';
 import { HookService } from './hook-service.js';
 import { ContentCache, PersistentCache } from '../cache/content-cache.js';
 import { checkHooks, ensureRepoConfig, listRepos, normalizeRepoName, reposDir, resolveRepo, createRepo } from './repos.js';
 import { writeAdminToken } from './admin-token.js';
+import { DEFAULT_LIMITS, guardRequest, preparePost, prepareGet, trackChild, type FrontDeps, type RequestLimits } from './git-front.js';
+import { lockDataDir } from './datadir-lock.js';
+import { auditHealth, fileIdentity, hookHealth } from './health.js';
 
 export interface ServerOptions {
   dataDir: string;
@@ -25,6 +31,8 @@ export interface ServerOptions {
   tlsKey?: string;
   hookTimeoutMs?: number;
   limiter?: LimiterOptions;
+  /** Deadlines and size limits per request (defaults: DEFAULT_LIMITS in ./git-front.ts). */
+  limits?: Partial<RequestLimits>;
   /** Test seam passed to the hook daemon. */
   beforeJudge?: () => Promise<void>;
   log?: (line: string) => void;
@@ -56,221 +64,284 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   if (!Number.isInteger(opts.port) || opts.port < 0 || opts.port > 65535) throw new ConfigError('--port', `not a port number: ${opts.port}`);
   const hookTimeoutMs = opts.hookTimeoutMs ?? 30_000;
   if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) throw new ConfigError('--tls-cert/--tls-key', 'give both or neither');
+  const limits: RequestLimits = { ...DEFAULT_LIMITS, ...opts.limits };
   mkdirSync(reposDir(dataDir), { recursive: true });
 
-  // --- storage
-  const audit = AuditStore.open(join(dataDir, 'patchgate.db'));
-  const tokens = new TokenStore(audit);
-  let firstAdminSecret: string | null = null;
-  let adminTokenFile: string | null = null;
-  if (tokens.count() === 0) {
-    firstAdminSecret = tokens.create('admin', 'admin', { actor: 'serve (first start)' });
-    adminTokenFile = writeAdminToken(dataDir, firstAdminSecret, () => tokens.revoke('admin', { actor: 'serve (first start)' }));
-  }
-
-  // --- repositories: every hook must be ours, or the repo is not served (checked again on every request)
-  for (const name of listRepos(dataDir)) {
-    const dir = resolveRepo(dataDir, name);
-    const state = dir ? checkHooks(dir) : { ok: false as const, reason: 'repository path escapes the data folder' };
-    if (!state.ok) {
-      log(`patchgate: NOT serving repository ${name}: ${state.reason} (reinstall with: patchgate repo hooks ${name})`);
-    } else {
-      // git's push limits, also on repositories made before them; the policy's limits apply in the hook either way.
-      const set = await ensureRepoConfig(dir!).catch((err: unknown) => (log(`patchgate: repository ${name}: could not set git's push limits: ${errorMessage(err)}`), []));
-      if (set.length) log(`patchgate: repository ${name}: set ${set.join(', ')}`);
-    }
-  }
-
-  // --- hook daemon
-  const disk = new PersistentCache(join(dataDir, 'cache.db'));
-  const cache = new ContentCache(disk);
-  const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge });
-  await hooks.start();
-  for (const name of listRepos(dataDir)) {
-    const dir = resolveRepo(dataDir, name);
-    if (dir && checkHooks(dir).ok) hooks.warmRepo(dir);
-  }
-
-  // --- git protocol (node-git-server), never trusted with identity
-  const identities = new WeakMap<http.IncomingMessage, Identity>();
-  const servicePids = new Set<number>();
-  const gitServer = new GitServer((dir?: string) => join(reposDir(dataDir), dir ?? ''), { autoCreate: false });
-  const registered = new WeakSet<object>();
-  const onReceive = (action: any): void => {
-    if (registered.has(action)) return action.accept();
-    registered.add(action);
-    const who = identities.get(action.req as http.IncomingMessage);
-    if (!who) return action.reject(403, 'patchgate: unauthenticated push');
-    action.once('service', (ps: { pid?: number; stdin?: NodeJS.WritableStream | null; on(ev: string, f: () => void): void }) => {
-      // receive-pack may exit before the whole request is piped in (index-pack refusing a pack
-      // over receive.maxInputSize): node-git-server then writes to a closed pipe, and an EPIPE
-      // without a listener would end the server.
-      ps.stdin?.on('error', () => {});
-      if (!ps.pid) return;
-      const pid = ps.pid;
-      servicePids.add(pid);
-      hooks.sessions.set(pid, {
-        pid, pushId: newPushId(), repo: who.repo, repoDir: who.repoDir, actor: who.name, role: who.role,
-        remoteAddr: who.remoteAddr, userAgent: who.userAgent, decisions: new Map(), confirmed: new Set(),
-      });
-      ps.on('exit', () => {
-        servicePids.delete(pid);
-        hooks.endSession(pid);
-        if (draining && servicePids.size === 0) drained?.();
-      });
-    });
-    action.accept();
-  };
-  gitServer.on('push', onReceive);
-  gitServer.on('tag', onReceive);
-  for (const ev of ['fetch', 'info', 'head'] as const) gitServer.on(ev as 'fetch', (a: { accept(): void }) => a.accept());
-
-  // --- HTTP front
-  const limiter = new FailureLimiter(opts.limiter ?? DEFAULT_LIMITER);
-  let draining = false;
-  let drained: (() => void) | null = null;
-
-  const send = (res: http.ServerResponse, code: number, body: string, headers: Record<string, string> = {}): void => {
-    if (res.headersSent) return void res.end();
-    res.writeHead(code, { 'Content-Type': 'text/plain; charset=utf-8', ...headers });
-    res.end(body.endsWith('\n') ? body : body + '\n');
-  };
-
-  const authenticate = async (req: http.IncomingMessage, res: http.ServerResponse, repo: string | null): Promise<AuthenticatedToken | null> => {
-    const addr = req.socket.remoteAddress ?? 'unknown';
-    if (limiter.blocked(addr)) {
-      send(res, 429, 'patchgate: too many failed logins from this address; wait and retry', { 'Retry-After': '600' });
-      return null;
-    }
-    const creds = parseBasic(req.headers.authorization);
-    if (!creds) {
-      // git sends credentials only after a 401 challenge; a missing header is not a failure yet.
-      send(res, 401, 'patchgate: authentication required (HTTP Basic, token as password)', { 'WWW-Authenticate': 'Basic realm="patchgate"' });
-      return null;
-    }
-    const token = tokens.authenticate(creds.secret);
-    if (!token) {
-      const delay = limiter.fail(addr);
-      audit.appendAuthFailure({ remoteAddr: addr, user: creds.user, repo, reason: 'bad or revoked token' });
-      if (delay) await new Promise((r) => setTimeout(r, delay));
-      send(res, 401, 'patchgate: bad credentials', { 'WWW-Authenticate': 'Basic realm="patchgate"' });
-      return null;
-    }
-    limiter.succeed(addr);
-    return token;
-  };
-
-  const handleApi = async (req: http.IncomingMessage, res: http.ServerResponse, url: URL): Promise<void> => {
-    const token = await authenticate(req, res, null);
-    if (!token) return;
-    if (url.pathname === '/api/audit' && req.method === 'GET') {
-      if (token.role === 'agent') return send(res, 403, 'patchgate: agents may not read the audit log');
-      const q: QueryOptions = {};
-      for (const k of ['repo', 'actor', 'verdict', 'since', 'until', 'kind'] as const) {
-        const v = url.searchParams.get(k);
-        if (v !== null) q[k] = v;
-      }
-      const limit = url.searchParams.get('limit');
-      if (limit !== null) q.limit = Number(limit);
+  // --- one server per data folder; everything opened from here on is closed again if the start fails
+  const lock = lockDataDir(dataDir);
+  const undo: Array<() => unknown> = [() => lock.release()];
+  try {
+    return await startLocked();
+  } catch (err) {
+    for (const f of undo.reverse()) {
       try {
-        const rows = audit.query(q);
+        await f();
+      } catch {
+        // best effort: the start already failed with `err`
+      }
+    }
+    throw err;
+  }
+
+  async function startLocked(): Promise<RunningServer> {
+    // --- storage
+    const dbPath = join(dataDir, 'patchgate.db');
+    const audit = AuditStore.open(dbPath);
+    undo.push(() => audit.close());
+    const dbIdentity = fileIdentity(dbPath);
+    const tokens = new TokenStore(audit);
+
+    // --- repositories: every hook must be ours, or the repo is not served (checked again on every request)
+    for (const name of listRepos(dataDir)) {
+      const dir = resolveRepo(dataDir, name);
+      const state = dir ? checkHooks(dir) : { ok: false as const, reason: 'repository path escapes the data folder' };
+      if (!state.ok) {
+        log(`patchgate: NOT serving repository ${name}: ${state.reason} (reinstall with: patchgate repo hooks ${name})`);
+      } else {
+        // git's push limits, also on repositories made before them; the policy's limits apply in the hook either way.
+        const set = await ensureRepoConfig(dir!).catch((err: unknown) => (log(`patchgate: repository ${name}: could not set git's push limits: ${errorMessage(err)}`), []));
+        if (set.length) log(`patchgate: repository ${name}: set ${set.join(', ')}`);
+      }
+    }
+
+    // --- hook daemon
+    const disk = new PersistentCache(join(dataDir, 'cache.db'));
+    undo.push(() => disk.close());
+    const cache = new ContentCache(disk);
+    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge });
+    undo.push(() => hooks.stop());
+    await hooks.start();
+    for (const name of listRepos(dataDir)) {
+      const dir = resolveRepo(dataDir, name);
+      if (dir && checkHooks(dir).ok) hooks.warmRepo(dir);
+    }
+
+    // --- git protocol (node-git-server), never trusted with identity
+    const identities = new WeakMap<http.IncomingMessage, Identity>();
+    const servicePids = new Set<number>();
+    const gitServer = new GitServer((dir?: string) => join(reposDir(dataDir), dir ?? ''), { autoCreate: false });
+    const registered = new WeakSet<object>();
+    // node-git-server's objects re-emit errors of the response and of git's child: each gets a listener.
+    const onGitError = (err: unknown): void => log(`patchgate: git request error: ${errorMessage(err)}`);
+    const onReceive = (action: any): void => {
+      if (registered.has(action)) return action.accept();
+      registered.add(action);
+      action.on('error', onGitError);
+      const who = identities.get(action.req as http.IncomingMessage);
+      if (!who) return action.reject(403, 'patchgate: unauthenticated push');
+      action.once('service', (ps: ChildProcess) => {
+        trackChild(action.req, ps, log);
+        if (!ps.pid) return;
+        const pid = ps.pid;
+        servicePids.add(pid);
+        hooks.sessions.set(pid, {
+          pid, pushId: newPushId(), repo: who.repo, repoDir: who.repoDir, actor: who.name, role: who.role,
+          remoteAddr: who.remoteAddr, userAgent: who.userAgent, decisions: new Map(), confirmed: new Set(),
+        });
+        ps.on('exit', () => {
+          servicePids.delete(pid);
+          hooks.endSession(pid);
+          if (draining && servicePids.size === 0) drained?.();
+        });
+      });
+      action.accept();
+    };
+    gitServer.on('push', onReceive);
+    gitServer.on('tag', onReceive);
+    gitServer.on('fetch', (a: any) => {
+      if (registered.has(a)) return a.accept();
+      registered.add(a);
+      a.on('error', onGitError);
+      a.once('service', (ps: ChildProcess) => trackChild(a.req, ps, log));
+      a.accept();
+    });
+    for (const ev of ['info', 'head'] as const) {
+      gitServer.on(ev as 'fetch', (a: any) => {
+        a.on('error', onGitError);
+        a.accept();
+      });
+    }
+
+    // --- HTTP front
+    const limiter = new FailureLimiter(opts.limiter ?? DEFAULT_LIMITER);
+    let draining = false;
+    let drained: (() => void) | null = null;
+
+    const send = (res: http.ServerResponse, code: number, body: string, headers: Record<string, string> = {}): void => {
+      if (res.headersSent) return void res.end();
+      res.writeHead(code, { 'Content-Type': 'text/plain; charset=utf-8', ...headers });
+      res.end(body.endsWith('\n') ? body : body + '\n');
+    };
+
+    const authenticate = async (req: http.IncomingMessage, res: http.ServerResponse, repo: string | null): Promise<AuthenticatedToken | null> => {
+      const addr = req.socket.remoteAddress ?? 'unknown';
+      if (limiter.blocked(addr)) {
+        send(res, 429, 'patchgate: too many failed logins from this address; wait and retry', { 'Retry-After': '600' });
+        return null;
+      }
+      const creds = parseBasic(req.headers.authorization);
+      if (!creds) {
+        // git sends credentials only after a 401 challenge; a missing header is not a failure yet.
+        send(res, 401, 'patchgate: authentication required (HTTP Basic, token as password)', { 'WWW-Authenticate': 'Basic realm="patchgate"' });
+        return null;
+      }
+      const token = tokens.authenticate(creds.secret);
+      if (!token) {
+        const delay = limiter.fail(addr);
+        audit.appendAuthFailure({ remoteAddr: addr, user: creds.user, repo, reason: 'bad or revoked token' });
+        if (delay) await new Promise((r) => setTimeout(r, delay));
+        send(res, 401, 'patchgate: bad credentials', { 'WWW-Authenticate': 'Basic realm="patchgate"' });
+        return null;
+      }
+      limiter.succeed(addr);
+      return token;
+    };
+
+    const handleApi = async (req: http.IncomingMessage, res: http.ServerResponse, url: URL): Promise<void> => {
+      const token = await authenticate(req, res, null);
+      if (!token) return;
+      if (url.pathname === '/api/audit' && req.method === 'GET') {
+        if (token.role === 'agent') return send(res, 403, 'patchgate: agents may not read the audit log');
+        const q: QueryOptions = {};
+        for (const k of ['repo', 'actor', 'verdict', 'since', 'until', 'kind'] as const) {
+          const v = url.searchParams.get(k);
+          if (v !== null) q[k] = v;
+        }
+        const limit = url.searchParams.get('limit');
+        if (limit !== null) q.limit = Number(limit);
+        try {
+          const rows = audit.query(q);
+          res.writeHead(200, { 'Content-Type': 'application/x-ndjson' });
+          res.end(rows.map((r) => JSON.stringify(r) + '\n').join(''));
+        } catch (err) {
+          if (err instanceof UsageError) return send(res, 400, `patchgate: ${err.message}`);
+          throw err;
+        }
+        return;
+      }
+      if (url.pathname === '/api/repos' && req.method === 'POST') {
+        if (token.role !== 'admin') return send(res, 403, 'patchgate: only admin tokens manage repositories');
+        const name = url.searchParams.get('name') ?? '';
+        try {
+          const dir = await createRepo(dataDir, name);
+          audit.appendAdmin({ actor: token.name, action: 'repo.create', subject: normalizeRepoName(name), detail: { via: 'api' } });
+          return send(res, 201, `created ${dir}`);
+        } catch (err) {
+          if (err instanceof UsageError) return send(res, 400, `patchgate: ${err.message}`);
+          throw err;
+        }
+      }
+      if (url.pathname === '/api/tokens' && req.method === 'GET') {
+        if (token.role !== 'admin') return send(res, 403, 'patchgate: only admin tokens list tokens');
         res.writeHead(200, { 'Content-Type': 'application/x-ndjson' });
-        res.end(rows.map((r) => JSON.stringify(r) + '\n').join(''));
-      } catch (err) {
-        if (err instanceof UsageError) return send(res, 400, `patchgate: ${err.message}`);
-        throw err;
+        return void res.end(tokens.list().map((r) => JSON.stringify(r) + '\n').join(''));
       }
-      return;
-    }
-    if (url.pathname === '/api/repos' && req.method === 'POST') {
-      if (token.role !== 'admin') return send(res, 403, 'patchgate: only admin tokens manage repositories');
-      const name = url.searchParams.get('name') ?? '';
+      send(res, 404, 'patchgate: no such API route');
+    };
+
+    const handleGit = async (req: http.IncomingMessage, res: http.ServerResponse, url: URL, m: RegExpExecArray): Promise<void> => {
+      let name: string;
       try {
-        const dir = await createRepo(dataDir, name);
-        audit.appendAdmin({ actor: token.name, action: 'repo.create', subject: normalizeRepoName(name), detail: { via: 'api' } });
-        return send(res, 201, `created ${dir}`);
-      } catch (err) {
-        if (err instanceof UsageError) return send(res, 400, `patchgate: ${err.message}`);
-        throw err;
+        name = normalizeRepoName(decodeURIComponent(m[1]!));
+      } catch {
+        return send(res, 400, 'patchgate: bad repository name');
       }
-    }
-    if (url.pathname === '/api/tokens' && req.method === 'GET') {
-      if (token.role !== 'admin') return send(res, 403, 'patchgate: only admin tokens list tokens');
-      res.writeHead(200, { 'Content-Type': 'application/x-ndjson' });
-      return void res.end(tokens.list().map((r) => JSON.stringify(r) + '\n').join(''));
-    }
-    send(res, 404, 'patchgate: no such API route');
-  };
-
-  const handleGit = async (req: http.IncomingMessage, res: http.ServerResponse, url: URL, m: RegExpExecArray): Promise<void> => {
-    let name: string;
-    try {
-      name = normalizeRepoName(decodeURIComponent(m[1]!));
-    } catch {
-      return send(res, 400, 'patchgate: bad repository name');
-    }
-    const token = await authenticate(req, res, name);
-    if (!token) return;
-    if (!allowsRepo(token, name)) {
-      audit.appendAuthFailure({ remoteAddr: req.socket.remoteAddress ?? null, user: token.name, repo: name, reason: 'token has no grant for this repository' });
-      return send(res, 403, `patchgate: token ${token.name} has no grant for repository ${name}`);
-    }
-    const repoDir = resolveRepo(dataDir, name);
-    if (!repoDir) return send(res, 404, `patchgate: no repository ${name}`);
-    const state = checkHooks(repoDir);
-    if (!state.ok) return send(res, 503, `patchgate: repository ${name} is not served: ${state.reason}`);
-    const service = m[2] === 'info/refs' ? url.searchParams.get('service') : m[2];
-    if (service !== null && service !== 'git-upload-pack' && service !== 'git-receive-pack' && m[2] !== 'HEAD') return send(res, 403, 'patchgate: service not available');
-    identities.set(req, { ...token, remoteAddr: req.socket.remoteAddress ?? 'unknown', userAgent: req.headers['user-agent'] ?? null, repo: name, repoDir });
-    if (m[2] === 'git-receive-pack') {
-      // node-git-server waits for ref commands it understands; a push it cannot parse must not hang.
-      const watchdog = setTimeout(() => {
-        if (!res.headersSent) send(res, 400, 'patchgate: push not understood (only refs/heads and refs/tags are accepted)');
-      }, 15_000);
-      res.on('close', () => clearTimeout(watchdog));
-    }
-    gitServer.handle(req, res);
-  };
-
-  const onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
-    void (async () => {
-      const url = new URL(req.url ?? '/', 'http://patchgate');
-      if (url.pathname === '/healthz') return send(res, draining ? 503 : 200, draining ? 'draining' : 'ok');
+      const token = await authenticate(req, res, name);
+      if (!token) return;
+      if (!allowsRepo(token, name)) {
+        audit.appendAuthFailure({ remoteAddr: req.socket.remoteAddress ?? null, user: token.name, repo: name, reason: 'token has no grant for this repository' });
+        return send(res, 403, `patchgate: token ${token.name} has no grant for repository ${name}`);
+      }
+      const repoDir = resolveRepo(dataDir, name);
+      if (!repoDir) return send(res, 404, `patchgate: no repository ${name}`);
+      const state = checkHooks(repoDir);
+      if (!state.ok) return send(res, 503, `patchgate: repository ${name} is not served: ${state.reason}`);
+      const service = m[2] === 'info/refs' ? url.searchParams.get('service') : m[2];
+      if (service !== null && service !== 'git-upload-pack' && service !== 'git-receive-pack' && m[2] !== 'HEAD') return send(res, 403, 'patchgate: service not available');
+      // node-git-server gets a stand-in for the request: a POST only once its command section was read and checked.
+      const post = m[2] === 'git-receive-pack' || m[2] === 'git-upload-pack';
+      if (post !== (req.method === 'POST')) return send(res, 405, `patchgate: ${req.method} is not the method for ${m[2]}`);
+      const view = post ? await preparePost(req, res, m[2] === 'git-receive-pack' ? 'receive-pack' : 'upload-pack', front) : prepareGet(req, res, front);
+      if (!view) return;
       if (draining) return send(res, 503, 'patchgate: shutting down; retry shortly', { Connection: 'close' });
-      if (url.pathname.startsWith('/api/')) return handleApi(req, res, url);
-      const m = GIT_ROUTE.exec(url.pathname);
-      if (m) return handleGit(req, res, url, m);
-      if (url.pathname.includes('..') || url.pathname.includes('%2e%2e') || url.pathname.includes('%2E%2E')) return send(res, 400, 'patchgate: bad path');
-      return send(res, 404, 'patchgate: not found');
-    })().catch((err) => {
-      log(`patchgate: request error: ${errorMessage(err)}`);
-      send(res, 500, 'patchgate: internal error; nothing was changed');
+      identities.set(view, { ...token, remoteAddr: req.socket.remoteAddress ?? 'unknown', userAgent: req.headers['user-agent'] ?? null, repo: name, repoDir });
+      gitServer.handle(view, res);
+    };
+
+    const front: FrontDeps = { limits, send, log, orphanGraceMs: hookTimeoutMs + 60_000 };
+
+    /** Every part a push needs; an empty list is healthy. */
+    const health = async (): Promise<string[]> => {
+      if (draining) return ['draining'];
+      const down = [await hookHealth(hooks), auditHealth(audit, dbPath, dbIdentity)];
+      return down.filter((d): d is string => d !== null);
+    };
+
+    const onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+      const isGit = GIT_ROUTE.test((req.url ?? '/').split('?')[0]!);
+      guardRequest(req, res, front, isGit ? limits.requestTimeoutMs : limits.otherTimeoutMs);
+      void (async () => {
+        const url = new URL(req.url ?? '/', 'http://patchgate');
+        if (url.pathname === '/healthz') {
+          const down = await health();
+          return send(res, down.length ? 503 : 200, down.length ? `down: ${down.join('; ')}` : 'ok');
+        }
+        if (draining) return send(res, 503, 'patchgate: shutting down; retry shortly', { Connection: 'close' });
+        if (url.pathname.startsWith('/api/')) return handleApi(req, res, url);
+        const m = GIT_ROUTE.exec(url.pathname);
+        if (m) return handleGit(req, res, url, m);
+        if (url.pathname.includes('..') || url.pathname.includes('%2e%2e') || url.pathname.includes('%2E%2E')) return send(res, 400, 'patchgate: bad path');
+        return send(res, 404, 'patchgate: not found');
+      })().catch((err) => {
+        log(`patchgate: request error: ${errorMessage(err)}`);
+        send(res, 500, 'patchgate: internal error; nothing was changed');
+      });
+    };
+
+    const server = opts.tlsCert
+      ? https.createServer({ cert: readFileSync(opts.tlsCert), key: readFileSync(opts.tlsKey!) }, onRequest)
+      : http.createServer(onRequest);
+    // Node's own limits as a backstop to the per-request deadlines of guardRequest.
+    server.headersTimeout = Math.min(60_000, limits.otherTimeoutMs);
+    server.requestTimeout = limits.requestTimeoutMs + 60_000;
+    server.timeout = limits.idleTimeoutMs; // an idle connection, before or between requests, is closed
+    server.on('clientError', (_err, socket) => {
+      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+      socket.destroy();
     });
-  };
-
-  const server = opts.tlsCert
-    ? https.createServer({ cert: readFileSync(opts.tlsCert), key: readFileSync(opts.tlsKey!) }, onRequest)
-    : http.createServer(onRequest);
-  await new Promise<void>((resolveListen, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port, opts.host, () => resolveListen());
-  });
-  const port = (server.address() as { port: number }).port;
-  const url = `${opts.tlsCert ? 'https' : 'http'}://${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${port}`;
-
-  // --- shutdown: refuse new work, let in-flight pushes finish, then close
-  const close = async (): Promise<void> => {
-    if (draining) return;
-    draining = true;
-    await new Promise<void>((r) => server.close(() => r()));
-    if (servicePids.size > 0) {
-      await Promise.race([new Promise<void>((r) => (drained = r)), new Promise((r) => setTimeout(r, hookTimeoutMs + 5000))]);
+    await new Promise<void>((resolveListen, reject) => {
+      server.once('error', (err: NodeJS.ErrnoException) => {
+        const hint = err.code === 'EADDRINUSE' ? ': the address is in use (another server on this port?); choose another --port' : '';
+        reject(new StartupError('LISTEN', `cannot listen on ${opts.host}:${opts.port}: ${err.code ?? errorMessage(err)}${hint}`, { cause: err }));
+      });
+      server.listen(opts.port, opts.host, () => resolveListen());
+    });
+    server.on('error', (err) => log(`patchgate: server error: ${errorMessage(err)}`));
+    // Only once the server is up: a start that fails must not mint the one-time admin token unseen.
+    let firstAdminSecret: string | null = null;
+    let adminTokenFile: string | null = null;
+    if (tokens.count() === 0) {
+      firstAdminSecret = tokens.create('admin', 'admin', { actor: 'serve (first start)' });
+      adminTokenFile = writeAdminToken(dataDir, firstAdminSecret, () => tokens.revoke('admin', { actor: 'serve (first start)' }));
     }
-    server.closeAllConnections?.();
-    await hooks.stop();
-    audit.close();
-    disk.close();
-  };
+    const port = (server.address() as { port: number }).port;
+    const url = `${opts.tlsCert ? 'https' : 'http'}://${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${port}`;
 
-  return { url, port, audit, tokens, hooks, firstAdminSecret, adminTokenFile, close };
+    // --- shutdown: refuse new work, let in-flight pushes finish, then close
+    const close = async (): Promise<void> => {
+      if (draining) return;
+      draining = true;
+      await new Promise<void>((r) => server.close(() => r()));
+      if (servicePids.size > 0) {
+        await Promise.race([new Promise<void>((r) => (drained = r)), new Promise((r) => setTimeout(r, hookTimeoutMs + 5000))]);
+      }
+      server.closeAllConnections?.();
+      await hooks.stop();
+      audit.close();
+      disk.close();
+      lock.release();
+    };
+
+    return { url, port, audit, tokens, hooks, firstAdminSecret, adminTokenFile, close };
+  }
 }

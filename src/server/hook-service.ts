@@ -8,7 +8,7 @@
 
 import http from 'node:http';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { existsSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { sep } from 'node:path';
 import { Git, QUARANTINE_VARS } from '../git/git.js';
@@ -172,6 +172,24 @@ export class HookService {
     } finally {
       git.close();
     }
+  }
+
+  /**
+   * For /healthz: the port the shims can reach, or why they cannot (not listening, or
+   * hook.endpoint missing or naming another daemon). Never returns the secret.
+   */
+  health(): { port: number } | { down: string } {
+    const s = this.server;
+    if (!s?.listening) return { down: 'hook daemon is not listening' };
+    const { port } = s.address() as AddressInfo;
+    let line: string;
+    try {
+      line = readFileSync(this.opts.endpointPath, 'utf8');
+    } catch {
+      return { down: 'hook.endpoint is missing (the hooks cannot reach the daemon)' };
+    }
+    if (line !== `127.0.0.1 ${port} ${this.secret.toString()}\n`) return { down: 'hook.endpoint names another daemon than this one' };
+    return { port };
   }
 
   get busy(): number {

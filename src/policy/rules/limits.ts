@@ -5,7 +5,7 @@
 // inflated). It applies to people too: the other rules read blobs for everyone. The engine
 // runs it alone and first; when it fails, the other rules are skipped.
 
-import { MODE_GITLINK, MODE_TREE, isZeroId } from '../../git/git.js';
+import { isZeroId } from '../../git/git.js';
 import type { Finding, Rule } from '../types.js';
 import { short } from '../types.js';
 import { stripCommand } from './write-block.js';
@@ -43,7 +43,7 @@ export const limits: Rule = {
     const blobs = new Map<string, { commit: string; path: string; verb: string }>();
     for (const commit of ctx.newCommits) {
       for (const c of await ctx.changes(commit)) {
-        if (c.status === 'D' || isZeroId(c.newId) || c.newMode === MODE_GITLINK || c.newMode === MODE_TREE) continue;
+        if (c.status === 'D' || isZeroId(c.newId) || c.newKind === 'gitlink' || c.newKind === 'tree') continue;
         if (!blobs.has(c.newId)) blobs.set(c.newId, { commit: commit.id, path: c.path, verb: c.status === 'A' ? 'adds' : 'changes' });
       }
     }
