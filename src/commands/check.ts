@@ -44,7 +44,14 @@ export async function runCheck(args: CheckArgs, cache?: Map<string, unknown>): P
 export function checkJson(d: RefDecision): Record<string, unknown> {
   return {
     verdict: d.verdict,
-    reasons: d.reasons.map((r) => ({ rule: r.rule, message: r.message, ...(r.path !== undefined ? { path: r.path } : {}), ...(r.commit !== undefined ? { commit: r.commit } : {}) })),
+    // `rule` is pinned to refs, write-block, contract, fixtures, ledger or error (DESIGN.md): a
+    // push over the size limits is one the gate would not judge, so it reports as `error`, and
+    // `limit: true` tells it apart from a gate failure.
+    reasons: d.reasons.map((r) => ({
+      rule: r.rule === 'limits' ? 'error' : r.rule, message: r.message,
+      ...(r.rule === 'limits' ? { limit: true } : {}),
+      ...(r.path !== undefined ? { path: r.path } : {}), ...(r.commit !== undefined ? { commit: r.commit } : {}),
+    })),
     contract: d.contract,
     action: d.verdict === 'accept' ? d.action : `${d.action}. ${d.remediation}`.trim(),
     row: d.row,

@@ -317,6 +317,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       server.listen(opts.port, opts.host, () => resolveListen());
     });
     server.on('error', (err) => log(`patchgate: server error: ${errorMessage(err)}`));
+    undo.push(() => new Promise<void>((r) => {
+      server.close(() => r());
+      server.closeAllConnections?.();
+    }));
     // Only once the server is up: a start that fails must not mint the one-time admin token unseen.
     let firstAdminSecret: string | null = null;
     let adminTokenFile: string | null = null;

@@ -4,7 +4,7 @@
 // busy port exits non-zero instead of hanging.
 
 import t from 'tap';
-import { existsSync, rmSync } from 'node:fs';
+import { readFileSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { TestRepo, tempDir } from '../helpers/repo.js';
 import { gitAsync, refIn } from '../helpers/gate.js';
@@ -53,10 +53,12 @@ t.test('a busy port makes serve exit non-zero, naming the address', async (t) =>
   const busy = await serveExpectingExit(b, ['--port', String(holder.port)]);
   t.equal(busy.code, 2, 'serve exits 2 on a busy port');
   t.match(busy.output, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${holder.port}: EADDRINUSE: the address is in use`));
-  t.notMatch(busy.output, /admin token: /, 'the failed start minted no admin token it could not show');
+  t.notMatch(busy.output, /admin token was created/, 'the failed start minted no admin token it could not show');
+  t.notOk(existsSync(join(b, 'admin-token')), 'and wrote no token file');
   t.notOk(existsSync(join(b, 'hook.endpoint')), 'the failed start left no hook.endpoint behind');
   const again = await serve(b);
   t.teardown(() => void again.child.kill('SIGKILL'));
-  for (let i = 0; i < 100 && !/admin token: /.test(again.out()); i++) await new Promise((r) => setTimeout(r, 100));
-  t.match(again.out(), /admin token: pg_/, 'the next start on that folder still prints the first admin token');
+  for (let i = 0; i < 100 && !/admin token was created/.test(again.out()); i++) await new Promise((r) => setTimeout(r, 100));
+  t.match(again.out(), /an admin token was created and written to .*admin-token/, 'the next start on that folder still mints the first admin token');
+  t.match(readFileSync(join(b, 'admin-token'), 'utf8'), /^pg_/, 'into the token file');
 });

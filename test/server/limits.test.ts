@@ -11,7 +11,7 @@ import { TestRepo } from '../helpers/repo.js';
 import { bareDir, gitAsync, refIn, startGate } from '../helpers/gate.js';
 import { startServer } from '../../src/server/app.js';
 import { runRepoHooks } from '../../src/commands/admin.js';
-import { runCheck } from '../../src/commands/check.js';
+import { checkExitCode, checkJson, runCheck } from '../../src/commands/check.js';
 import { parsePolicy, DEFAULT_LIMITS } from '../../src/policy/config.js';
 import { REPO_GIT_CONFIG } from '../../src/server/repos.js';
 
@@ -140,6 +140,7 @@ t.test('repositories get git\'s push limits at creation, at start and on `repo h
   await gitAsync(bare, ['config', '--unset', 'core.bigFileThreshold']);
   await gitAsync(bare, ['config', 'receive.fsckObjects', 'false']);
   const logs: string[] = [];
+  await gate.srv.close(); // one server per data folder: the restart needs the folder
   const again = await startServer({ dataDir: gate.data, port: 0, host: '127.0.0.1', log: (l) => logs.push(l) });
   await again.close();
   t.equal(await get('receive.maxInputSize'), String(1024 ** 3), 'start-up set maxInputSize');
@@ -167,4 +168,8 @@ t.test('policy: limits defaults, validation, and `check` applies the blob limit 
   t.equal(d.verdict, 'reject');
   t.equal(d.row, 'push-too-large');
   t.match(d.reasons[0], { rule: 'limits', path: 'src/blob.txt', message: /a blob of 4\.9 KiB, over limits\.maxBlobBytes \(1000 bytes\)/ });
+  // The pinned `check --json` shape keeps its closed list of rule names.
+  const json = checkJson(d) as { reasons: Array<{ rule: string; limit?: boolean }> };
+  t.match(json.reasons[0], { rule: 'error', limit: true });
+  t.equal(checkExitCode(d), 1, 'a refusal, not a gate error');
 });
