@@ -4,6 +4,7 @@
 
 import { isZeroId, type Change, type CommitInfo, type Git } from '../git/git.js';
 import { errorMessage } from '../errors.js';
+import { throwIfCancelled } from '../cancel.js';
 import { loadPolicy, type Policy } from './config.js';
 import { linearBase } from './ancestry.js';
 import { RULE_ROW, tableRow } from './decision-table.js';
@@ -53,6 +54,7 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
   const started = Date.now();
   const outcomes: RuleOutcome[] = [];
   try {
+    throwIfCancelled();
     let policy = opts.policy ?? (await loadPolicy(opts.git, opts.trustedTip));
     if (opts.trustedBranch) policy = { ...policy, trustedBranch: opts.trustedBranch };
     const kind = updateKind(update);
@@ -72,6 +74,7 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
       // Only when new commits are those no ref reaches (a push): the ancestry shortcuts need it.
       linearBase: opts.exclude === undefined ? linearBase(newCommits, update.newId) : null,
       changes(commit) {
+        throwIfCancelled();
         let p = changeMemo.get(commit.id);
         if (!p) changeMemo.set(commit.id, (p = opts.git.commitChanges(commit)));
         return p;
