@@ -278,6 +278,12 @@ class ParsePool {
     this.idleTimer.unref();
   }
 
+  /** Paths of the files being parsed, or waiting, for a judgement (its signal): a timeout names them. */
+  pathsOf(signal: AbortSignal): string[] {
+    const held = this.slots.map((s) => s.busy).filter((j): j is Job => !!j && j.signal === signal);
+    return [...held, ...this.queue.filter((j) => j.signal === signal)].map((j) => j.path);
+  }
+
   /** Workers currently running (for tests and the benchmark). */
   get workers(): number {
     return this.slots.length;

@@ -392,8 +392,9 @@ export class HookService {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<RefDecision[]>((resolve) => {
       timer = setTimeout(() => {
+        const parsing = parsePool.pathsOf(cancel.signal);
         cancel.abort(new Error(`the hook time limit of ${this.opts.timeoutMs} ms passed`));
-        resolve(updates.map((u) => timedOut(u, this.opts.timeoutMs)));
+        resolve(updates.map((u) => timedOut(u, this.opts.timeoutMs, parsing)));
       }, this.opts.timeoutMs);
     });
     try {
@@ -427,7 +428,7 @@ export class HookService {
       }
     }
     if (s.auditFailed) {
-      lines.push(`patchgate: ${u.ref} refused: the audit log could not record this push's decision, so nothing is accepted; push again, and if this repeats ask a person to check the server`);
+      lines.push(`patchgate: push refused: ${u.ref}: the audit log could not record this push's decision, so nothing is accepted; push again, and if this repeats ask a person to check the server`);
       return 'reject';
     }
     return d.verdict;
@@ -450,8 +451,13 @@ async function trustedState(git: Git): Promise<{ trustedBranch: string; trustedT
   return { trustedBranch: trustedRef.replace(/^refs\/heads\//, ''), trustedTip, policy: await loadPolicy(git, trustedTip) };
 }
 
-function timedOut(u: RefUpdate, ms: number): RefDecision {
-  return errorDecision(u, new Error(`the policy did not finish within ${ms} ms`), Date.now());
+/** The time limit passed; when files were still being parsed, the refusal names them and says what to do. */
+function timedOut(u: RefUpdate, ms: number, parsing: string[] = []): RefDecision {
+  const files = [...new Set(parsing)].slice(0, 3);
+  if (!files.length) return errorDecision(u, new Error(`the policy did not finish within ${ms} ms (the judgement was stopped)`), Date.now());
+  const d = errorDecision(u, new Error(`the policy did not finish within ${ms} ms: still parsing ${files.join(', ')} (the parse was stopped)`), Date.now());
+  if (d.reasons[0]) d.reasons[0] = { ...d.reasons[0], path: files[0]! };
+  return { ...d, remediation: `split or simplify ${files.join(', ')} so each parses quickly (or move generated code out of the contract roots), commit, and push again` };
 }
 
 function failed(u: RefUpdate, err: unknown): RefDecision {
