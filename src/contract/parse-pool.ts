@@ -2,7 +2,8 @@
 // 1. Isolation (the hook daemon, `isolate()`): parsing is CPU-bound and a pathological file can
 //    take minutes and gigabytes. On the main thread that would freeze the event loop that serves
 //    HTTP, /healthz and the hook endpoint, and no timer could interrupt it. So in the daemon every
-//    parse runs on a worker, one worker is kept warm (TypeScript loaded) so a one-file push does
+//    parse of more than a small file (16 KiB by default, whose parse takes milliseconds whatever
+//    it holds) runs on a worker, one worker is kept warm (TypeScript loaded) so a one-file push does
 //    not pay a start-up, a second starts when the first is busy (so one slow push does not hold
 //    up the others), and a job whose judgement is cancelled (its AbortSignal, see src/cancel.ts)
 //    or that overruns its own limit gets its worker terminated: the parse stops and its memory
@@ -73,6 +74,17 @@ interface Slot {
 export interface IsolateOptions {
   /** Longest parse of one file; past it the worker is terminated and the file fails. */
   jobTimeoutMs: number;
+  /**
+   * Files up to this many characters are parsed on the calling thread: a round trip to a worker
+   * costs more than their parse, and a file this small parses in milliseconds whatever it holds
+   * (its time is bounded by its size). Default PATCHGATE_INLINE_PARSE_CHARS or 16384; 0: none.
+   */
+  inlineMaxChars?: number;
+}
+
+function inlineDefault(): number {
+  const env = process.env.PATCHGATE_INLINE_PARSE_CHARS;
+  return env !== undefined && /^\d+$/.test(env) ? Number(env) : 16 * 1024;
 }
 
 class ParsePool {
@@ -93,7 +105,7 @@ class ParsePool {
    */
   isolate(opts: IsolateOptions): void {
     const first = !this.isolation;
-    this.isolation = { ...opts };
+    this.isolation = { inlineMaxChars: inlineDefault(), ...opts };
     if (first && this.slots.length === 0) {
       const slot = this.startWorker();
       this.slots.push(slot);
@@ -111,6 +123,13 @@ class ParsePool {
    */
   rows(format: RowsFormat, path: string, source: string, signal: AbortSignal | undefined = currentSignal()): Promise<string[]> {
     if (signal?.aborted) return Promise.reject(cancelledBy(signal));
+    if (this.isolation && source.length <= (this.isolation.inlineMaxChars ?? 0)) {
+      try {
+        return Promise.resolve(extractRows(format, path, source));
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
     return new Promise((resolve, reject) => {
       const job: Job = { id: this.nextId++, format, path, source, resolve, reject, signal, done: false };
       if (signal) {
