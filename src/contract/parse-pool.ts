@@ -212,8 +212,9 @@ class ParsePool {
       this.slots.push(slot);
       this.feed(slot);
     }
-    if (this.slots.length === 0) {
-      // Keep one warm even when nothing waits (a killed worker is replaced at once).
+    if (this.slots.length === 0 && this.failures < 3) {
+      // Keep one warm even when nothing waits (a killed worker is replaced at once); not when
+      // workers keep failing, which would only loop (jobs then start their own and fail closed).
       this.slots.push(this.startWorker());
       this.warmUp();
     }
