@@ -46,6 +46,33 @@ export class ContractParseError extends PatchgateError {
   }
 }
 
+/**
+ * A contract file is larger than the policy's `contract.maxSourceBytes`: refused from the
+ * blob's size, before it is read or parsed. A ContractParseError too, so every place that
+ * treats an unparsable tree (the trusted side matches nothing, never cached as a value) treats
+ * this one the same way.
+ */
+export class ContractSizeError extends ContractParseError {
+  readonly size: number;
+  readonly limit: number;
+  constructor(path: string, size: number, limit: number, options?: { cause?: unknown }) {
+    super(path, 1, 1, `${size} bytes, over contract.maxSourceBytes (${limit} bytes)`, options);
+    (this as { code: string }).code = 'CONTRACT_SIZE';
+    this.message = `${path} is ${size} bytes, over the policy's contract.maxSourceBytes (${limit} bytes): not parsed`;
+    this.size = size;
+    this.limit = limit;
+  }
+}
+
+/** A parse worker died, ran out of memory or overran its time on a file: that file has no rows. */
+export class ParseWorkerError extends PatchgateError {
+  readonly path: string;
+  constructor(path: string, message: string, options?: { cause?: unknown }) {
+    super('PARSE_WORKER', `${path}: ${message}`, options);
+    this.path = path;
+  }
+}
+
 /** The audit log could not be written or read. A failed write always refuses the push. */
 export class AuditError extends PatchgateError {
   constructor(message: string, options?: { cause?: unknown }) {

@@ -597,7 +597,12 @@ export class AuditStore {
         /* already failing */
       }
       if (err instanceof AuditError) throw err;
-      throw new AuditError(`cannot open the audit log ${path}: ${(err as Error).message}`, { cause: err });
+      const code = (err as { code?: string }).code ?? '';
+      const damaged = /SQLITE_(NOTADB|CORRUPT)/.test(code) || /not a database|malformed/i.test((err as Error).message);
+      const hint = damaged
+        ? ': the file is damaged or not a patchgate audit log, so nothing can be recorded and the server does not start; restore it from a backup (or move it aside to start a new, empty log, whose chain then starts again)'
+        : '';
+      throw new AuditError(`cannot open the audit log ${path}: ${(err as Error).message}${hint}`, { cause: err });
     }
   }
 

@@ -6,6 +6,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { Git } from '../git/git.js';
 import { contractOf } from '../contract/digest.js';
+import { DEFAULT_MAX_SOURCE_BYTES } from '../policy/config.js';
 
 interface Job {
   dir: string;
@@ -17,7 +18,7 @@ const job = workerData as Job;
 const cache = new Map<string, unknown>();
 const git = new Git({ dir: job.dir });
 try {
-  for (const root of job.roots) await contractOf(git, job.rev, [root], 'v1', cache);
+  for (const root of job.roots) await contractOf(git, job.rev, [root], 'v1', cache, { maxSourceBytes: DEFAULT_MAX_SOURCE_BYTES });
 } finally {
   git.close();
 }

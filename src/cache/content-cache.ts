@@ -6,7 +6,7 @@
 
 import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { LruMap } from './lru.js';
 
@@ -26,19 +26,45 @@ export class PersistentCache {
   private readonly delStmt: Database.Statement<[string]>;
   dropped = 0;
 
-  constructor(path: string) {
+  constructor(path: string, log: (line: string) => void = (l) => process.stderr.write(l + '\n')) {
     mkdirSync(dirname(path), { recursive: true });
-    this.db = new Database(path);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
-    this.db.pragma('busy_timeout = 5000');
-    if ((this.db.pragma('user_version', { simple: true }) as number) !== SCHEMA_VERSION) {
-      this.db.exec('DROP TABLE IF EXISTS kv; CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL, sum TEXT NOT NULL) WITHOUT ROWID');
-      this.db.pragma(`user_version = ${SCHEMA_VERSION}`);
+    // Only a cache: a file that does not open (damaged, not SQLite) is moved aside and started
+    // again empty, so a bad cache.db costs a cold parse, never the server.
+    try {
+      this.db = PersistentCache.openDb(path);
+    } catch (err) {
+      const aside = `${path}.damaged-${Date.now()}`;
+      for (const ext of ['', '-wal', '-shm']) {
+        if (existsSync(path + ext)) renameSync(path + ext, aside + ext);
+      }
+      log(`patchgate: the cache ${path} could not be opened (${(err as Error).message}); moved it to ${aside} and started an empty cache`);
+      this.db = PersistentCache.openDb(path);
     }
     this.getStmt = this.db.prepare('SELECT value, sum FROM kv WHERE key = ?');
     this.putStmt = this.db.prepare('INSERT OR REPLACE INTO kv (key, value, sum) VALUES (?, ?, ?)');
     this.delStmt = this.db.prepare('DELETE FROM kv WHERE key = ?');
+  }
+
+  private static openDb(path: string): Database.Database {
+    const db = new Database(path);
+    try {
+      PersistentCache.prepare(db);
+      return db;
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+  }
+
+  private static prepare(db: Database.Database): void {
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('busy_timeout = 5000');
+    if ((db.pragma('user_version', { simple: true }) as number) !== SCHEMA_VERSION) {
+      db.exec('DROP TABLE IF EXISTS kv; CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL, sum TEXT NOT NULL) WITHOUT ROWID');
+      db.pragma(`user_version = ${SCHEMA_VERSION}`);
+    }
+    db.prepare('SELECT value, sum FROM kv WHERE key = ?').get('');
   }
 
   get(key: string): unknown {

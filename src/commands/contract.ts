@@ -11,7 +11,7 @@ export async function runContract(args: { repo: string; rev: string; format?: Co
     const rev = await git.resolveCommit(args.rev);
     const policy = await loadPolicy(git, rev);
     const format = args.format ?? policy.contract.format;
-    const c = await contractOf(git, rev, policy.contract.roots, format);
+    const c = await contractOf(git, rev, policy.contract.roots, format, new Map(), { maxSourceBytes: policy.contract.maxSourceBytes });
     const out: string[] = [];
     if (args.json) out.push(JSON.stringify({ rev, format, roots: policy.contract.roots, files: c.files, digest: c.digest, rows: c.rows }));
     out.push(c.digest);

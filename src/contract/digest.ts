@@ -5,12 +5,24 @@
 
 import { createHash } from 'node:crypto';
 import { isFileKind, type EntryKind, type Git, type TreeEntry } from '../git/git.js';
-import { ContractParseError } from '../errors.js';
+import { ContractParseError, ContractSizeError } from '../errors.js';
+import { throwIfCancelled } from '../cancel.js';
 import { isTypeScriptPath, TS_EXTRACTOR_VERSION } from './typescript.js';
 import { initPython, PY_EXTRACTOR_VERSION, seedDigest, seedOrder } from './python.js';
 import { parsePool } from './parse-pool.js';
 
 export type ContractFormat = 'v1' | 'seed';
+
+/** Limits from the policy (`contract.maxSourceBytes`); none when not given (the CLI on a local repo). */
+export interface ContractLimits {
+  maxSourceBytes?: number;
+}
+
+/** The byte limit as a number (Infinity: none) and the tag it adds to cache keys. */
+function limitOf(limits: ContractLimits): { max: number; tag: string } {
+  const max = limits.maxSourceBytes ?? Infinity;
+  return { max, tag: Number.isFinite(max) ? `max${max}` : 'nomax' };
+}
 
 export interface Contract {
   format: ContractFormat;
@@ -44,14 +56,25 @@ function sha256(s: string): string {
   return createHash('sha256').update(s, 'utf8').digest('hex');
 }
 
-/** Rows of one file, cached by blob id (the path is part of every row, so it is in the key). */
-async function fileRows(git: Git, cache: Map<string, unknown>, e: TreeEntry, format: ContractFormat): Promise<string[]> {
+/**
+ * Rows of one file, cached by blob id (the path is part of every row, so it is in the key).
+ * A file over the byte limit is refused from its size alone (one header read), before it is
+ * read or parsed, and whether or not its rows are cached: the verdict never depends on the cache.
+ */
+async function fileRows(git: Git, cache: Map<string, unknown>, e: TreeEntry, format: ContractFormat, max: number): Promise<string[]> {
+  throwIfCancelled();
+  if (Number.isFinite(max)) {
+    const info = await git.pathId(e.id, null);
+    if (!info) throw new Error(`blob ${e.id} for ${e.path} is missing`);
+    if (info.size > max) throw new ContractSizeError(e.path, info.size, max);
+  }
   const version = format === 'seed' || e.path.endsWith('.py') ? PY_EXTRACTOR_VERSION : TS_EXTRACTOR_VERSION;
   const key = `rows:${format}:${version}:${e.id}:${e.path}`;
   const hit = cache.get(key) as string[] | undefined;
   if (hit) return hit;
   const blob = await git.readBlob(e.id);
   if (!blob) throw new Error(`blob ${e.id} for ${e.path} is missing`);
+  throwIfCancelled();
   let source: string;
   try {
     source = UTF8.decode(blob);
@@ -68,12 +91,13 @@ async function fileRows(git: Git, cache: Map<string, unknown>, e: TreeEntry, for
  * order, a Merkle digest over each root's trees (see treeContract). seed: the seed article's
  * digest over the Python files of the first root, byte for byte.
  */
-export async function contractOf(git: Git, rev: string, roots: string[], format: ContractFormat, cache: Map<string, unknown> = new Map()): Promise<Contract> {
+export async function contractOf(git: Git, rev: string, roots: string[], format: ContractFormat, cache: Map<string, unknown> = new Map(), limits: ContractLimits = {}): Promise<Contract> {
   await initPython();
+  const lim = limitOf(limits);
   const useRoots = format === 'seed' ? roots.slice(0, 1) : roots;
   // git trees are Merkle trees: the same root tree ids mean the same contract, so look them up first.
   const trees = await Promise.all(useRoots.map((r) => rootTree(git, rev, r)));
-  const treeKey = `mem:digest:${format}:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${useRoots.join('|')}:${trees.map((t) => t ?? '-').join('|')}`;
+  const treeKey = `mem:digest:${format}:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${lim.tag}:${useRoots.join('|')}:${trees.map((t) => t ?? '-').join('|')}`;
   const hit = cache.get(treeKey) as Contract | undefined;
   if (hit) return hit;
   // Concurrent pushes of one repo ask for the same contract: compute it once.
@@ -85,10 +109,11 @@ export async function contractOf(git: Git, rev: string, roots: string[], format:
       return await running;
     } catch (err) {
       if (err instanceof ContractParseError) throw err;
-      // The first caller's git went away (its push timed out): compute with ours below.
+      // The first caller's git went away (its push timed out or was cancelled): compute with ours below.
+      throwIfCancelled();
     }
   }
-  const work = computeContract(git, rev, useRoots, trees, format, cache);
+  const work = computeContract(git, rev, useRoots, trees, format, cache, lim);
   pending.set(treeKey, work);
   try {
     const contract = await work;
@@ -131,11 +156,13 @@ export class RowsNotLoaded extends Error {}
  * the trees on that file's path instead of every row; entries without rows (files with no
  * exports, empty folders) do not count.
  */
-async function treeContract(git: Git, treeId: string, prefix: string, cache: Map<string, unknown>): Promise<TreeContract> {
-  const key = `mem:tree-contract:v1:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${treeId}:${prefix}`;
+async function treeContract(git: Git, treeId: string, prefix: string, cache: Map<string, unknown>, lim: { max: number; tag: string }): Promise<TreeContract> {
+  throwIfCancelled();
+  // The byte limit is in every key: a tree digested under another limit is digested again.
+  const key = `mem:tree-contract:v1:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${lim.tag}:${treeId}:${prefix}`;
   const hit = cache.get(key) as TreeContract | undefined;
   if (hit) return hit;
-  const storedKey = `tree-digest:v1:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${treeId}:${prefix}`;
+  const storedKey = `tree-digest:v1:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${lim.tag}:${treeId}:${prefix}`;
   const stored = cache.get(storedKey) as { digest?: unknown; files?: unknown } | undefined;
   if (stored && typeof stored.digest === 'string' && /^[0-9a-f]{64}$/.test(stored.digest) && Number.isInteger(stored.files)) {
     const known: TreeContract = {
@@ -152,20 +179,20 @@ async function treeContract(git: Git, treeId: string, prefix: string, cache: Map
   const parts = await Promise.all(entries.map(async (e): Promise<{ line: string; rows: () => string[]; files: number } | null> => {
     const path = prefix + e.name;
     if (e.kind === 'tree') {
-      const sub = await treeContract(git, e.id, `${path}/`, cache);
+      const sub = await treeContract(git, e.id, `${path}/`, cache, lim);
       return sub.files ? { line: `T ${e.name} ${sub.digest}`, rows: () => sub.rows, files: sub.files } : null;
     }
     if (!isContractFile(e.kind, path)) return null;
     // Each file's Merkle line is kept as well ("" for a file without rows): a change in a folder
     // of 200 files would otherwise load and hash every sibling's rows again (about 1 MB per push
     // on the bench's 10k repository), and a restarted daemon would read all of them from disk.
-    const lineKey = `file-line:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${e.id}:${path}`;
+    const lineKey = `file-line:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${lim.tag}:${e.id}:${path}`;
     const known = cache.get(lineKey);
     if (typeof known === 'string' && (known === '' || known.startsWith(`F ${e.name} `))) {
       if (!known) return null;
       return { line: known, rows: () => { throw new RowsNotLoaded(`rows of ${path} are not in memory`); }, files: 1 };
     }
-    const rows = await fileRows(git, cache, { mode: e.mode, kind: e.kind, type: 'blob', id: e.id, path }, 'v1');
+    const rows = await fileRows(git, cache, { mode: e.mode, kind: e.kind, type: 'blob', id: e.id, path }, 'v1', lim.max);
     const line = rows.length ? `F ${e.name} ${sha256(rows.join('\n'))}` : '';
     cache.set(lineKey, line);
     return line ? { line, rows: () => rows, files: 1 } : null;
@@ -181,13 +208,13 @@ async function treeContract(git: Git, treeId: string, prefix: string, cache: Map
 }
 
 /** Rows of every contract file under a tree, in path order, from the per-file cache. */
-async function collectRows(git: Git, treeId: string, prefix: string, cache: Map<string, unknown>): Promise<string[]> {
+async function collectRows(git: Git, treeId: string, prefix: string, cache: Map<string, unknown>, max: number): Promise<string[]> {
   const entries = await git.readTree(treeId);
   const parts = await Promise.all(entries.map(async (e): Promise<string[]> => {
     const path = prefix + e.name;
-    if (e.kind === 'tree') return collectRows(git, e.id, `${path}/`, cache);
+    if (e.kind === 'tree') return collectRows(git, e.id, `${path}/`, cache, max);
     if (!isContractFile(e.kind, path)) return [];
-    return fileRows(git, cache, { mode: e.mode, kind: e.kind, type: 'blob', id: e.id, path }, 'v1');
+    return fileRows(git, cache, { mode: e.mode, kind: e.kind, type: 'blob', id: e.id, path }, 'v1', max);
   }));
   return parts.flat();
 }
@@ -197,7 +224,7 @@ async function collectRows(git: Git, treeId: string, prefix: string, cache: Map<
  * has them; one whose trees were known only by their stored digests is walked again here,
  * with the rows of each file from the cache.
  */
-export async function contractRows(git: Git, c: Contract, rev: string, roots: string[], cache: Map<string, unknown> = new Map()): Promise<string[]> {
+export async function contractRows(git: Git, c: Contract, rev: string, roots: string[], cache: Map<string, unknown> = new Map(), limits: ContractLimits = {}): Promise<string[]> {
   try {
     return c.rows;
   } catch (err) {
@@ -207,19 +234,19 @@ export async function contractRows(git: Git, c: Contract, rev: string, roots: st
   for (const root of roots) {
     const tree = await rootTree(git, rev, root);
     const r = normRoot(root);
-    per.push(tree ? await collectRows(git, tree, r ? `${r}/` : '', cache) : []);
+    per.push(tree ? await collectRows(git, tree, r ? `${r}/` : '', cache, limitOf(limits).max) : []);
   }
   if (per.length === 1) return per[0]!;
   const seen = new Set<string>();
   return per.flat().filter((x) => (seen.has(x) ? false : (seen.add(x), true)));
 }
 
-async function computeContract(git: Git, rev: string, useRoots: string[], trees: Array<string | null>, format: ContractFormat, cache: Map<string, unknown>): Promise<Contract> {
+async function computeContract(git: Git, rev: string, useRoots: string[], trees: Array<string | null>, format: ContractFormat, cache: Map<string, unknown>, lim: { max: number; tag: string }): Promise<Contract> {
   if (format === 'v1') {
     // Each root's tree contract; the digest covers every root's Merkle digest in order.
     const per = await Promise.all(useRoots.map((root, i) => {
       const r = normRoot(root);
-      return trees[i] ? treeContract(git, trees[i]!, r ? `${r}/` : '', cache) : Promise.resolve<TreeContract>({ digest: '-', rows: [], files: 0 });
+      return trees[i] ? treeContract(git, trees[i]!, r ? `${r}/` : '', cache, lim) : Promise.resolve<TreeContract>({ digest: '-', rows: [], files: 0 });
     }));
     const digest = sha256(`patchgate-contract-v1\n${useRoots.map((r, i) => `${normRoot(r)} ${per[i]!.digest}`).join('\n')}`);
     return Object.assign(lazyRows(() => {
@@ -233,7 +260,7 @@ async function computeContract(git: Git, rev: string, useRoots: string[], trees:
   const byPath = new Map(files.map((e) => [e.path, e]));
   const ordered = seedOrder(files.map((e) => e.path)).map((p) => byPath.get(p)!);
   const rows: string[] = [];
-  for (const e of ordered) rows.push(...(await fileRows(git, cache, e, 'seed')));
+  for (const e of ordered) rows.push(...(await fileRows(git, cache, e, 'seed', lim.max)));
   return { format, rows, digest: seedDigest(rows), files: ordered.length };
 }
 

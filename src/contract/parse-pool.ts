@@ -1,13 +1,23 @@
-// Cold parses over worker threads. A daemon that has never seen a repository, or `check` in a
-// fresh CI, must parse every contract file once; typescript-estree is CPU-bound, so files are
-// spread over workers (see poolSize for how many) and the main thread. A warm push parses a file or two: those stay on the
-// main thread (a worker would first have to load TypeScript). Workers start when a backlog
-// builds up and stop after a while idle, so a quiet daemon holds one TypeScript, not several.
-// A worker that fails is not trusted with anything: its files are parsed on the main thread.
+// Parses over worker threads, for two reasons.
+// 1. Isolation (the hook daemon, `isolate()`): parsing is CPU-bound and a pathological file can
+//    take minutes and gigabytes. On the main thread that would freeze the event loop that serves
+//    HTTP, /healthz and the hook endpoint, and no timer could interrupt it. So in the daemon every
+//    parse of more than a small file (16 KiB by default, whose parse takes milliseconds whatever
+//    it holds) runs on a worker, one worker is kept warm (TypeScript loaded) so a one-file push does
+//    not pay a start-up, a second starts when the first is busy (so one slow push does not hold
+//    up the others), and a job whose judgement is cancelled (its AbortSignal, see src/cancel.ts)
+//    or that overruns its own limit gets its worker terminated: the parse stops and its memory
+//    is freed. A worker that fails or runs out of memory fails that file; nothing falls back to
+//    the main thread.
+// 2. Speed (a cold `check` in CI, no isolation): files are spread over workers (see poolSize) and
+//    the main thread; a few files stay on the main thread. Workers start when a backlog builds up
+//    and stop after a while idle. A worker that fails is not trusted with anything: its files are
+//    parsed on the main thread.
 
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { ContractParseError } from '../errors.js';
+import { ContractParseError, ParseWorkerError } from '../errors.js';
+import { cancelledBy, currentSignal } from '../cancel.js';
 import { extractRows, type RowsFormat } from './extract.js';
 
 interface Job {
@@ -17,13 +27,19 @@ interface Job {
   source: string;
   resolve: (rows: string[]) => void;
   reject: (err: unknown) => void;
+  signal?: AbortSignal;
+  onAbort?: () => void;
+  timer?: NodeJS.Timeout;
+  done: boolean;
 }
 
 type Reply = { id: number; rows?: string[]; parseError?: { path: string; line: number; column: number; detail: string }; error?: string };
 
-/** Parses waiting before workers are started. */
+/** Parses waiting before workers are started (speed mode). */
 const BACKLOG = 16;
 const IDLE_MS = 20_000;
+/** Workers an isolated pool may run at once at least: one busy with a slow file leaves one for everyone else. */
+const MIN_ISOLATED = 2;
 
 /**
  * Workers besides the main thread, which parses too. PATCHGATE_PARSE_WORKERS=N sets it; by
@@ -38,12 +54,37 @@ function poolSize(): number {
   return cores >= 4 ? Math.min(cores - 1, 4) : 0;
 }
 
+/** Heap limit of one worker (MB): a file that needs more fails alone instead of growing the server. */
+function workerHeapMb(): number {
+  const env = process.env.PATCHGATE_PARSE_WORKER_MB;
+  return env !== undefined && /^\d+$/.test(env) && Number(env) >= 64 ? Number(env) : 1024;
+}
+
 // The worker module next to this one: .js when built, .ts when the tests run the sources.
 const WORKER_URL = new URL(import.meta.url.endsWith('.ts') ? './parse-worker.ts' : './parse-worker.js', import.meta.url);
+
+/** Parsed once by a fresh isolated worker so the first real file finds TypeScript loaded and warm. */
+const WARM_SOURCE = 'export interface W { a: string }\nexport function w(x: W, n = 1): number { return n; }\nexport class K { m(): void {} }\n';
 
 interface Slot {
   worker: Worker;
   busy: Job | null;
+}
+
+export interface IsolateOptions {
+  /** Longest parse of one file; past it the worker is terminated and the file fails. */
+  jobTimeoutMs: number;
+  /**
+   * Files up to this many characters are parsed on the calling thread: a round trip to a worker
+   * costs more than their parse, and a file this small parses in milliseconds whatever it holds
+   * (its time is bounded by its size). Default PATCHGATE_INLINE_PARSE_CHARS or 16384; 0: none.
+   */
+  inlineMaxChars?: number;
+}
+
+function inlineDefault(): number {
+  const env = process.env.PATCHGATE_INLINE_PARSE_CHARS;
+  return env !== undefined && /^\d+$/.test(env) ? Number(env) : 16 * 1024;
 }
 
 class ParsePool {
@@ -52,14 +93,89 @@ class ParsePool {
   private nextId = 1;
   private draining = false;
   private idleTimer: NodeJS.Timeout | null = null;
-  /** Worker failures so far; after a few, parse on the main thread only. */
+  /** Worker failures so far; after a few, parse on the main thread only (speed mode). */
   private failures = 0;
+  private isolation: IsolateOptions | null = null;
+  /** Workers terminated because their job was cancelled or overran (for tests and the benchmark). */
+  killed = 0;
 
-  rows(format: RowsFormat, path: string, source: string): Promise<string[]> {
+  /**
+   * From now on every parse runs on a worker thread and none on this one (the hook daemon).
+   * Starts one worker at once and warms it. Calling it again only updates the options.
+   */
+  isolate(opts: IsolateOptions): void {
+    const first = !this.isolation;
+    this.isolation = { inlineMaxChars: inlineDefault(), ...opts };
+    if (first && this.slots.length === 0) {
+      const slot = this.startWorker();
+      this.slots.push(slot);
+      this.warmUp();
+    }
+  }
+
+  get isolated(): boolean {
+    return this.isolation !== null;
+  }
+
+  /**
+   * Rows of one decoded file. `signal` (default: the current judgement's, src/cancel.ts) cancels
+   * it: a queued job is dropped, a running one has its worker terminated.
+   */
+  rows(format: RowsFormat, path: string, source: string, signal: AbortSignal | undefined = currentSignal()): Promise<string[]> {
+    if (signal?.aborted) return Promise.reject(cancelledBy(signal));
+    if (this.isolation && source.length <= (this.isolation.inlineMaxChars ?? 0)) {
+      try {
+        return Promise.resolve(extractRows(format, path, source));
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
     return new Promise((resolve, reject) => {
-      this.queue.push({ id: this.nextId++, format, path, source, resolve, reject });
+      const job: Job = { id: this.nextId++, format, path, source, resolve, reject, signal, done: false };
+      if (signal) {
+        job.onAbort = () => this.cancel(job, cancelledBy(signal));
+        signal.addEventListener('abort', job.onAbort, { once: true });
+      }
+      this.queue.push(job);
       this.schedule();
     });
+  }
+
+  private warmUp(): void {
+    void this.rows('v1', 'patchgate-warm-up.ts', WARM_SOURCE, undefined).catch(() => {
+      // a warm-up that fails only means the first real file pays the start-up
+    });
+  }
+
+  /** Settle a job once: drop its abort listener and timer. */
+  settle(job: Job, fn: () => void): void {
+    if (job.done) return;
+    job.done = true;
+    if (job.timer) clearTimeout(job.timer);
+    if (job.onAbort) job.signal?.removeEventListener('abort', job.onAbort);
+    job.source = ''; // a settled job keeps no copy of the file
+    fn();
+  }
+
+  /** Cancel a job: drop it from the queue, or terminate the worker that holds it. */
+  private cancel(job: Job, err: unknown): void {
+    if (job.done) return;
+    const q = this.queue.indexOf(job);
+    if (q >= 0) this.queue.splice(q, 1);
+    const slot = this.slots.find((s) => s.busy === job);
+    if (slot) this.kill(slot);
+    this.settle(job, () => job.reject(err));
+    this.schedule();
+  }
+
+  /** Terminate a worker now; its job (if any) is the caller's to settle. */
+  private kill(slot: Slot): void {
+    slot.busy = null;
+    const i = this.slots.indexOf(slot);
+    if (i >= 0) this.slots.splice(i, 1);
+    this.killed++;
+    slot.worker.removeAllListeners('message');
+    void slot.worker.terminate();
   }
 
   private schedule(): void {
@@ -72,6 +188,7 @@ class ParsePool {
   }
 
   private drain(): void {
+    if (this.isolation) return this.drainIsolated();
     const size = this.failures >= 3 ? 0 : poolSize();
     if (size > 0 && (this.slots.length > 0 || this.queue.length >= BACKLOG)) {
       while (this.slots.length < size) this.slots.push(this.startWorker());
@@ -82,27 +199,58 @@ class ParsePool {
     // Few files: parse one here, then let more work arrive.
     const job = this.queue.shift();
     if (!job) return;
-    inline(job);
+    inline(job, this);
     if (this.queue.length) this.schedule();
   }
 
+  /** Isolated: free workers take jobs; while jobs wait and every worker is busy, start another. */
+  private drainIsolated(): void {
+    const max = Math.max(MIN_ISOLATED, poolSize());
+    for (const slot of this.slots) if (!slot.busy) this.feed(slot);
+    while (this.queue.length && this.slots.length < max) {
+      const slot = this.startWorker();
+      this.slots.push(slot);
+      this.feed(slot);
+    }
+    if (this.slots.length === 0 && this.failures < 3) {
+      // Keep one warm even when nothing waits (a killed worker is replaced at once); not when
+      // workers keep failing, which would only loop (jobs then start their own and fail closed).
+      this.slots.push(this.startWorker());
+      this.warmUp();
+    }
+  }
+
   private startWorker(): Slot {
-    const worker = new Worker(WORKER_URL);
+    const worker = new Worker(WORKER_URL, { resourceLimits: { maxOldGenerationSizeMb: workerHeapMb() } });
     const slot: Slot = { worker, busy: null };
     worker.on('message', (m: Reply) => {
       const job = slot.busy;
       if (!job || job.id !== m.id) return;
       slot.busy = null;
-      if (m.rows) job.resolve(m.rows);
-      else if (m.parseError) job.reject(new ContractParseError(m.parseError.path, m.parseError.line, m.parseError.column, m.parseError.detail));
-      else inline(job); // an unexpected failure in the worker: do not trust it, parse here
+      if (m.rows) this.settle(job, () => job.resolve(m.rows!));
+      else if (m.parseError) {
+        const pe = m.parseError;
+        this.settle(job, () => job.reject(new ContractParseError(pe.path, pe.line, pe.column, pe.detail)));
+      } else if (this.isolation) {
+        this.settle(job, () => job.reject(new ParseWorkerError(job.path, `the parser failed: ${m.error ?? 'no reason given'}`)));
+      } else inline(job, this); // an unexpected failure in the worker: do not trust it, parse here
       this.feed(slot);
     });
     const lost = (why: unknown): void => {
       const i = this.slots.indexOf(slot);
-      if (i >= 0) this.slots.splice(i, 1);
-      if (slot.busy) inline(slot.busy);
+      if (i < 0) return; // killed on purpose: its job is already settled
+      this.slots.splice(i, 1);
+      const job = slot.busy;
       slot.busy = null;
+      if (job) {
+        if (this.isolation) {
+          const reason = why instanceof Error ? why.message : 'the parse worker exited';
+          const detail = /ERR_WORKER_OUT_OF_MEMORY|out of memory/i.test(`${(why as { code?: string })?.code ?? ''} ${reason}`)
+            ? `parsing needs more than the parse worker's ${workerHeapMb()} MB heap`
+            : reason;
+          this.settle(job, () => job.reject(new ParseWorkerError(job.path, detail, { cause: why })));
+        } else inline(job, this);
+      }
       if (why instanceof Error) this.failures++;
       this.schedule();
     };
@@ -125,31 +273,57 @@ class ParsePool {
       this.idleTimer = null;
     }
     slot.busy = job;
+    const limit = this.isolation?.jobTimeoutMs;
+    if (limit && limit > 0) {
+      job.timer = setTimeout(() => {
+        if (slot.busy !== job) return;
+        this.kill(slot);
+        this.settle(job, () => job.reject(new ParseWorkerError(job.path, `parsing took longer than ${limit} ms; the parse was stopped`)));
+        this.schedule();
+      }, limit);
+      job.timer.unref();
+    }
     slot.worker.postMessage({ id: job.id, format: job.format, path: job.path, source: job.source });
   }
 
   private armIdle(): void {
     if (this.idleTimer || this.slots.some((s) => s.busy)) return;
+    const keep = this.isolation ? 1 : 0;
+    if (this.slots.length <= keep) return;
     this.idleTimer = setTimeout(() => {
       this.idleTimer = null;
       if (this.queue.length || this.slots.some((s) => s.busy)) return;
-      for (const s of this.slots.splice(0)) void s.worker.terminate();
+      for (const s of this.slots.splice(keep)) void s.worker.terminate();
     }, IDLE_MS);
     this.idleTimer.unref();
+  }
+
+  /** Paths of the files being parsed, or waiting, for a judgement (its signal): a timeout names them. */
+  pathsOf(signal: AbortSignal): string[] {
+    const held = this.slots.map((s) => s.busy).filter((j): j is Job => !!j && j.signal === signal);
+    return [...held, ...this.queue.filter((j) => j.signal === signal)].map((j) => j.path);
   }
 
   /** Workers currently running (for tests and the benchmark). */
   get workers(): number {
     return this.slots.length;
   }
+
+  /** Jobs waiting or running (for tests). */
+  get pending(): number {
+    return this.queue.length + this.slots.filter((s) => s.busy).length;
+  }
 }
 
-function inline(job: Job): void {
+function inline(job: Job, pool: { settle(job: Job, fn: () => void): void }): void {
+  let rows: string[];
   try {
-    job.resolve(extractRows(job.format, job.path, job.source));
+    rows = extractRows(job.format, job.path, job.source);
   } catch (err) {
-    job.reject(err);
+    pool.settle(job, () => job.reject(err));
+    return;
   }
+  pool.settle(job, () => job.resolve(rows));
 }
 
 export const parsePool = new ParsePool();

@@ -396,10 +396,10 @@ export class Git {
     return entries;
   }
 
-  /** The object id at `rev:path` (or of `rev` itself when path is null), or null when absent. */
-  async pathId(rev: string, path: string | null): Promise<{ id: string; type: string } | null> {
+  /** The object id (and type and size in bytes) at `rev:path`, or of `rev` itself when path is null; null when absent. */
+  async pathId(rev: string, path: string | null): Promise<{ id: string; type: string; size: number } | null> {
     const r = await this.batchReader().header(path === null ? rev : `${rev}:${path}`);
-    return r ? { id: r.id, type: r.type } : null;
+    return r ? { id: r.id, type: r.type, size: r.size } : null;
   }
 
   /** The contents of a blob by id, or of `rev:path`; null when it does not exist. */

@@ -31,6 +31,15 @@ export const DEFAULT_LIMITS = {
   maxBlobBytes: 32 * 1024 * 1024,
 } as const;
 
+/**
+ * `contract.maxSourceBytes` default: 1 MiB. Hand-written modules stay far below it; cold parsing
+ * runs at 1 to 2 MB/s here (docs/performance.md), so one file at the limit costs about a second
+ * of a worker, well inside the hook time limit. Generated bundles belong outside the roots.
+ */
+export const DEFAULT_MAX_SOURCE_BYTES = 1024 * 1024;
+/** The highest value the policy may set (64 MiB): beyond it a parse is not bounded by anything sensible. */
+const MAX_SOURCE_BYTES_CEILING = 64 * 1024 * 1024;
+
 const PolicySchema = z.strictObject({
   trustedBranch: z.string().min(1).default('main'),
   writable: globList.default(['src/**']),
@@ -48,6 +57,8 @@ const PolicySchema = z.strictObject({
     roots: globList.default(['src/']),
     allowFile: z.string().min(1).default('ci/contract.allow'),
     format: z.enum(['v1', 'seed']).default('v1'),
+    /** Largest contract file the gate parses; a bigger one is refused from its size, before any parse. */
+    maxSourceBytes: z.number().int().positive().max(MAX_SOURCE_BYTES_CEILING).default(DEFAULT_MAX_SOURCE_BYTES),
   }).prefault({}),
   fixtures: z.strictObject({
     lock: z.string().min(1).default('ci/fixtures.lock'),

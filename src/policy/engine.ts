@@ -4,6 +4,7 @@
 
 import { isZeroId, type Change, type CommitInfo, type Git, type OddMode } from '../git/git.js';
 import { errorMessage } from '../errors.js';
+import { throwIfCancelled } from '../cancel.js';
 import { loadPolicy, type Policy } from './config.js';
 import { linearBase } from './ancestry.js';
 import { RULE_ROW, tableRow } from './decision-table.js';
@@ -53,6 +54,7 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
   const started = Date.now();
   const outcomes: RuleOutcome[] = [];
   try {
+    throwIfCancelled();
     let policy = opts.policy ?? (await loadPolicy(opts.git, opts.trustedTip));
     if (opts.trustedBranch) policy = { ...policy, trustedBranch: opts.trustedBranch };
     const kind = updateKind(update);
@@ -76,8 +78,14 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
       trustedTip: opts.trustedTip, newCommits, cache: opts.cache ?? new Map(),
       // Only when new commits are those no ref reaches (a push): the ancestry shortcuts need it.
       linearBase: opts.exclude === undefined ? linearBase(newCommits, update.newId) : null,
-      changes: async (commit) => (await diff(commit)).changes,
-      oddModes: async (commit) => (await diff(commit)).oddModes,
+      changes: async (commit) => {
+        throwIfCancelled();
+        return (await diff(commit)).changes;
+      },
+      oddModes: async (commit) => {
+        throwIfCancelled();
+        return (await diff(commit)).oddModes;
+      },
     };
     const human = opts.role !== 'agent';
     const run = (rule: Rule) => {

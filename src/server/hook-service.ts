@@ -5,6 +5,13 @@
 // node-git-server's `service` event), runs the engine on the quarantined objects, writes the
 // decision to the audit log, and only then answers `accept`. Unknown pid, bad input, wrong
 // secret, timeout, engine error or audit failure: reject.
+// The time limit really ends a judgement: it runs under an AbortSignal (src/cancel.ts) that
+// the limit, or the hook hanging up, fires; the parse worker is terminated and the judge stops.
+// An accept is audited only once it was delivered: the pre-receive shim exiting 0 is what makes
+// git run the update hook, so the decision is written when the first update hook asks (and a
+// failed write refuses there); a push whose shim gave up or died is written as refused when
+// receive-pack exits. The shims wait for the daemon's own time limit plus a margin
+// (`hook.endpoint` carries it).
 
 import http from 'node:http';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
@@ -16,8 +23,11 @@ import { ContractParseError, errorMessage } from '../errors.js';
 import { errorDecision, judgeUpdate, renderDecision } from '../policy/engine.js';
 import { loadPolicy, type Policy } from '../policy/config.js';
 import { contractOf } from '../contract/digest.js';
+import { parsePool } from '../contract/parse-pool.js';
+import { runCancellable } from '../cancel.js';
 import type { RefDecision, RefUpdate, Role } from '../policy/types.js';
-import type { AuditStore } from '../audit/store.js';
+import type { AuditStore, RecordPushInput } from '../audit/store.js';
+import { AuthRowLimiter, type AuthRowLimits } from './auth-rows.js';
 
 export interface PushSession {
   pid: number;
@@ -30,7 +40,16 @@ export interface PushSession {
   userAgent: string | null;
   decisions: Map<string, RefDecision>;
   confirmed: Set<string>;
+  /** An accepting decision judged but not yet audited: written when its delivery is proven (update hook). */
+  pending?: RecordPushInput | null;
+  /** The audit write at delivery failed: every ref of this push is refused. */
+  auditFailed?: boolean;
+  /** receive-pack exited (set by endSession). */
+  ended?: boolean;
 }
+
+/** Seconds the shims wait for an answer beyond the daemon's own hook time limit. */
+export const SHIM_MARGIN_S = 30;
 
 const key = (ref: string, oldId: string, newId: string) => `${ref} ${oldId} ${newId}`;
 
@@ -43,6 +62,8 @@ export interface HookServiceOptions {
   cache: Map<string, unknown>;
   /** Test seam: runs before the engine, e.g. to stop the daemon mid-push. */
   beforeJudge?: () => Promise<void>;
+  /** Rate limit of the `auth` rows the endpoint writes (tests shorten it). */
+  authRows?: AuthRowLimits;
 }
 
 interface HookRequest {
@@ -97,10 +118,29 @@ export class HookService {
   private readonly stores = new Map<string, Git>();
   private readonly secret = Buffer.from(randomBytes(32).toString('hex'));
   private warming: Promise<void> = Promise.resolve();
+  /** Fires at stop(): ends the background warm-ups. */
+  private readonly stopping = new AbortController();
+  private readonly authRows: AuthRowLimiter;
+  private judges = 0;
 
-  constructor(private readonly opts: HookServiceOptions) {}
+  constructor(private readonly opts: HookServiceOptions) {
+    this.authRows = new AuthRowLimiter(opts.audit, opts.authRows);
+  }
+
+  /** Judgements still running, including cancelled ones that have not stopped yet (for tests). */
+  get judging(): number {
+    return this.judges;
+  }
+
+  /** What the shims wait for an answer, in whole seconds: the hook time limit plus a margin. */
+  get shimWaitSeconds(): number {
+    return Math.ceil(this.opts.timeoutMs / 1000) + SHIM_MARGIN_S;
+  }
 
   async start(): Promise<void> {
+    // No parse on this thread from now on: it serves HTTP and the hooks. One file's parse may
+    // take at most the hook time limit (a push would be refused by then anyway).
+    parsePool.isolate({ jobTimeoutMs: this.opts.timeoutMs });
     const server = http.createServer((req, res) => void this.handle(req, res));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -110,7 +150,7 @@ export class HookService {
     const { port } = server.address() as AddressInfo;
     // Written whole, readable by the server's user only, then moved into place.
     const tmp = `${this.opts.endpointPath}.${process.pid}.tmp`;
-    writeFileSync(tmp, `127.0.0.1 ${port} ${this.secret.toString()}\n`, { mode: 0o600 });
+    writeFileSync(tmp, `127.0.0.1 ${port} ${this.secret.toString()} ${this.shimWaitSeconds}\n`, { mode: 0o600 });
     renameSync(tmp, this.opts.endpointPath);
   }
 
@@ -129,6 +169,8 @@ export class HookService {
   }
 
   async stop(): Promise<void> {
+    this.stopping.abort(new Error('the server is stopping'));
+    this.authRows.close();
     for (const g of this.stores.values()) g.close();
     this.stores.clear();
     const s = this.server;
@@ -149,7 +191,7 @@ export class HookService {
    * never queue behind it.
    */
   warmRepo(repoDir: string): void {
-    this.warming = this.warming.then(() => this.warm(repoDir)).catch((err: unknown) => {
+    this.warming = this.warming.then(() => runCancellable(this.stopping.signal, () => this.warm(repoDir))).catch((err: unknown) => {
       if (!this.server) return; // stopped on the way: nothing to report
       process.stderr.write(`patchgate: cache warm-up of ${repoDir} stopped: ${errorMessage(err).split('\n')[0]}\n`);
     });
@@ -166,7 +208,7 @@ export class HookService {
     try {
       const { trustedTip: tip, policy } = await trustedState(git);
       if (!tip) return;
-      await contractOf(git, tip, policy.contract.roots, policy.contract.format, this.opts.cache).catch((err: unknown) => {
+      await contractOf(git, tip, policy.contract.roots, policy.contract.format, this.opts.cache, { maxSourceBytes: policy.contract.maxSourceBytes }).catch((err: unknown) => {
         if (!(err instanceof ContractParseError)) throw err; // a trusted tree that does not parse: nothing to warm
       });
     } finally {
@@ -201,6 +243,10 @@ export class HookService {
     const s = this.sessions.get(pid);
     if (!s) return;
     this.sessions.delete(pid);
+    s.ended = true;
+    // Accepted but never delivered (the pre-receive shim gave up or died before git ran the
+    // update hook): nothing moved, and the audit says refused.
+    if (s.pending) this.recordUndelivered(s);
     const items = [...s.decisions.values()].filter((d) => !s.confirmed.has(key(d.ref, d.oldId, d.newId))).map((d) => ({ ref: d.ref, new: d.newId, moved: false }));
     if (items.length) {
       try {
@@ -214,6 +260,11 @@ export class HookService {
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     this.inflight++;
     res.setHeader('Content-Type', 'text/plain; charset=utf-8');
+    // The shim hung up before its answer (it gave up waiting, or was killed): stop judging for it.
+    const gone = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) gone.abort(new Error('the hook hung up before its verdict (it gave up waiting or was killed)'));
+    });
     const lines: string[] = [];
     let verdict: 'accept' | 'reject' = 'reject';
     try {
@@ -221,7 +272,7 @@ export class HookService {
       if (given.length !== this.secret.length || !timingSafeEqual(given, this.secret)) {
         res.statusCode = 403;
         req.resume();
-        this.opts.audit.appendAuthFailure({ reason: 'hook request without the daemon secret' });
+        this.authRows.record('hook-secret', { reason: 'hook request without the daemon secret' });
         throw new Error('the hook did not present the gate daemon\'s secret');
       }
       const chunks: Buffer[] = [];
@@ -234,11 +285,11 @@ export class HookService {
       const hr = parseRequest(Buffer.concat(chunks).toString('utf8'));
       const session = this.sessions.get(hr.ppid);
       if (!session) {
-        this.opts.audit.appendAuthFailure({ reason: `hook ${hr.hook} from unknown receive-pack pid ${hr.ppid} (${hr.dir})` });
+        this.authRows.record('hook-pid', { reason: `hook ${hr.hook.slice(0, 40)} from unknown receive-pack pid ${hr.ppid} (${hr.dir.slice(0, 300)})` });
         throw new Error(`this push did not come through the authenticated gate (unknown pusher pid ${hr.ppid})`);
       }
       if (!inside(session.repoDir, hr.dir)) throw new Error('the hook runs in another repository than the one the pusher was authorised for');
-      if (hr.hook === 'pre-receive') verdict = await this.preReceive(session, hr, lines);
+      if (hr.hook === 'pre-receive') verdict = await this.preReceive(session, hr, lines, gone.signal);
       else if (hr.hook === 'update') verdict = this.update(session, hr, lines);
       else if (hr.hook === 'post-receive') verdict = this.postReceive(session, hr);
       else throw new Error(`unknown hook ${hr.hook}`);
@@ -253,7 +304,7 @@ export class HookService {
     res.end(safe.map((l) => l + '\n').join('') + `patchgate-verdict: ${verdict}\n`);
   }
 
-  private async preReceive(s: PushSession, hr: HookRequest, lines: string[]): Promise<'accept' | 'reject'> {
+  private async preReceive(s: PushSession, hr: HookRequest, lines: string[], gone: AbortSignal): Promise<'accept' | 'reject'> {
     const updates = hr.lines.map(parseRefLine);
     const env: Record<string, string> = {};
     for (const v of QUARANTINE_VARS) {
@@ -272,13 +323,12 @@ export class HookService {
     let decisions: RefDecision[];
     const timings: Record<string, number> = {};
     try {
-      decisions = await this.judgeAll(git, s, updates, timings);
+      decisions = await this.judgeAll(git, s, updates, timings, gone);
     } finally {
       git.close();
     }
     const accepted = decisions.filter((d) => d.verdict === 'accept').length;
-    // The decision is written before the hook may accept; a failed write refuses the push.
-    this.opts.audit.recordPush({
+    const record: RecordPushInput = {
       pushId: s.pushId, repo: s.repo, actor: s.actor, role: s.role, remoteAddr: s.remoteAddr, userAgent: s.userAgent,
       verdict: accepted === decisions.length ? 'accept' : 'reject',
       timings: { ...timings, total: Date.now() - t0 },
@@ -287,17 +337,59 @@ export class HookService {
         rules: JSON.parse(JSON.stringify(d.outcomes)) as unknown[],
         contractBase: d.contract.base, contractHead: d.contract.head, timings: { total: d.ms, ...(d.commitsMs !== undefined ? { commits: d.commitsMs } : {}) },
       })),
-    });
-    for (const d of decisions) {
-      s.decisions.set(key(d.ref, d.oldId, d.newId), d);
-      lines.push(...renderDecision(d, s.actor));
+    };
+    for (const d of decisions) s.decisions.set(key(d.ref, d.oldId, d.newId), d);
+    if (accepted === 0) {
+      // A refusal needs no delivery: written now (a failed write still refuses).
+      this.opts.audit.recordPush(record);
+    } else if (s.ended || gone.aborted) {
+      // Nobody is left to receive the accept: audited as refused, answered as refused.
+      this.recordUndelivered(s, record);
+      lines.push(`patchgate: push ${s.pushId} refused: the hook went away before its verdict`);
+      return 'reject';
+    } else {
+      // An accept is audited when it is known to have arrived: the update hook (below), which
+      // git runs only after this shim exited 0. Until then it is pending; see endSession.
+      s.pending = record;
     }
-    lines.push(`patchgate: push ${s.pushId} audited (${accepted}/${decisions.length} ref(s) accepted)`);
+    for (const d of decisions) lines.push(...renderDecision(d, s.actor));
+    lines.push(`patchgate: push ${s.pushId} ${accepted ? 'judged' : 'audited'} (${accepted}/${decisions.length} ref(s) accepted)`);
     return accepted > 0 ? 'accept' : 'reject';
   }
 
-  private async judgeAll(git: Git, s: PushSession, updates: RefUpdate[], timings: Record<string, number>): Promise<RefDecision[]> {
-    const work = (async () => {
+  /**
+   * Write a pending accept as refused: the verdict did not reach git (the pre-receive shim gave
+   * up waiting or died first), so nothing moved. Every ref row keeps the rules' outcomes and
+   * adds a `delivery` entry that says why.
+   */
+  private recordUndelivered(s: PushSession, record: RecordPushInput | null | undefined = s.pending): void {
+    s.pending = null;
+    if (!record) return;
+    const why = 'the accept never reached git: the pre-receive hook ended (it gave up waiting or was killed) before git ran the update hook, so nothing moved';
+    try {
+      this.opts.audit.recordPush({
+        ...record,
+        verdict: 'reject',
+        refs: record.refs.map((r) => ({
+          ...r,
+          verdict: 'reject',
+          decision: r.verdict === 'accept' ? 'gate-error' : r.decision,
+          rules: r.verdict === 'accept' ? [...r.rules, { rule: 'delivery', status: 'fail', findings: [], details: { error: why, judged: 'accept' } }] : r.rules,
+        })),
+      });
+    } catch (err) {
+      process.stderr.write(`patchgate: audit: could not record the undelivered push ${s.pushId}: ${errorMessage(err)}\n`);
+    }
+  }
+
+  private async judgeAll(git: Git, s: PushSession, updates: RefUpdate[], timings: Record<string, number>, gone: AbortSignal): Promise<RefDecision[]> {
+    // Cancelled by the time limit or by the hook hanging up; the parse worker holding this
+    // push's file is terminated and the judge stops at its next check (src/cancel.ts).
+    const cancel = new AbortController();
+    const onGone = () => cancel.abort(gone.reason);
+    gone.addEventListener('abort', onGone, { once: true });
+    this.judges++;
+    const work = runCancellable(cancel.signal, async () => {
       if (this.opts.beforeJudge) await this.opts.beforeJudge();
       const t0 = performance.now();
       const store = this.mainStore(s.repoDir);
@@ -307,19 +399,30 @@ export class HookService {
       timings.setup = Math.round(performance.now() - t0);
       const out: RefDecision[] = [];
       for (const u of updates) {
+        if (cancel.signal.aborted) break;
         out.push(await judgeUpdate({ git, role: s.role === 'agent' ? 'agent' : 'human', mode: 'push', trustedTip, trustedBranch, policy, cache: this.opts.cache, mainStore: store }, u));
       }
       timings.refs = Math.round(performance.now() - t0) - timings.setup;
       return out;
-    })();
+    }).finally(() => {
+      this.judges--;
+    });
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<RefDecision[]>((resolve) => {
-      timer = setTimeout(() => resolve(updates.map((u) => timedOut(u, this.opts.timeoutMs))), this.opts.timeoutMs);
+      timer = setTimeout(() => {
+        const parsing = parsePool.pathsOf(cancel.signal);
+        cancel.abort(new Error(`the hook time limit of ${this.opts.timeoutMs} ms passed`));
+        resolve(updates.map((u) => timedOut(u, this.opts.timeoutMs, parsing)));
+      }, this.opts.timeoutMs);
     });
     try {
-      return await Promise.race([work.catch((err) => updates.map((u) => failed(u, err))), timeout]);
+      const out = await Promise.race([work.catch((err) => updates.map((u) => failed(u, err))), timeout]);
+      // Cancelled (the hook hung up) while a ref was judged: nothing of it is an accept.
+      if (cancel.signal.aborted && out.length !== updates.length) return updates.map((u) => failed(u, cancel.signal.reason));
+      return cancel.signal.aborted ? out.map((d) => (d.verdict === 'accept' ? failed(d, cancel.signal.reason) : d)) : out;
     } finally {
       clearTimeout(timer);
+      gone.removeEventListener('abort', onGone);
     }
   }
 
@@ -329,6 +432,21 @@ export class HookService {
     const d = s.decisions.get(key(u.ref, u.oldId, u.newId));
     if (!d) {
       lines.push(`patchgate: ${u.ref} refused: it was not judged by the pre-receive gate`);
+      return 'reject';
+    }
+    // The first update hook proves that the pre-receive accept was delivered: audit it now.
+    if (s.pending) {
+      const record = s.pending;
+      s.pending = null;
+      try {
+        this.opts.audit.recordPush(record);
+      } catch (err) {
+        s.auditFailed = true;
+        process.stderr.write(`patchgate: audit: push ${s.pushId} refused, its decision could not be written: ${errorMessage(err)}\n`);
+      }
+    }
+    if (s.auditFailed) {
+      lines.push(`patchgate: push refused: ${u.ref}: the audit log could not record this push's decision, so nothing is accepted; push again, and if this repeats ask a person to check the server`);
       return 'reject';
     }
     return d.verdict;
@@ -351,8 +469,13 @@ async function trustedState(git: Git): Promise<{ trustedBranch: string; trustedT
   return { trustedBranch: trustedRef.replace(/^refs\/heads\//, ''), trustedTip, policy: await loadPolicy(git, trustedTip) };
 }
 
-function timedOut(u: RefUpdate, ms: number): RefDecision {
-  return errorDecision(u, new Error(`the policy did not finish within ${ms} ms`), Date.now());
+/** The time limit passed; when files were still being parsed, the refusal names them and says what to do. */
+function timedOut(u: RefUpdate, ms: number, parsing: string[] = []): RefDecision {
+  const files = [...new Set(parsing)].slice(0, 3);
+  if (!files.length) return errorDecision(u, new Error(`the policy did not finish within ${ms} ms (the judgement was stopped)`), Date.now());
+  const d = errorDecision(u, new Error(`the policy did not finish within ${ms} ms: still parsing ${files.join(', ')} (the parse was stopped)`), Date.now());
+  if (d.reasons[0]) d.reasons[0] = { ...d.reasons[0], path: files[0]! };
+  return { ...d, remediation: `split or simplify ${files.join(', ')} so each parses quickly (or move generated code out of the contract roots), commit, and push again` };
 }
 
 function failed(u: RefUpdate, err: unknown): RefDecision {

@@ -2,7 +2,7 @@
 // The pushed digest must equal the digest at the merge-base with the trusted branch or at
 // the trusted tip, or be listed in the allow file read from the trusted tip.
 
-import { ContractParseError } from '../../errors.js';
+import { ContractParseError, ContractSizeError, ParseWorkerError } from '../../errors.js';
 import { contractOf, contractRows, diffContracts, parseAllowFile, type Contract } from '../../contract/digest.js';
 import { isZeroId } from '../../git/git.js';
 import { mergeBaseWithTrusted } from '../ancestry.js';
@@ -19,16 +19,25 @@ export const contract: Rule = {
     removed: '- {row}',
     changed: '~ {from}  =>  {to}',
     parseError: 'commit {commit}: {path}:{line} does not parse ({detail}); the contract cannot be computed, so the push is refused',
+    tooLarge: 'commit {commit}: {path} is {size} bytes, over contract.maxSourceBytes ({limit} bytes); the gate does not parse a file that large, so the push is refused',
+    parseFailed: 'commit {commit}: {path} could not be parsed ({detail}); the contract cannot be computed, so the push is refused',
   },
   async check(ctx) {
     const { policy, update, git } = ctx;
     if (isZeroId(update.newId)) return { findings: [], details: { skipped: 'delete' } };
-    const { roots, format, allowFile } = policy.contract;
+    const { roots, format, allowFile, maxSourceBytes } = policy.contract;
+    const limits = { maxSourceBytes };
     const headCommit = update.newId;
     let head: Contract;
     try {
-      head = await contractOf(git, headCommit, roots, format, ctx.cache);
+      head = await contractOf(git, headCommit, roots, format, ctx.cache, limits);
     } catch (e) {
+      if (e instanceof ContractSizeError) {
+        return { findings: [{ messageId: 'tooLarge', path: e.path, commit: headCommit, data: { commit: short(headCommit), path: e.path, size: e.size, limit: e.limit } }] };
+      }
+      if (e instanceof ParseWorkerError) {
+        return { findings: [{ messageId: 'parseFailed', path: e.path, commit: headCommit, data: { commit: short(headCommit), path: e.path, detail: e.message.slice(e.path.length + 2) } }] };
+      }
       if (e instanceof ContractParseError) {
         return { findings: [{ messageId: 'parseError', path: e.path, commit: headCommit, data: { commit: short(headCommit), path: e.path, line: e.line, detail: e.message.replace(/^.*does not parse: /, '') } }] };
       }
@@ -43,7 +52,7 @@ export const contract: Rule = {
     for (const r of refs) {
       let c: Contract | null = null;
       try {
-        c = await contractOf(git, r.rev, roots, format, ctx.cache);
+        c = await contractOf(git, r.rev, roots, format, ctx.cache, limits);
       } catch (e) {
         if (!(e instanceof ContractParseError)) throw e; // a trusted tree that does not parse matches nothing
       }
@@ -61,14 +70,20 @@ export const contract: Rule = {
       data: { roots: roots.join(', '), commit: short(headCommit), head: head.digest, base: base?.digest ?? '(none)', allowFile, trusted: policy.trustedBranch },
     }];
     const baseRev = refs[0]?.rev;
-    const baseRows = base && baseRev ? await contractRows(git, base, baseRev, roots, ctx.cache) : [];
-    const diff = diffContracts(baseRows, await contractRows(git, head, headCommit, roots, ctx.cache));
+    const baseRows = base && baseRev ? await contractRows(git, base, baseRev, roots, ctx.cache, limits) : [];
+    const diff = diffContracts(baseRows, await contractRows(git, head, headCommit, roots, ctx.cache, limits));
     for (const row of diff.removed) findings.push({ messageId: 'removed', data: { row }, path: row.split('::')[0], commit: headCommit });
     for (const row of diff.added) findings.push({ messageId: 'added', data: { row }, path: row.split('::')[0], commit: headCommit });
     for (const ch of diff.changed) findings.push({ messageId: 'changed', data: { from: ch.from, to: ch.to }, path: ch.to.split('::')[0], commit: headCommit });
     return { findings, details: { ...details, diff } };
   },
   remediation(ctx, findings) {
+    const big = findings.find((x) => x.messageId === 'tooLarge');
+    if (big) {
+      return `shrink or split ${big.path} below ${big.data.limit} bytes (generated code belongs outside ${ctx.policy.contract.roots.join(', ')}), commit, and push again; if a file that large is intended, a person can raise contract.maxSourceBytes in ci/patchgate.json on ${ctx.policy.trustedBranch}`;
+    }
+    const failed = findings.find((x) => x.messageId === 'parseFailed');
+    if (failed) return `simplify ${failed.path} (for example less deeply nested code), commit, and push again`;
     if (findings.some((f) => f.messageId === 'parseError')) {
       const f = findings.find((x) => x.messageId === 'parseError')!;
       return `fix the syntax error in ${f.path} line ${f.data.line}, commit, and push again`;
