@@ -150,7 +150,7 @@ export class HookService {
     const { port } = server.address() as AddressInfo;
     // Written whole, readable by the server's user only, then moved into place.
     const tmp = `${this.opts.endpointPath}.${process.pid}.tmp`;
-    writeFileSync(tmp, `127.0.0.1 ${port} ${this.secret.toString()} ${this.shimWaitSeconds}\n`, { mode: 0o600 });
+    writeFileSync(tmp, this.endpointLine(port), { mode: 0o600 });
     renameSync(tmp, this.opts.endpointPath);
   }
 
@@ -220,6 +220,11 @@ export class HookService {
    * For /healthz: the port the shims can reach, or why they cannot (not listening, or
    * hook.endpoint missing or naming another daemon). Never returns the secret.
    */
+  /** The one line of hook.endpoint: address, port, secret, and how long a shim waits for a verdict. */
+  private endpointLine(port: number): string {
+    return `127.0.0.1 ${port} ${this.secret.toString()} ${this.shimWaitSeconds}\n`;
+  }
+
   health(): { port: number } | { down: string } {
     const s = this.server;
     if (!s?.listening) return { down: 'hook daemon is not listening' };
@@ -230,7 +235,7 @@ export class HookService {
     } catch {
       return { down: 'hook.endpoint is missing (the hooks cannot reach the daemon)' };
     }
-    if (line !== `127.0.0.1 ${port} ${this.secret.toString()}\n`) return { down: 'hook.endpoint names another daemon than this one' };
+    if (line !== this.endpointLine(port)) return { down: 'hook.endpoint names another daemon than this one' };
     return { port };
   }
 
