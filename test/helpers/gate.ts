@@ -6,7 +6,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server/app.js';
 import { createRepo } from '../../src/server/repos.js';
-import { GIT_ENV, tempDir } from './repo.js';
+import { GIT_ENV, TestRepo, tempDir } from './repo.js';
 
 export interface Gate {
   srv: RunningServer;
@@ -57,4 +57,20 @@ export async function refIn(bare: string, ref: string): Promise<string | null> {
 
 export function bareDir(gate: Gate, name: string): string {
   return join(gate.data, 'repos', `${name}.git`);
+}
+
+/**
+ * A gate with repository `app` whose trusted branch `main` a person (alice) seeded from a
+ * work repo with `files`; one agent token per name in `agents` (default `agent-1`).
+ */
+export async function seededGate(t: T, files: Record<string, string>, opts: Partial<ServerOptions> = {}, agents = ['agent-1']) {
+  const gate = await startGate(t, opts);
+  await gate.repo('app');
+  const human = gate.token('alice', 'human');
+  const tokens = Object.fromEntries(agents.map((a) => [a, gate.token(a, 'agent')]));
+  const w = TestRepo.init(t);
+  w.commit('base', files);
+  const r = await gitAsync(w.dir, ['push', gate.remote('app', 'alice', human), 'main']);
+  if (r.code !== 0) throw new Error(`a person could not seed main: ${r.stderr}`);
+  return { gate, human, agent: tokens[agents[0]!]!, tokens, w, bare: bareDir(gate, 'app') };
 }

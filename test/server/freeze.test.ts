@@ -6,7 +6,7 @@
 import t from 'tap';
 import http from 'node:http';
 import { TestRepo } from '../helpers/repo.js';
-import { bareDir, gitAsync, refIn, startGate, type Gate } from '../helpers/gate.js';
+import { gitAsync, refIn, seededGate, startGate, type Gate } from '../helpers/gate.js';
 import { parsePool } from '../../src/contract/parse-pool.js';
 import { DEFAULT_MAX_SOURCE_BYTES } from '../../src/policy/config.js';
 
@@ -18,17 +18,9 @@ const BASE = {
 type TT = Parameters<Parameters<typeof t.test>[1]>[0];
 
 async function setup(t: TT, opts: Parameters<typeof startGate>[1] = {}) {
-  const gate = await startGate(t, opts);
-  await gate.repo('app');
-  const human = gate.token('alice', 'human');
-  const agent = gate.token('agent-1', 'agent');
-  const agent2 = gate.token('agent-2', 'agent');
-  const w = TestRepo.init(t);
-  w.commit('base', BASE);
-  const r = await gitAsync(w.dir, ['push', gate.remote('app', 'alice', human), 'main']);
-  t.equal(r.code, 0, `human seeds main${r.code ? `: ${r.stderr}` : ''}`);
-  await gate.srv.hooks.warmed;
-  return { gate, human, agent, agent2, w, bare: bareDir(gate, 'app') };
+  const s = await seededGate(t, BASE, opts, ['agent-1', 'agent-2']);
+  await s.gate.srv.hooks.warmed;
+  return { ...s, agent2: s.tokens['agent-2']! };
 }
 
 /** GET /healthz with a generous deadline (a hang fails, slowness does not). */

@@ -9,7 +9,7 @@ import http from 'node:http';
 import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TestRepo, tempDir } from '../helpers/repo.js';
-import { bareDir, gitAsync, refIn, startGate } from '../helpers/gate.js';
+import { bareDir, gitAsync, refIn, seededGate, startGate } from '../helpers/gate.js';
 import { startServer } from '../../src/server/app.js';
 import { AuditStore } from '../../src/audit/store.js';
 import { SHIM_MARGIN_S } from '../../src/server/hook-service.js';
@@ -22,15 +22,7 @@ const BASE = {
 type TT = Parameters<Parameters<typeof t.test>[1]>[0];
 
 async function setup(t: TT, opts: Parameters<typeof startGate>[1] = {}) {
-  const gate = await startGate(t, opts);
-  await gate.repo('app');
-  const human = gate.token('alice', 'human');
-  const agent = gate.token('agent-1', 'agent');
-  const w = TestRepo.init(t);
-  w.commit('base', BASE);
-  const r = await gitAsync(w.dir, ['push', gate.remote('app', 'alice', human), 'main']);
-  t.equal(r.code, 0, `human seeds main${r.code ? `: ${r.stderr}` : ''}`);
-  return { gate, human, agent, w, bare: bareDir(gate, 'app') };
+  return seededGate(t, BASE, opts);
 }
 
 t.test('the shims wait for the daemon\'s own limit plus a margin (hook.endpoint carries it)', async (t) => {

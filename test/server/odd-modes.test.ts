@@ -11,7 +11,7 @@ import { classifyMode } from '../../src/git/modes.js';
 import { Git } from '../../src/git/git.js';
 import { contractOf } from '../../src/contract/digest.js';
 import { GIT_ENV, TestRepo } from '../helpers/repo.js';
-import { bareDir, gitAsync, refIn, startGate } from '../helpers/gate.js';
+import { gitAsync, refIn, seededGate } from '../helpers/gate.js';
 
 /** A tree written by hand: a name maps to a file (`content`) or a folder (`children`), each with the mode digits to store. */
 type Spec = { [name: string]: { mode: string; content: string } | { mode: string; children: Spec } | { mode: string; id: string } };
@@ -46,16 +46,9 @@ function base(): Spec {
 }
 
 async function setup(t: Parameters<Parameters<typeof tap.test>[1]>[0]) {
-  const gate = await startGate(t);
-  await gate.repo('app');
-  const human = gate.token('alice', 'human');
-  const agent = gate.token('agent-1', 'agent');
-  const w = TestRepo.init(t);
-  w.commit('base', { 'src/app.py': APP, 'tests/test_app.py': TEST, 'tests/fixtures/invoice.json': INVOICE, 'ci/fixtures.lock': LOCK });
-  t.equal(w.git('rev-parse', 'HEAD^{tree}'), writeSpec(w.dir, base()), 'the spec writes the same tree git does');
-  const r = await gitAsync(w.dir, ['push', gate.remote('app', 'alice', human), 'main']);
-  t.equal(r.code, 0, r.stderr);
-  return { gate, human, agent, w, bare: bareDir(gate, 'app') };
+  const s = await seededGate(t, { 'src/app.py': APP, 'tests/test_app.py': TEST, 'tests/fixtures/invoice.json': INVOICE, 'ci/fixtures.lock': LOCK });
+  t.equal(s.w.git('rev-parse', 'HEAD^{tree}'), writeSpec(s.w.dir, base()), 'the spec writes the same tree git does');
+  return s;
 }
 const tap = t;
 
