@@ -38,10 +38,13 @@ export async function ghesBench(size: string, gen: GeneratedRepo, pushes: number
   daemon.stdout.on('data', (c) => (out += String(c)));
   daemon.stderr.on('data', (c) => (out += String(c)));
   try {
-    for (let i = 0; !out.includes('patchgate daemon: hooks'); i++) {
-      if (daemon.exitCode !== null || i > 1200) throw new Error(`daemon did not start: ${out}`);
+    // Up, and its cache warmed on the repository (as an operator would wait before enabling the hook).
+    const t0 = nowMs();
+    for (let i = 0; !out.includes('cache warm-up of 1 repository finished'); i++) {
+      if (daemon.exitCode !== null || i > 12_000) throw new Error(`daemon did not start and warm up: ${out}`);
       await new Promise((r) => setTimeout(r, 50));
     }
+    log(`  [${size}] ghes daemon up and warm after ${Math.round(nowMs() - t0)} ms`);
     const client = join(root, 'client.git');
     await git(root, ['clone', '-q', '--bare', '--no-local', gen.dir, client]);
     const rng = new Rng(7);
