@@ -56,6 +56,10 @@ body="hook pre-receive\${nl}ppid $PPID\${nl}dir $dir\${nl}id host ${host}\${nl}i
 repo=${repoExpr}
 via=${firstSet(v.via)}
 userid=${firstSet(v.userId)}
+case "$user$repo$via$userid" in *$'\n'*|*$'\r'*)
+  echo "patchgate: push refused: the host's identity variables hold a line break; ask the host's admin to check the pusher and repository names" >&2
+  exit 1 ;;
+esac
 [ -z "$repo" ] || body+="id repo $repo\${nl}"
 [ -z "$via" ] || body+="id via $via\${nl}"
 [ -z "$userid" ] || body+="id userid $userid\${nl}"
