@@ -15,6 +15,7 @@ const fixtures = () => import('./commands/fixtures.js');
 const ledger = () => import('./commands/ledger.js');
 const admin = () => import('./commands/admin.js');
 const ciCommand = () => import('./ci/command.js');
+const hostCommand = () => import('./host/command.js');
 
 const io = { out: (l: string) => void process.stdout.write(l + '\n'), err: (l: string) => void process.stderr.write(l + '\n') };
 /** Arguments after `--`, as strings (yargs must not turn `1e3` into 1000). */
@@ -128,6 +129,17 @@ export function buildCli(argv: string[]): Argv {
       await (await admin()).runServe({ data: a.data, port: a.port, host: a.host, tlsCert: a.tlsCert, tlsKey: a.tlsKey, hookTimeout: a.hookTimeout });
       return undefined;
     }))
+    .command('daemon', 'the hook daemon of a git-host node (GitLab, Gitea, GHES, gitolite): see docs/hosts.md', (y) => y
+      .option('config', { type: 'string', demandOption: true, describe: 'the daemon\'s JSON config' })
+      .option('audit', { type: 'string', describe: 'audit store URL (sqlite:PATH); overrides the config and PATCHGATE_AUDIT_URL' }),
+    (a) => guarded(async () => (await hostCommand()).runDaemon({ config: a.config, audit: a.audit })))
+    .command('hook', 'hooks inside a git host: `hook install --host H --config FILE REPO_DIR...`', (y) => y
+      .command('install <dirs..>', 'write the pre-receive shim for that host into each REPO_DIR', (y2) => y2
+        .positional('dirs', { type: 'string', array: true, demandOption: true })
+        .option('host', { choices: ['gitlab', 'gitea', 'ghes', 'gitolite', 'generic'] as const, demandOption: true })
+        .option('config', { type: 'string', demandOption: true, describe: 'the daemon\'s JSON config' }),
+      (a) => guarded(async () => out((await hostCommand()).runHookInstall({ host: a.host, config: a.config, dirs: a.dirs as string[] }))))
+      .demandCommand(1, 'name a hook command: install'))
     .command('repo', 'repositories: `repo create NAME`, `repo hooks NAME`', (y) => y
       .command('create <name>', 'create a bare repository with the gate hooks installed', (y2) => y2
         .positional('name', { type: 'string', demandOption: true })

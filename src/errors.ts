@@ -107,3 +107,10 @@ export function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message;
   return String(err);
 }
+
+/** A git-host hook request the daemon cannot tie to a pusher (no or unknown identity, repository outside its roots). */
+export class HostIdentityError extends PatchgateError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('HOST_IDENTITY', message, options);
+  }
+}

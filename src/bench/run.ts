@@ -3,7 +3,7 @@
 // bench/results.json. It is a benchmark, not a test: nothing fails on a MISS. See
 // docs/performance.md for what each figure means.
 //
-//   node dist/bench/run.js [--sizes 1k,10k,50k] [--quick] [--only 1,2,3,4,5] [--iterations N]
+//   node dist/bench/run.js [--sizes 1k,10k,50k] [--quick] [--only 1,2,3,4,5,6] [--iterations N]
 //                          [--agents N] [--pushes N] [--audit-rows N] [--digest-runs N]
 //                          [--concurrency-size S] [--digest-size S] [--budget SECONDS] [--no-strace] [--keep]
 
@@ -14,6 +14,7 @@ import { auditBench, type AuditBenchResult } from './audit.js';
 import { concurrencyBench, type ConcurrencyResult } from './concurrency.js';
 import { digestBench, type DigestBenchResult } from './digest.js';
 import { generateRepo, type GeneratedRepo } from './gen.js';
+import { ghesBench, type GhesBenchResult } from './ghes.js';
 import { pushBench, type PushBenchResult } from './push.js';
 import { cleanup, fmtBytes, fmtMs, keepDir, median, nowMs, REPO_TOP, round, run, tempDir } from './util.js';
 
@@ -34,7 +35,7 @@ interface Flags {
   budgetS: number;
 }
 
-const USAGE = `usage: node dist/bench/run.js [--sizes 1k,10k,50k] [--quick] [--only 1,2,3,4,5] [--iterations N]
+const USAGE = `usage: node dist/bench/run.js [--sizes 1k,10k,50k] [--quick] [--only 1,2,3,4,5,6] [--iterations N]
   [--agents N] [--pushes N] [--audit-rows N] [--digest-runs N] [--concurrency-size S] [--digest-size S]
   [--budget SECONDS] [--no-strace] [--keep]`;
 
@@ -51,7 +52,7 @@ export function label(n: number): string {
 function parseFlags(argv: string[]): Flags {
   const quick = argv.includes('--quick');
   const f: Flags = {
-    sizes: quick ? [1000] : [1000, 10_000, 50_000], quick, only: new Set([1, 2, 3, 4, 5]), iterations: null,
+    sizes: quick ? [1000] : [1000, 10_000, 50_000], quick, only: new Set([1, 2, 3, 4, 5, 6]), iterations: null,
     agents: quick ? 8 : 32, pushes: quick ? 3 : 10, auditRows: quick ? 100_000 : 1_000_000, digestRuns: quick ? 1 : 3,
     concurrencySize: null, digestSize: null, strace: true, keep: false, budgetS: quick ? 120 : 300,
   };
@@ -134,7 +135,7 @@ async function main(): Promise<void> {
   const digestSize = flags.digestSize ?? Math.min(...flags.sizes);
   if (flags.only.has(1) || flags.only.has(2)) for (const s of flags.sizes) needs.add(s);
   if (flags.only.has(3)) needs.add(digestSize);
-  if (flags.only.has(4)) needs.add(concSize);
+  if (flags.only.has(4) || flags.only.has(6)) needs.add(concSize);
   const gen = async (size: number): Promise<GeneratedRepo> => {
     let g = gens.get(size);
     if (!g) {
@@ -152,6 +153,7 @@ async function main(): Promise<void> {
   let digest: DigestBenchResult | null = null;
   let conc: ConcurrencyResult | null = null;
   let audit: AuditBenchResult | null = null;
+  let ghes: GhesBenchResult | null = null;
 
   for (const size of [...needs].sort((a, b) => a - b)) {
     const g = await gen(size);
@@ -171,6 +173,10 @@ async function main(): Promise<void> {
     if (flags.only.has(4) && size === concSize) {
       log(`(4) ${flags.agents} agents x ${flags.pushes} pushes at once on ${label(size)} (server in a child process)`);
       conc = await concurrencyBench(label(size), g, flags.agents, flags.pushes, { log, cacheDb: cacheDbs.get(size) ?? null, budgetMs: flags.budgetS * 1000 });
+    }
+    if (flags.only.has(6) && size === concSize) {
+      log(`(6) GHES shim on ${label(size)}: ${flags.quick ? 10 : 40} one-file pushes through git receive-pack, the shim and a warm daemon`);
+      ghes = await ghesBench(label(size), g, flags.quick ? 10 : 40, log);
     }
     // Big repositories are not needed past their own measurements.
     if (!flags.keep && size !== concSize && size !== digestSize) gens.delete(size);
@@ -236,6 +242,12 @@ async function main(): Promise<void> {
     const q = a.queries[0]!;
     targets.push({ id: '5', text: `audit query actor + time range on ${a.rows} rows <= 50 ms`, figure: `median ${round(q.medianMs, 2)} ms`, pass: q.medianMs <= 50 });
   } else targets.push({ id: '5', text: 'audit queries', figure: 'not run', pass: null });
+  if (ghes) {
+    const x = ghes;
+    const ratio = x.wall.p99 / x.budgetMs;
+    row('(6)', `GHES hook ${x.size} (${x.pushes} pushes)`, `push wall p50 ${fmtMs(x.wall.p50)} p99 ${fmtMs(x.wall.p99)} (max ${fmtMs(x.wall.max)}); judge p50 ${fmtMs(x.judge.p50)} p99 ${fmtMs(x.judge.p99)}; p99 / budget ${x.budgetMs} ms = ${round(ratio, 3)}; ${x.refused} refused`, 'p99/budget <= 0.5', verdict(ratio <= 0.5 && x.refused === 0));
+    targets.push({ id: '6', text: `GHES shim: push p99 / ${x.budgetMs} ms budget <= 0.5, none refused`, figure: `ratio ${round(ratio, 3)}, ${x.refused} refused`, pass: ratio <= 0.5 && x.refused === 0 });
+  } else targets.push({ id: '6', text: 'GHES hook budget', figure: 'not run', pass: null });
   row('env', 'machine', `${availableParallelism()} cpu(s) ${cpus()[0]?.model ?? ''}, ${fmtBytes(totalmem())}; load avg 1m min/median/max ${round(Math.min(...loads, startLoad[0]!), 1)}/${round(median(loads.length ? loads : [startLoad[0]!]), 1)}/${round(Math.max(...loads, startLoad[0]!), 1)}`, '', '');
   row('', 'code', `${commit.head?.slice(0, 12) ?? 'unknown'}${commit.dirty.length ? ` + ${commit.dirty.length} uncommitted file(s)` : ''}`, '', '');
   row('', 'calibration', `git --version spawn ${round(calStart.gitSpawnMs, 1)} -> ${round(calEnd.gitSpawnMs, 1)} ms; node -e 0 ${Math.round(calStart.nodeStartMs)} -> ${Math.round(calEnd.nodeStartMs)} ms; run ${Math.round(durationMs / 1000)} s`, '', '');
@@ -257,7 +269,7 @@ async function main(): Promise<void> {
     },
     targets, generation: genRows,
     push: pushes.map((p) => ({ ...p, gateWall: { ...p.gateWall, samples: p.gateWall.samples.map((x) => round(x, 2)) }, baseWall: { ...p.baseWall, samples: p.baseWall.samples.map((x) => round(x, 2)) } })),
-    digest, concurrency: conc, audit, table: out,
+    digest, concurrency: conc, audit, ghes, table: out,
   };
   const dir = join(REPO_TOP, 'bench');
   mkdirSync(dir, { recursive: true });

@@ -19,7 +19,7 @@ import { existsSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSy
 import type { AddressInfo } from 'node:net';
 import { sep } from 'node:path';
 import { Git, QUARANTINE_VARS } from '../git/git.js';
-import { ContractParseError, errorMessage } from '../errors.js';
+import { AuditError, ContractParseError, errorMessage } from '../errors.js';
 import { errorDecision, judgeUpdate, renderDecision } from '../policy/engine.js';
 import { loadPolicy, type Policy } from '../policy/config.js';
 import { contractOf } from '../contract/digest.js';
@@ -46,6 +46,14 @@ export interface PushSession {
   auditFailed?: boolean;
   /** receive-pack exited (set by endSession). */
   ended?: boolean;
+  /**
+   * Inside a git host (src/host/): only pre-receive runs, so the decision is written before the
+   * accept is answered (a failed write refuses), and nothing waits for an update hook.
+   */
+  auditAtJudge?: boolean;
+  /** This push's own time limit (the GHES budget), below the daemon's; its refusal says so. */
+  timeoutMs?: number;
+  timeoutMessage?: string;
 }
 
 /** Seconds the shims wait for an answer beyond the daemon's own hook time limit. */
@@ -64,13 +72,23 @@ export interface HookServiceOptions {
   beforeJudge?: () => Promise<void>;
   /** Rate limit of the `auth` rows the endpoint writes (tests shorten it). */
   authRows?: AuthRowLimits;
+  /**
+   * A hook request whose pid no authenticated front registered: the git-host daemon
+   * (src/host/) makes a one-push session from the identity the shim sent, or throws; a string
+   * instead says the repository is not gated (the push passes with that line).
+   */
+  sessionFor?: (hr: HookRequest) => PushSession | string;
+  /** Called with every answer (the daemon's metrics). */
+  onAnswer?: (hr: HookRequest | null, verdict: 'accept' | 'reject', ms: number) => void;
 }
 
-interface HookRequest {
+export interface HookRequest {
   hook: string;
   ppid: number;
   dir: string;
   env: Record<string, string>;
+  /** `id KEY VALUE` lines: the identity a git-host shim read from the host's variables. */
+  id: Record<string, string>;
   lines: string[];
 }
 
@@ -78,7 +96,7 @@ function parseRequest(body: string): HookRequest {
   const blank = body.indexOf('\n\n');
   const head = (blank < 0 ? body : body.slice(0, blank)).split('\n');
   const rest = blank < 0 ? '' : body.slice(blank + 2);
-  const req: HookRequest = { hook: '', ppid: 0, dir: '', env: {}, lines: rest.split('\n').filter((l) => l.trim()) };
+  const req: HookRequest = { hook: '', ppid: 0, dir: '', env: {}, id: {}, lines: rest.split('\n').filter((l) => l.trim()) };
   for (const line of head) {
     const sp = line.indexOf(' ');
     const k = line.slice(0, sp);
@@ -89,6 +107,9 @@ function parseRequest(body: string): HookRequest {
     else if (k === 'env') {
       const s2 = v.indexOf(' ');
       req.env[v.slice(0, s2)] = v.slice(s2 + 1);
+    } else if (k === 'id') {
+      const s2 = v.indexOf(' ');
+      if (s2 > 0) req.id[v.slice(0, s2)] = v.slice(s2 + 1);
     }
   }
   if (!req.hook || !Number.isInteger(req.ppid) || req.ppid <= 0 || !req.dir) throw new Error('malformed hook request');
@@ -272,6 +293,8 @@ export class HookService {
     });
     const lines: string[] = [];
     let verdict: 'accept' | 'reject' = 'reject';
+    let parsed: HookRequest | null = null;
+    const began = performance.now();
     try {
       const given = Buffer.from(String(req.headers['x-patchgate-secret'] ?? ''));
       if (given.length !== this.secret.length || !timingSafeEqual(given, this.secret)) {
@@ -288,22 +311,30 @@ export class HookService {
         chunks.push(c as Buffer);
       }
       const hr = parseRequest(Buffer.concat(chunks).toString('utf8'));
-      const session = this.sessions.get(hr.ppid);
-      if (!session) {
+      parsed = hr;
+      const found = this.sessions.get(hr.ppid) ?? this.opts.sessionFor?.(hr);
+      const session = typeof found === 'object' ? found : undefined;
+      if (typeof found === 'string') {
+        // A git host's repository its daemon's config does not gate: passed through, said so.
+        lines.push(found);
+        verdict = 'accept';
+      } else if (!session) {
         this.authRows.record('hook-pid', { reason: `hook ${hr.hook.slice(0, 40)} from unknown receive-pack pid ${hr.ppid} (${hr.dir.slice(0, 300)})` });
         throw new Error(`this push did not come through the authenticated gate (unknown pusher pid ${hr.ppid})`);
+      } else {
+        if (!inside(session.repoDir, hr.dir)) throw new Error('the hook runs in another repository than the one the pusher was authorised for');
+        if (hr.hook === 'pre-receive') verdict = await this.preReceive(session, hr, lines, gone.signal);
+        else if (hr.hook === 'update') verdict = this.update(session, hr, lines);
+        else if (hr.hook === 'post-receive') verdict = this.postReceive(session, hr);
+        else throw new Error(`unknown hook ${hr.hook}`);
       }
-      if (!inside(session.repoDir, hr.dir)) throw new Error('the hook runs in another repository than the one the pusher was authorised for');
-      if (hr.hook === 'pre-receive') verdict = await this.preReceive(session, hr, lines, gone.signal);
-      else if (hr.hook === 'update') verdict = this.update(session, hr, lines);
-      else if (hr.hook === 'post-receive') verdict = this.postReceive(session, hr);
-      else throw new Error(`unknown hook ${hr.hook}`);
     } catch (err) {
       lines.push(`patchgate: push refused: ${errorMessage(err).split('\n')[0]}`);
       verdict = 'reject';
     } finally {
       this.inflight--;
     }
+    this.opts.onAnswer?.(parsed, verdict, performance.now() - began);
     // A path may hold a line break; escape control characters so no message can forge a verdict line.
     const safe = lines.map((l) => l.replace(/[\x00-\x1f\x7f]/g, (c) => JSON.stringify(c).slice(1, -1)));
     res.end(safe.map((l) => l + '\n').join('') + `patchgate-verdict: ${verdict}\n`);
@@ -328,7 +359,7 @@ export class HookService {
     let decisions: RefDecision[];
     const timings: Record<string, number> = {};
     try {
-      decisions = await this.judgeAll(git, s, updates, timings, gone);
+      decisions = await this.judgeAll(git, s, updates, timings, gone, s.timeoutMs ?? this.opts.timeoutMs);
     } finally {
       git.close();
     }
@@ -352,6 +383,15 @@ export class HookService {
       this.recordUndelivered(s, record);
       lines.push(`patchgate: push ${s.pushId} refused: the hook went away before its verdict`);
       return 'reject';
+    } else if (s.auditAtJudge) {
+      // Inside a git host no update hook follows: the accept is written before it is answered
+      // (a failed write refuses the push).
+      try {
+        this.opts.audit.recordPush(record);
+      } catch (err) {
+        process.stderr.write(`patchgate: audit: push ${s.pushId} refused, its decision could not be written: ${errorMessage(err)}\n`);
+        throw new AuditError(`the audit log could not record push ${s.pushId}, so nothing is accepted; push again, and if this repeats ask a person to check the gate daemon`, { cause: err });
+      }
     } else {
       // An accept is audited when it is known to have arrived: the update hook (below), which
       // git runs only after this shim exited 0. Until then it is pending; see endSession.
@@ -387,7 +427,7 @@ export class HookService {
     }
   }
 
-  private async judgeAll(git: Git, s: PushSession, updates: RefUpdate[], timings: Record<string, number>, gone: AbortSignal): Promise<RefDecision[]> {
+  private async judgeAll(git: Git, s: PushSession, updates: RefUpdate[], timings: Record<string, number>, gone: AbortSignal, limitMs: number): Promise<RefDecision[]> {
     // Cancelled by the time limit or by the hook hanging up; the parse worker holding this
     // push's file is terminated and the judge stops at its next check (src/cancel.ts).
     const cancel = new AbortController();
@@ -416,9 +456,9 @@ export class HookService {
     const timeout = new Promise<RefDecision[]>((resolve) => {
       timer = setTimeout(() => {
         const parsing = parsePool.pathsOf(cancel.signal);
-        cancel.abort(new Error(`the hook time limit of ${this.opts.timeoutMs} ms passed`));
-        resolve(updates.map((u) => timedOut(u, this.opts.timeoutMs, parsing)));
-      }, this.opts.timeoutMs);
+        cancel.abort(new Error(`the hook time limit of ${limitMs} ms passed`));
+        resolve(updates.map((u) => timedOut(u, limitMs, parsing, s.timeoutMessage)));
+      }, limitMs);
     });
     try {
       const out = await Promise.race([work.catch((err) => updates.map((u) => failed(u, err))), timeout]);
@@ -475,10 +515,10 @@ async function trustedState(git: Git): Promise<{ trustedBranch: string; trustedT
 }
 
 /** The time limit passed; when files were still being parsed, the refusal names them and says what to do. */
-function timedOut(u: RefUpdate, ms: number, parsing: string[] = []): RefDecision {
+function timedOut(u: RefUpdate, ms: number, parsing: string[] = [], lead = ''): RefDecision {
   const files = [...new Set(parsing)].slice(0, 3);
-  if (!files.length) return errorDecision(u, new Error(`the policy did not finish within ${ms} ms (the judgement was stopped)`), Date.now());
-  const d = errorDecision(u, new Error(`the policy did not finish within ${ms} ms: still parsing ${files.join(', ')} (the parse was stopped)`), Date.now());
+  if (!files.length) return errorDecision(u, new Error(`${lead}the policy did not finish within ${ms} ms (the judgement was stopped)`), Date.now());
+  const d = errorDecision(u, new Error(`${lead}the policy did not finish within ${ms} ms: still parsing ${files.join(', ')} (the parse was stopped)`), Date.now());
   if (d.reasons[0]) d.reasons[0] = { ...d.reasons[0], path: files[0]! };
   return { ...d, remediation: `split or simplify ${files.join(', ')} so each parses quickly (or move generated code out of the contract roots), commit, and push again` };
 }

@@ -1,0 +1,32 @@
+// The CLI bodies of `patchgate hook install --host …` and `patchgate daemon --config FILE`
+// (src/cli.ts only declares their options).
+
+import { UsageError } from '../errors.js';
+import { loadDaemonConfig } from './config.js';
+import { isHost } from './identity.js';
+import { installHostHooks } from './install.js';
+
+export function runHookInstall(args: { host: string; config: string; dirs: string[] }): string[] {
+  if (!isHost(args.host)) throw new UsageError(`unknown --host ${args.host}: give gitlab, gitea, ghes, gitolite or generic`);
+  return installHostHooks(args.host, loadDaemonConfig(args.config), args.dirs);
+}
+
+export async function runDaemon(args: { config: string; audit?: string }): Promise<void> {
+  const cfg = loadDaemonConfig(args.config);
+  const audit = args.audit ?? process.env.PATCHGATE_AUDIT_URL;
+  if (audit) cfg.audit = audit.startsWith('sqlite:') || /^postgres(ql)?:\/\//.test(audit) ? audit : `sqlite:${audit}`;
+  const { startDaemon } = await import('./daemon.js');
+  const d = await startDaemon(cfg);
+  const say = (l: string) => process.stdout.write(l + '\n');
+  // Never the URL's password: only the store's kind and, for SQLite, its file.
+  say(`patchgate daemon: hooks of this node answered through ${cfg.data}/hook.endpoint; monitor ${d.monitorUrl} (/healthz, /metrics); audit ${cfg.audit.startsWith('sqlite:') ? cfg.audit : 'postgres'}`);
+  let closing = false;
+  const stop = (sig: string) => {
+    if (closing) return;
+    closing = true;
+    say(`patchgate daemon: ${sig}: stopping`);
+    d.close().then(() => say('patchgate daemon: stopped'), (e) => process.stderr.write(`patchgate daemon: shutdown error: ${e}\n`));
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}

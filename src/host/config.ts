@@ -1,0 +1,72 @@
+// The one JSON config that `patchgate daemon --config FILE` and `patchgate hook install --host
+// H --config FILE` share (DESIGN.md, "Pinned interface"): where the daemon keeps its state,
+// which audit store it writes, and which host user names are people, agents or admins.
+// A config that does not parse stops the daemon at start, never a push at run time.
+
+import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { z } from 'zod';
+import { ConfigError, errorMessage } from '../errors.js';
+
+const Globs = z.array(z.string().min(1)).default([]);
+
+const Schema = z.strictObject({
+  /** Folder of hook.endpoint, cache.db, the lock and the default audit log. */
+  data: z.string().min(1),
+  /** `sqlite:PATH` (default `sqlite:<data>/patchgate.db`) or `postgres://…`. */
+  audit: z.string().min(1).optional(),
+  humans: Globs,
+  agents: Globs,
+  admins: Globs,
+  /** Host repository names (GL_PROJECT_PATH / owner/name / GL_REPO) that are gated; default all. */
+  repos: z.array(z.string().min(1)).default(['**']),
+  /** When set, a hook may only run in a repository below one of these folders. */
+  repoRoots: z.array(z.string().min(1)).optional(),
+  /** Seconds the policy may take per push (any host). */
+  hookTimeout: z.number().positive().max(3600).default(30),
+  /** The GHES budget for the whole hook, in ms (GitHub Enterprise allows 5 s for all hooks). */
+  ghesBudgetMs: z.number().int().min(200).max(60_000).default(4500),
+  /** Of that budget, what the daemon leaves for the shim to connect and relay (ms). */
+  ghesReserveMs: z.number().int().min(50).max(10_000).default(500),
+  /** `HOST:PORT` of the monitoring listener (/healthz, /metrics); port 0 picks one. */
+  monitor: z.string().regex(/^[0-9A-Za-z.:[\]-]+:\d{1,5}$/).default('127.0.0.1:7006'),
+  /** Bare repositories whose trusted tip is parsed into the cache at start. */
+  warm: z.array(z.string().min(1)).default([]),
+});
+
+export type DaemonConfig = z.infer<typeof Schema> & { audit: string; configPath: string | null };
+
+/** Parse a config object; relative paths are taken from the config file's folder. */
+export function parseDaemonConfig(raw: unknown, configPath: string | null = null): DaemonConfig {
+  const r = Schema.safeParse(raw);
+  if (!r.success) {
+    const issue = r.error.issues[0]!;
+    throw new ConfigError(issue.path.join('.') || 'config', issue.message);
+  }
+  const base = configPath ? dirname(resolve(configPath)) : process.cwd();
+  const abs = (p: string) => (isAbsolute(p) ? p : resolve(base, p));
+  const data = abs(r.data.data);
+  let audit = r.data.audit ?? `sqlite:${join(data, 'patchgate.db')}`;
+  if (audit.startsWith('sqlite:')) audit = `sqlite:${abs(audit.slice('sqlite:'.length))}`;
+  else if (!/^postgres(ql)?:\/\//.test(audit)) throw new ConfigError('audit', 'give sqlite:PATH or postgres://…');
+  return {
+    ...r.data, data, audit, configPath: configPath ? resolve(configPath) : null,
+    repoRoots: r.data.repoRoots?.map(abs), warm: r.data.warm.map(abs),
+  };
+}
+
+export function loadDaemonConfig(path: string): DaemonConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError('--config', `cannot read ${path}: ${(err as { code?: string }).code ?? errorMessage(err)}`, { cause: err });
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError('--config', `${path} is not JSON: ${errorMessage(err)}`, { cause: err });
+  }
+  return parseDaemonConfig(raw, path);
+}

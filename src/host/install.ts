@@ -1,0 +1,86 @@
+// `patchgate hook install --host H --config FILE REPO_DIR...`: writes the shim where each host
+// looks for a pre-receive hook, and says what the operator still has to do on that host.
+//   gitlab   REPO_DIR/custom_hooks/pre-receive (pack it for `gitaly hooks set`, or copy it
+//            into the server-hooks directory of every Gitaly node as pre-receive.d/patchgate)
+//   gitea    REPO_DIR/hooks/pre-receive.d/patchgate (Gitea's own pre-receive runs every file there)
+//   ghes     REPO_DIR/patchgate-pre-receive.sh + PATCHGATE-GHES.md (REPO_DIR = the hook repository)
+//   gitolite REPO_DIR/hooks/repo-specific/patchgate (REPO_DIR = gitolite's LOCAL_CODE), enabled
+//            with `option hook.pre-receive = patchgate`; or a bare repo's hooks/pre-receive
+//   generic  REPO_DIR/hooks/pre-receive
+
+import { chmodSync, existsSync, mkdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { UsageError } from '../errors.js';
+import type { DaemonConfig } from './config.js';
+import { HOST_VARS, type HostKind } from './identity.js';
+import { shimText } from './shim.js';
+
+function writeExec(path: string, text: string): void {
+  mkdirSync(resolve(path, '..'), { recursive: true });
+  const tmp = `${path}.${process.pid}.tmp`;
+  writeFileSync(tmp, text, { mode: 0o755 });
+  chmodSync(tmp, 0o755);
+  renameSync(tmp, path);
+}
+
+const isBare = (dir: string) => existsSync(join(dir, 'objects')) && existsSync(join(dir, 'HEAD'));
+
+/** Where the shim goes for one REPO_DIR of this host. */
+export function shimPath(host: HostKind, dir: string): string {
+  switch (host) {
+    case 'gitlab': return join(dir, 'custom_hooks', 'pre-receive');
+    case 'gitea': return join(dir, 'hooks', 'pre-receive.d', 'patchgate');
+    case 'ghes': return join(dir, 'patchgate-pre-receive.sh');
+    case 'gitolite': return isBare(dir) ? join(dir, 'hooks', 'pre-receive') : join(dir, 'hooks', 'repo-specific', 'patchgate');
+    case 'generic': return join(dir, 'hooks', 'pre-receive');
+  }
+}
+
+export function installHostHooks(host: HostKind, cfg: DaemonConfig, dirs: readonly string[]): string[] {
+  if (!dirs.length) throw new UsageError('name at least one REPO_DIR');
+  const endpoint = join(cfg.data, 'hook.endpoint');
+  const text = shimText(host, endpoint, cfg.ghesBudgetMs);
+  const out: string[] = [];
+  for (const d of dirs) {
+    const dir = resolve(d);
+    if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new UsageError(`${dir} is not a directory`);
+    const path = shimPath(host, dir);
+    writeExec(path, text);
+    out.push(`wrote ${path} (${HOST_VARS[host].label} pre-receive shim; daemon endpoint ${endpoint})`);
+    if (host === 'ghes') {
+      const notes = join(dir, 'PATCHGATE-GHES.md');
+      writeFileSync(notes, ghesNotes(cfg));
+      out.push(`wrote ${notes}`);
+    }
+  }
+  out.push(...nextSteps(host, cfg));
+  return out;
+}
+
+function nextSteps(host: HostKind, cfg: DaemonConfig): string[] {
+  const daemon = `  patchgate daemon --config ${cfg.configPath ?? 'FILE'}   (as the user the host runs hooks as; keep it running)`;
+  switch (host) {
+    case 'gitlab': return ['next steps:', daemon, '  on Gitaly: (cd REPO_DIR && tar -cf custom_hooks.tar custom_hooks) | then `gitaly hooks set --storage STORAGE --repository RELATIVE_PATH --config /var/opt/gitlab/gitaly/config.toml < custom_hooks.tar`', '  or for every repository: copy the shim to <gitaly custom_hooks_dir>/pre-receive.d/patchgate on every Gitaly node'];
+    case 'gitea': return ['next steps:', daemon, '  Gitea runs every file in hooks/pre-receive.d/ after its own check; keep [git] DISABLE_GIT_HOOKS off only for administrators'];
+    case 'ghes': return ['next steps:', '  commit the script to the hook repository, add it as a pre-receive hook (Site admin > Hooks), and read PATCHGATE-GHES.md'];
+    case 'gitolite': return ['next steps:', daemon, "  in ~/.gitolite.rc: LOCAL_CODE => \"$ENV{HOME}/local\" and 'repo-specific-hooks' in ENABLE", '  in gitolite.conf, per gated repo: option hook.pre-receive = patchgate; then push gitolite-admin (or run gitolite setup)'];
+    case 'generic': return ['next steps:', daemon, '  set PATCHGATE_USER (and PATCHGATE_REPO) in the environment of git receive-pack'];
+  }
+}
+
+function ghesNotes(cfg: DaemonConfig): string {
+  return `# patchgate on GitHub Enterprise Server
+
+- The script reads GITHUB_USER_LOGIN (the pusher), GITHUB_REPO_NAME (owner/name), GITHUB_VIA
+  and GITHUB_USER_ID, which GHES sets for every pre-receive hook.
+- GitHub Enterprise gives all pre-receive hooks of a push 5 seconds together and refuses the
+  push past it. This script answers within ${cfg.ghesBudgetMs} ms (config \`ghesBudgetMs\`): the daemon
+  stops judging ${cfg.ghesReserveMs} ms before (\`ghesReserveMs\`) and the script itself gives up at the
+  budget with "gate did not finish in time". Either way the push is refused, never let through.
+- The script talks to \`patchgate daemon\` over 127.0.0.1 with the secret in ${join(cfg.data, 'hook.endpoint')}.
+  That file and the repository's objects must be visible inside the pre-receive hook
+  environment (the chroot GHES runs hooks in): the daemon must run on the appliance node that
+  holds the repository, with the endpoint file in a folder the hook environment can read.
+- Keep other hooks short: their time counts against the same 5 seconds.
+`;
+}

@@ -1,0 +1,105 @@
+// gitolite end to end: a real gitolite3 behind a real sshd on 127.0.0.1 (both as a non-root
+// user in a temp folder, keys made here), the shim installed as a gitolite repo-specific hook
+// (https://gitolite.com/gitolite/non-core.html#repo-specific-hooks: LOCAL_CODE/hooks/repo-specific/NAME
+// enabled per repo with `option hook.pre-receive = NAME`; gitolite-shell sets GL_USER and GL_REPO
+// for every hook), and a real `patchgate daemon` run as that same user. An agent key's push that
+// touches tests/ is refused with the same `remote:` lines as patchgate's own HTTP server gives
+// for the same commits; a person key's push is accepted; both are audited.
+
+import t from 'tap';
+import { chownSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CLI } from '../helpers/serve.js';
+import { TestRepo } from '../helpers/repo.js';
+import { gitAsync, startGate } from '../helpers/gate.js';
+import { asHostUser, missing, run, spawnAsHostUser, startGitolite } from '../helpers/gitolite.js';
+import { BASE } from '../helpers/host.js';
+
+const why = missing();
+if (why && process.env.CI) t.fail(`gitolite test cannot run in CI: ${why} (.ci/run installs gitolite3 and openssh-server)`);
+
+/** The `remote: patchgate:` lines of a push, without the line that carries the push id. */
+const gateLines = (stderr: string) => stderr.split('\n').filter((l) => l.startsWith('remote: patchgate:') && !/push \S+ (audited|judged)/.test(l)).join('\n');
+
+/** Two work repos with the same commits get the same ids: one for gitolite, one for patchgate's own server. */
+function history(w: TestRepo): void {
+  w.commit('base', BASE);
+}
+
+t.test('gitolite over ssh: agent key refused with the same remote: lines as patchgate serve, person key accepted, both audited', { skip: why && !process.env.CI ? `skipped: ${why}; install them with: apt-get install gitolite3 openssh-server` : false }, async (t) => {
+  const g = await startGitolite(t, ['alice', 'agent-1']);
+  const { uid, gid } = statSync(g.home);
+  const data = join(g.home, 'patchgate-daemon');
+  const config = join(g.root, 'daemon.json');
+  writeFileSync(config, JSON.stringify({ data, humans: ['alice'], agents: ['agent-*'], repos: ['app'], monitor: '127.0.0.1:0', repoRoots: [join(g.home, 'repositories')] }));
+  chownSync(config, uid, gid);
+  // The shim as a repo-specific hook under LOCAL_CODE, by the pinned CLI form (run as the host user).
+  const inst = await asHostUser(g.home, process.execPath, [CLI, 'hook', 'install', '--host', 'gitolite', '--config', config, join(g.home, 'local')]);
+  t.equal(inst.code, 0, inst.stderr || 'hook install');
+  t.match(inst.stdout, /hooks\/repo-specific\/patchgate/);
+  await g.configure(['repo gitolite-admin', '    RW+ = admin', '', 'repo app', '    RW+ = alice agent-1', '    option hook.pre-receive = patchgate', ''].join('\n'));
+  // gitolite makes app.git with git's default branch; the trusted branch is the repository's HEAD.
+  const head = await asHostUser(g.home, 'git', ['--git-dir', join(g.home, 'repositories', 'app.git'), 'symbolic-ref', 'HEAD', 'refs/heads/main']);
+  t.equal(head.code, 0, head.stderr);
+
+  const daemon = spawnAsHostUser(g.home, process.execPath, [CLI, 'daemon', '--config', config]);
+  let out = '';
+  daemon.stdout?.on('data', (c) => (out += String(c)));
+  daemon.stderr?.on('data', (c) => (out += String(c)));
+  t.teardown(() => new Promise<void>((r) => {
+    if (daemon.exitCode !== null) return r();
+    daemon.once('exit', () => r());
+    daemon.kill('SIGTERM');
+  }));
+  for (let i = 0; !out.includes('patchgate daemon: hooks'); i++) {
+    if (daemon.exitCode !== null || i > 600) throw new Error(`daemon did not start: ${out}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+
+  const push = (w: TestRepo, key: string, ...args: string[]) => run('git', ['push', g.url('app'), ...args], { cwd: w.dir, env: { ...process.env, GIT_SSH_COMMAND: g.sshCommand(key), GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' } });
+  const w = TestRepo.init(t);
+  history(w);
+  const seed = await push(w, 'alice', 'main');
+  t.equal(seed.code, 0, seed.stderr || 'the person key seeds main through gitolite and the gate');
+
+  w.checkout('agent/fix', true);
+  w.commit('weaken', { 'src/app.py': 'def add(a, b):\n    return 0\n', 'tests/test_app.py': 'def test_add():\n    assert True\n' });
+  const refused = await push(w, 'agent-1', 'agent/fix');
+  t.not(refused.code, 0, 'the agent key is refused');
+  t.match(refused.stderr, /! \[remote rejected\] agent\/fix -> agent\/fix \(pre-receive hook declined\)/);
+  t.match(refused.stderr, /remote: .*\[write-block\] commit [0-9a-f]{12} modifies protected path tests\/test_app.py/);
+
+  // The same commits through patchgate's own server give the same lines.
+  const gate = await startGate(t);
+  await gate.repo('app');
+  const w2 = TestRepo.init(t);
+  history(w2);
+  const seeded = await gitAsync(w2.dir, ['push', gate.remote('app', 'alice', gate.token('alice', 'human')), 'main']);
+  t.equal(seeded.code, 0, seeded.stderr || 'a person seeds the gate');
+  const agentToken = gate.token('agent-1', 'agent');
+  t.equal(w2.head(), (() => {
+    w.checkout('main');
+    const id = w.head();
+    w.checkout('agent/fix');
+    return id;
+  })(), 'both histories start at the same commit');
+  w2.checkout('agent/fix', true);
+  w2.commit('weaken', { 'src/app.py': 'def add(a, b):\n    return 0\n', 'tests/test_app.py': 'def test_add():\n    assert True\n' });
+  t.equal(w2.head(), w.head(), 'the same refused commit');
+  const viaServe = await gitAsync(w2.dir, ['push', gate.remote('app', 'agent-1', agentToken), 'agent/fix']);
+  t.not(viaServe.code, 0);
+  t.ok(gateLines(refused.stderr).length > 0);
+  t.equal(gateLines(refused.stderr), gateLines(viaServe.stderr), 'identical remote: lines from gitolite and from patchgate serve');
+
+  w.checkout('main');
+  w.commit('person edits tests', { 'tests/test_app.py': 'def test_add():\n    assert add(2, 2) == 4\n' });
+  const person = await push(w, 'alice', 'main');
+  t.equal(person.code, 0, person.stderr || 'the person key is accepted');
+
+  const audit = await asHostUser(g.home, process.execPath, [CLI, 'audit', '--data', data, '--kind', 'push', '--json']);
+  t.equal(audit.code, 0, audit.stderr);
+  const rows = audit.stdout.trim().split('\n').map((l) => JSON.parse(l) as { actor: string; role: string; verdict: string; repo: string });
+  t.same(rows.map((r) => `${r.actor}:${r.role}:${r.verdict}:${r.repo}`).reverse(), ['alice:human:accept:app', 'agent-1:agent:reject:app', 'alice:human:accept:app']);
+  const verify = await asHostUser(g.home, process.execPath, [CLI, 'audit', 'verify', '--data', data]);
+  t.equal(verify.code, 0, verify.stdout + verify.stderr);
+});
