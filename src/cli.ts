@@ -124,9 +124,11 @@ export function buildCli(argv: string[]): Argv {
       .option('host', { type: 'string', default: '127.0.0.1' })
       .option('tls-cert', { type: 'string', describe: 'PEM certificate (with --tls-key) to serve HTTPS' })
       .option('tls-key', { type: 'string' })
-      .option('hook-timeout', { type: 'number', default: 30, describe: 'seconds the policy may take per push before it is refused' }),
+      .option('hook-timeout', { type: 'number', default: 30, describe: 'seconds the policy may take per push before it is refused' })
+      .option('checkpoint-every', { type: 'number', default: 3600, describe: 'seconds between signed audit checkpoints (0: off)' })
+      .option('checkpoint-publish', { type: 'string', array: true, default: [] as string[], describe: 'git:REPO or file:PATH to publish checkpoints to (repeatable)' }),
     (a) => guarded(async () => {
-      await (await admin()).runServe({ data: a.data, port: a.port, host: a.host, tlsCert: a.tlsCert, tlsKey: a.tlsKey, hookTimeout: a.hookTimeout });
+      await (await admin()).runServe({ data: a.data, port: a.port, host: a.host, tlsCert: a.tlsCert, tlsKey: a.tlsKey, hookTimeout: a.hookTimeout, checkpointEvery: a.checkpointEvery, checkpointPublish: a.checkpointPublish as string[] });
       return undefined;
     }))
     .command('repo', 'repositories: `repo create NAME`, `repo hooks NAME`', (y) => y
