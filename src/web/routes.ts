@@ -43,7 +43,7 @@ export function createWeb(deps: WebDeps): (req: http.IncomingMessage, res: http.
     if (res.headersSent) return void res.end();
     res.writeHead(code, {
       'Content-Type': type, 'Content-Security-Policy': CSP, 'X-Content-Type-Options': 'nosniff',
-      'Referrer-Policy': 'no-referrer', 'X-Frame-Options': 'DENY', 'Cache-Control': 'no-store', ...extra,
+      'Referrer-Policy': 'same-origin', 'X-Frame-Options': 'DENY', 'Cache-Control': 'no-store', ...extra,
     });
     res.end(body);
   };
