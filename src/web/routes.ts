@@ -165,7 +165,12 @@ export function createWeb(deps: WebDeps): (req: http.IncomingMessage, res: http.
           return page(res, 400, pushesPage(f, { rows: [], next: null }, who.name, err.message));
         }
       }
-      const id = decodeURIComponent(path.slice('/push/'.length));
+      let id: string;
+      try {
+        id = decodeURIComponent(path.slice('/push/'.length));
+      } catch {
+        return page(res, 400, messagePage('Bad request', 'not a push id', who.name));
+      }
       let trace = null;
       try {
         trace = deps.audit.getPush(id);
