@@ -6,7 +6,7 @@
 // with JavaScript off, and every answer sends the strict CSP.
 
 import t from 'tap';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
@@ -120,6 +120,7 @@ async function run(t: Tap): Promise<void> {
     await page.screenshot({ path: shot, fullPage: true });
     t.ok(statSync(shot).size > 10_000, 'a screenshot of the rendered page');
     t.equal(readFileSync(shot).subarray(1, 4).toString(), 'PNG');
+    if (process.env.PATCHGATE_SCREENSHOT) copyFileSync(shot, process.env.PATCHGATE_SCREENSHOT); // to look at it by hand
     t.same(errors.filter((e) => /Content Security Policy/i.test(e)), [], 'nothing was blocked by the CSP');
 
     // The filters narrow the table.
