@@ -7,7 +7,7 @@
 // Targets are written `git:REPO` (path or URL) or `file:PATH`; a bare argument is a
 // git repository when it is a directory or looks like a URL, else a file.
 
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, fstatSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Git, redactUrl } from '../git/git.js';
@@ -112,5 +112,24 @@ export async function readCheckpoints(target: Target): Promise<NamedCheckpoint[]
     throw new CheckpointError(`cannot read checkpoints from ${describeTarget(target)}: ${redactUrl(errorMessage(err))}`, { cause: err });
   } finally {
     s.done();
+  }
+}
+
+/** The last checkpoint of a JSONL file (its last 4 KiB are read), or null when there is none or it does not parse. */
+export function lastCheckpointInFile(file: string): Checkpoint | null {
+  if (!existsSync(file)) return null;
+  let fd: number | null = null;
+  try {
+    fd = openSync(file, 'r');
+    const size = fstatSync(fd).size;
+    const len = Math.min(size, 4096);
+    const buf = Buffer.alloc(len);
+    readSync(fd, buf, 0, len, size - len);
+    const line = buf.toString('utf8').trim().split('\n').pop() ?? '';
+    return line ? parseCheckpoint(line, file) : null;
+  } catch {
+    return null;
+  } finally {
+    if (fd !== null) closeSync(fd);
   }
 }

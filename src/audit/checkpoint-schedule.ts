@@ -4,10 +4,10 @@
 // A failure is logged, never fatal to serving; the next tick tries again.
 
 import { join } from 'node:path';
-import { errorMessage } from '../errors.js';
+import { CheckpointError, errorMessage } from '../errors.js';
 import type { AuditStore } from './store.js';
 import { loadOrCreateKey, makeCheckpoint, type Checkpoint } from './checkpoint.js';
-import { describeTarget, parseTarget, publish, type Target } from './checkpoint-publish.js';
+import { describeTarget, lastCheckpointInFile, parseTarget, publish, type Target } from './checkpoint-publish.js';
 
 export const DEFAULT_CHECKPOINT_EVERY_S = 3600;
 
@@ -19,8 +19,17 @@ export interface CheckpointRun {
 
 /** Signs the head once and publishes it to every target (and the data folder's file). */
 export async function checkpointOnce(dataDir: string, audit: AuditStore, targets: readonly Target[]): Promise<CheckpointRun> {
+  const local = join(dataDir, 'checkpoints.jsonl');
+  // Never sign a log that contradicts the last head we signed: that is tampering, not progress.
+  const prev = lastCheckpointInFile(local);
+  if (prev && prev.rows > 0) {
+    const row = audit.get(prev.rows);
+    if (!row || row.hash !== prev.head) {
+      throw new CheckpointError(`the audit log contradicts the last checkpoint (${prev.rows} rows at ${prev.time}): it was rewritten or cut back; not signing it (run: patchgate audit verify --checkpoints file:${local})`);
+    }
+  }
   const cp = makeCheckpoint(audit, loadOrCreateKey(dataDir));
-  const all: Target[] = [{ kind: 'file', path: join(dataDir, 'checkpoints.jsonl') }, ...targets];
+  const all: Target[] = [{ kind: 'file', path: local }, ...targets];
   const published: string[] = [];
   const failed: string[] = [];
   for (const t of all) {

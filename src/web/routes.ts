@@ -4,14 +4,13 @@
 // answer carries (a strict Content-Security-Policy: scripts and styles from this origin only).
 
 import type http from 'node:http';
-import { existsSync, openSync, readSync, closeSync, fstatSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AuditStore } from '../audit/store.js';
 import type { AuthenticatedToken, TokenStore } from '../audit/tokens.js';
 import { errorMessage, UsageError } from '../errors.js';
 import { parseBasic, type FailureLimiter } from '../server/auth.js';
 import { overview, tablePage, type TableFilter } from '../audit/insights.js';
-import { parseCheckpoint } from '../audit/checkpoint.js';
+import { lastCheckpointInFile } from '../audit/checkpoint-publish.js';
 import { asset } from './assets.js';
 import { chainBlock, layout, loginPage, messagePage, overviewPage, pushesPage, pushPage, type ChainStatus } from './pages.js';
 import { cookieHeader, readCookie, Sessions, COOKIE } from './session.js';
@@ -106,7 +105,7 @@ export function createWeb(deps: WebDeps): (req: http.IncomingMessage, res: http.
     const head = deps.audit.lastRow();
     const last = head.id > 0 ? deps.audit.get(head.id) : null;
     let lastCheckpoint: ChainStatus['lastCheckpoint'] = null;
-    const cp = lastLocalCheckpoint(deps.dataDir);
+    const cp = lastCheckpointInFile(join(deps.dataDir, 'checkpoints.jsonl'));
     if (cp) {
       const row = cp.rows > 0 ? deps.audit.get(cp.rows) : null;
       lastCheckpoint = { time: cp.time, rows: cp.rows, matches: cp.rows === 0 || row?.hash === cp.head };
@@ -184,24 +183,4 @@ export function createWeb(deps: WebDeps): (req: http.IncomingMessage, res: http.
       return page(res, 500, messagePage('Error', 'the audit log could not be read; see the server log', who.name));
     }
   };
-}
-
-/** The newest checkpoint the gate wrote to its data folder (the file's last line), or null. */
-function lastLocalCheckpoint(dataDir: string): ReturnType<typeof parseCheckpoint> | null {
-  const file = join(dataDir, 'checkpoints.jsonl');
-  if (!existsSync(file)) return null;
-  let fd: number | null = null;
-  try {
-    fd = openSync(file, 'r');
-    const size = fstatSync(fd).size;
-    const len = Math.min(size, 4096);
-    const buf = Buffer.alloc(len);
-    readSync(fd, buf, 0, len, size - len);
-    const line = buf.toString('utf8').trim().split('\n').pop() ?? '';
-    return line ? parseCheckpoint(line, file) : null;
-  } catch {
-    return null;
-  } finally {
-    if (fd !== null) closeSync(fd);
-  }
 }

@@ -81,6 +81,9 @@ t.test('a consistently rehashed log passes plain verify and fails --checkpoints,
   r = cli(['audit', 'verify', '--data', data, '--checkpoints', `file:${file}`]);
   t.equal(r.code, 1);
   t.match(r.out, /line 1 \(rows 5,/);
+  r = cli(['audit', 'checkpoint', '--data', data]);
+  t.equal(r.code, 2, 'a rewritten log is not signed again');
+  t.match(r.err, /contradicts the last checkpoint \(8 rows/);
 });
 
 t.test('a log cut back below a published head fails', async (t) => {
