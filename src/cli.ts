@@ -16,6 +16,7 @@ const ledger = () => import('./commands/ledger.js');
 const admin = () => import('./commands/admin.js');
 const ciCommand = () => import('./ci/command.js');
 const hostCommand = () => import('./host/command.js');
+const auditCp = () => import('./commands/audit-checkpoint.js');
 
 const io = { out: (l: string) => void process.stdout.write(l + '\n'), err: (l: string) => void process.stderr.write(l + '\n') };
 /** Arguments after `--`, as strings (yargs must not turn `1e3` into 1000). */
@@ -124,9 +125,11 @@ export function buildCli(argv: string[]): Argv {
       .option('host', { type: 'string', default: '127.0.0.1' })
       .option('tls-cert', { type: 'string', describe: 'PEM certificate (with --tls-key) to serve HTTPS' })
       .option('tls-key', { type: 'string' })
-      .option('hook-timeout', { type: 'number', default: 30, describe: 'seconds the policy may take per push before it is refused' }),
+      .option('hook-timeout', { type: 'number', default: 30, describe: 'seconds the policy may take per push before it is refused' })
+      .option('checkpoint-every', { type: 'number', default: 3600, describe: 'seconds between signed audit checkpoints (0: off)' })
+      .option('checkpoint-publish', { type: 'string', array: true, default: [] as string[], describe: 'git:REPO or file:PATH to publish checkpoints to (repeatable)' }),
     (a) => guarded(async () => {
-      await (await admin()).runServe({ data: a.data, port: a.port, host: a.host, tlsCert: a.tlsCert, tlsKey: a.tlsKey, hookTimeout: a.hookTimeout });
+      await (await admin()).runServe({ data: a.data, port: a.port, host: a.host, tlsCert: a.tlsCert, tlsKey: a.tlsKey, hookTimeout: a.hookTimeout, checkpointEvery: a.checkpointEvery, checkpointPublish: a.checkpointPublish as string[] });
       return undefined;
     }))
     .command('daemon', 'the hook daemon of a git-host node (GitLab, Gitea, GHES, gitolite): see docs/hosts.md', (y) => y
@@ -181,12 +184,28 @@ export function buildCli(argv: string[]): Argv {
         .option('data', dataOpt)
         .option('json', { type: 'boolean', default: false }),
       (a) => guarded(async () => out((await admin()).runAuditShow({ data: a.data, id: a.id, json: a.json }))))
-      .command('verify', 'check the hash chain; exit 1 when a row was changed or removed', (y2) => y2.option('data', dataOpt),
+      .command('verify', 'check the hash chain (and, with --checkpoints, every published head); exit 1 when tampered', (y2) => y2.option('data', dataOpt)
+        .option('checkpoints', { type: 'string', describe: 'git:REPO (path or URL, ref refs/patchgate/audit) or file:PATH' })
+        .option('public-key', { type: 'string', describe: 'the gate\'s checkpoint public key (default: the data folder\'s)' }),
         (a) => guarded(async () => {
-          const r = (await admin()).runAuditVerify({ data: a.data });
+          const r = a.checkpoints
+            ? await (await auditCp()).runAuditVerifyCheckpoints({ data: a.data, checkpoints: a.checkpoints, publicKey: a.publicKey })
+            : (await admin()).runAuditVerify({ data: a.data });
           out(r.lines);
           return r.ok ? 0 : 1;
-        })))
+        }))
+      .command('checkpoint', 'sign the chain head and publish it outside the database', (y2) => y2.option('data', dataOpt)
+        .option('publish', { type: 'string', array: true, default: [] as string[], describe: 'git:REPO or file:PATH (repeatable)' }),
+        (a) => guarded(async () => {
+          const r = await (await auditCp()).runAuditCheckpoint({ data: a.data, publish: a.publish as string[] });
+          out(r.lines);
+          return r.ok ? 0 : 1;
+        }))
+      .command('export', 'rows for a SIEM, oldest first, as stored (one JSON object per line)', (y2) => y2.option('data', dataOpt)
+        .option('since', { type: 'string', demandOption: true, describe: 'ISO 8601 time' })
+        .option('until', { type: 'string', describe: 'ISO 8601 time' })
+        .option('format', { choices: ['jsonl'] as const, default: 'jsonl' as const }),
+        (a) => guarded(async () => (await auditCp()).runAuditExport({ data: a.data, since: a.since, until: a.until, format: a.format }, (l) => void process.stdout.write(l + '\n')))))
     .demandCommand(1, 'name a command; see patchgate --help')
     .strict()
     .fail((msg, err) => {

@@ -80,6 +80,13 @@ export class AuditError extends PatchgateError {
   }
 }
 
+/** An audit checkpoint could not be made, published, read or verified (src/audit/checkpoint*.ts). */
+export class CheckpointError extends PatchgateError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CHECKPOINT', message, options);
+  }
+}
+
 /** Bad input from a user of the CLI or the API (not a policy violation). */
 export class UsageError extends PatchgateError {
   constructor(message: string, options?: { cause?: unknown }) {

@@ -299,6 +299,10 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE UNIQUE INDEX tokens_active_name ON tokens (name) WHERE revoked IS NULL;
     `);
   },
+  // 3: a covering index for the audit page's charts and table (src/audit/insights.ts).
+  (db) => {
+    db.exec('CREATE INDEX events_kind_time_cover ON events (kind, time, verdict, decision, actor, repo)');
+  },
 ];
 
 // ---------------------------------------------------------------------------------------

@@ -228,6 +228,14 @@ export class TokenStore {
     return { name: row.name, role: row.role, repos: row.repos };
   }
 
+  /** As authenticate(), from the sha256 of the secret (a web session keeps only that). */
+  authenticateHash(secretHash: string): AuthenticatedToken | null {
+    if (typeof secretHash !== 'string' || !/^[0-9a-f]{64}$/.test(secretHash)) return null;
+    const row = this.run(() => this.db.prepare('SELECT * FROM tokens WHERE secret_hash = ?').get(secretHash) as TokenRow | undefined);
+    if (!row || row.revoked !== null || isExpired(row, this.now())) return null;
+    return { name: row.name, role: row.role, repos: row.repos };
+  }
+
   allowsRepo(token: { readonly repos: string }, repoName: string): boolean {
     return allowsRepo(token, repoName);
   }

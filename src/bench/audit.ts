@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AuditStore, canonicalJson, rowHash, type QueryOptions, type RefDecisionInput } from '../audit/store.js';
 import { CLI_JS, median, nowMs, Rng, run, tempDir } from './util.js';
+import { overview, tablePage } from '../audit/insights.js';
 
 export interface QueryFigure {
   name: string;
@@ -38,6 +39,8 @@ export interface AuditBenchResult {
   verifyMs: number;
   queries: QueryFigure[];
   cliActorRangeMs: number;
+  /** The audit page (issue 15): the table's first page and the charts' queries (30-day window), first run and median. */
+  page: { tableFirstMs: number; tableMedianMs: number; chartsFirstMs: number; chartsMedianMs: number; chartRefusals: number };
 }
 
 /** The content columns of `events` (store.ts keeps its list private; the schema is the contract). */
@@ -200,6 +203,22 @@ export async function auditBench(rows: number, log: (s: string) => void): Promis
     const [first, ...rest] = times;
     figures.push({ name: q.name, options: q.options, rows: n, firstMs: first!, medianMs: median(rest), p95Ms: [...rest].sort((a, b) => a - b)[Math.ceil(rest.length * 0.95) - 1]!, plan: store.explainQuery(q.options) });
   }
+  // The audit page: the newest table page and every chart, as the server computes them for `/`.
+  const lastTime = (store.db.prepare('SELECT max(time) AS t FROM events').get() as { t: string }).t;
+  const timed = (fn: () => unknown): number[] => {
+    const out: number[] = [];
+    for (let k = 0; k < 6; k++) {
+      const s = nowMs();
+      fn();
+      out.push(nowMs() - s);
+    }
+    return out;
+  };
+  const table = timed(() => tablePage(store, {}));
+  let chartRefusals = 0;
+  const charts = timed(() => (chartRefusals = overview(store, { now: new Date(lastTime) }).refusals));
+  const page = { tableFirstMs: table[0]!, tableMedianMs: median(table.slice(1)), chartsFirstMs: charts[0]!, chartsMedianMs: median(charts.slice(1)), chartRefusals };
+  log(`  [audit] page: table first page ${Math.round(page.tableFirstMs)} ms (median ${Math.round(page.tableMedianMs)}), charts ${Math.round(page.chartsFirstMs)} ms (median ${Math.round(page.chartsMedianMs)}, ${chartRefusals} refusals in 30 days)`);
   store.close();
   const dbBytes = statSync(dbPath).size;
 
@@ -213,6 +232,6 @@ export async function auditBench(rows: number, log: (s: string) => void): Promis
   }
   return {
     rows: total, pushes, dbBytes, apiRowsPerSec, apiProjectedMs: (1e6 / apiRowsPerSec) * 1000, batchedRowsPerSec, directRowsPerSec, fillMs, batch, verifyMs,
-    queries: figures, cliActorRangeMs: median(cli),
+    queries: figures, cliActorRangeMs: median(cli), page,
   };
 }

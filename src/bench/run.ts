@@ -241,6 +241,9 @@ async function main(): Promise<void> {
     row('', `  CLI actor + range`, `${fmtMs(a.cliActorRangeMs)} (patchgate audit --json, node start-up included)`, '', '');
     const q = a.queries[0]!;
     targets.push({ id: '5', text: `audit query actor + time range on ${a.rows} rows <= 50 ms`, figure: `median ${round(q.medianMs, 2)} ms`, pass: q.medianMs <= 50 });
+    // The audit page as ratios of one full walk of the log (verify()): bounded queries must not grow with it.
+    row('', `  audit page (/)`, `table first page ${fmtMs(a.page.tableFirstMs)} (median ${fmtMs(a.page.tableMedianMs)}); charts ${fmtMs(a.page.chartsFirstMs)} (median ${fmtMs(a.page.chartsMedianMs)})`, 'table <= 0.01, charts <= 0.2 of verify()', verdict(a.page.tableMedianMs <= 0.01 * a.verifyMs && a.page.chartsMedianMs <= 0.2 * a.verifyMs));
+    targets.push({ id: '5p', text: `audit page on ${a.rows} rows: first table page <= 0.01 and charts <= 0.2 of one verify() walk`, figure: `table ${round(a.page.tableMedianMs / a.verifyMs, 4)}, charts ${round(a.page.chartsMedianMs / a.verifyMs, 3)} of verify (${Math.round(a.verifyMs)} ms)`, pass: a.page.tableMedianMs <= 0.01 * a.verifyMs && a.page.chartsMedianMs <= 0.2 * a.verifyMs });
   } else targets.push({ id: '5', text: 'audit queries', figure: 'not run', pass: null });
   if (ghes) {
     const x = ghes;

@@ -23,9 +23,9 @@ function withStore<T>(data: string, fn: (s: AuditStore) => T): T {
   }
 }
 
-export async function runServe(args: { data: string; port: number; host: string; tlsCert?: string; tlsKey?: string; hookTimeout: number }): Promise<void> {
+export async function runServe(args: { data: string; port: number; host: string; tlsCert?: string; tlsKey?: string; hookTimeout: number; checkpointEvery?: number; checkpointPublish?: string[] }): Promise<void> {
   const { startServer } = await import('../server/app.js');
-  const srv = await startServer({ dataDir: args.data, port: args.port, host: args.host, tlsCert: args.tlsCert, tlsKey: args.tlsKey, hookTimeoutMs: args.hookTimeout * 1000 });
+  const srv = await startServer({ dataDir: args.data, port: args.port, host: args.host, tlsCert: args.tlsCert, tlsKey: args.tlsKey, hookTimeoutMs: args.hookTimeout * 1000, checkpointEverySeconds: args.checkpointEvery, checkpointPublish: args.checkpointPublish });
   const say = (l: string) => process.stdout.write(l + '\n');
   say(`patchgate: serving ${resolve(args.data, 'repos')} at ${srv.url} (audit log ${dbPath(args.data)})`);
   if (srv.adminTokenFile) {

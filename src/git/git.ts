@@ -141,8 +141,8 @@ export class Git {
     });
   }
 
-  async text(args: string[]): Promise<string> {
-    return (await this.run(args)).stdout.toString('utf8');
+  async text(args: string[], input?: string | Buffer): Promise<string> {
+    return (await this.run(args, { input })).stdout.toString('utf8');
   }
 
   async objectFormat(): Promise<ObjectFormat> {
@@ -471,6 +471,65 @@ export class Git {
     return this.quarantine;
   }
 
+  // ---- writing a small ref of our own (the audit checkpoint log, src/audit/checkpoint-publish.ts)
+
+  /** `git init --bare` at `dir` (which may exist and be empty). */
+  static async initBare(dir: string): Promise<Git> {
+    await new Git({ dir: '/' }).run(['init', '--bare', '-q', dir]);
+    return new Git({ dir, bare: true });
+  }
+
+  /** Stores a blob and returns its id. */
+  async writeBlob(data: string | Buffer): Promise<string> {
+    return (await this.text(['hash-object', '-w', '--stdin'], data)).trim();
+  }
+
+  /** Stores a tree of regular files (name -> blob id) and returns its id. */
+  async writeFileTree(files: Readonly<Record<string, string>>): Promise<string> {
+    const lines = Object.keys(files).sort().map((name) => {
+      if (!/^[^/\0\n]+$/.test(name)) throw new GitError(['mktree'], null, `bad file name ${JSON.stringify(name)}`);
+      return `100644 blob ${files[name]}\t${name}\n`;
+    });
+    return (await this.text(['mktree'], lines.join(''))).trim();
+  }
+
+  /** Stores a commit (author and committer are this Git's environment) and returns its id. */
+  async writeCommit(tree: string, parents: readonly string[], message: string): Promise<string> {
+    const args = ['commit-tree', tree];
+    for (const p of parents) args.push('-p', p);
+    return (await this.text(args, message)).trim();
+  }
+
+  /** Moves `ref` to `id` only if it still points at `old` (null: only if it does not exist). */
+  async updateRef(ref: string, id: string, old: string | null): Promise<void> {
+    await this.run(['update-ref', ref, id, old ?? '0'.repeat(id.length)]);
+  }
+
+  /** Commit ids on the first-parent line of `ref`, oldest first; [] when the ref is absent. */
+  async firstParentLine(ref: string): Promise<string[]> {
+    if ((await this.refTip(ref)) === null) return [];
+    return (await this.text(['rev-list', '--first-parent', '--reverse', ref])).split('\n').filter(Boolean);
+  }
+
+  /**
+   * Copies `ref` of the repository at `remote` (a path or URL) into `localRef` here (forced:
+   * the local copy mirrors the remote). False when the remote has no such ref. Credentials in
+   * `remote` never reach the error message.
+   */
+  async fetchRef(remote: string, ref: string, localRef: string): Promise<boolean> {
+    return redacting(remote, async () => {
+      const ls = await this.text(['ls-remote', '--end-of-options', remote, ref]);
+      if (!ls.split('\n').some((l) => l.endsWith(`\t${ref}`))) return false;
+      await this.run(['fetch', '-q', '--no-tags', '--no-write-fetch-head', '--end-of-options', remote, `+${ref}:${localRef}`]);
+      return true;
+    });
+  }
+
+  /** Pushes `id` to `ref` of `remote` as a fast-forward (never forced). Credentials are redacted from errors. */
+  async pushRef(remote: string, id: string, ref: string): Promise<void> {
+    await redacting(remote, () => this.run(['push', '-q', '--no-verify', '--end-of-options', remote, `${id}:${ref}`]));
+  }
+
   /** Start the object reader process now rather than at the first read. */
   start(): void {
     this.batchReader();
@@ -644,4 +703,20 @@ function parseHeader(line: string, data: Buffer): BatchResult | null {
   const m = /^([0-9a-f]+) (\S+) (\d+)$/.exec(line);
   if (!m) return null;
   return { id: m[1]!, type: m[2]!, size: Number(m[3]), data };
+}
+
+/** `user:password@` taken out of a URL, for messages. */
+export function redactUrl(text: string): string {
+  return text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/@\s]*@/gi, '$1***@');
+}
+
+/** Runs fn; a GitError from it is rethrown with the remote's credentials taken out of its args and stderr. */
+async function redacting<T>(remote: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (!(err instanceof GitError)) throw err;
+    const clean = (x: string): string => redactUrl(x.split(remote).join(redactUrl(remote)));
+    throw new GitError(err.args.map(clean), err.exitCode, clean(err.stderr));
+  }
 }

@@ -22,6 +22,8 @@ import { writeAdminToken } from './admin-token.js';
 import { DEFAULT_LIMITS, guardRequest, preparePost, prepareGet, trackChild, type FrontDeps, type RequestLimits } from './git-front.js';
 import { lockDataDir } from './datadir-lock.js';
 import { auditHealth, fileIdentity, hookHealth } from './health.js';
+import { createWeb, isWebPath } from '../web/routes.js';
+import { startCheckpointSchedule } from '../audit/checkpoint-schedule.js';
 
 export interface ServerOptions {
   dataDir: string;
@@ -36,6 +38,9 @@ export interface ServerOptions {
   /** Test seam passed to the hook daemon. */
   beforeJudge?: () => Promise<void>;
   log?: (line: string) => void;
+  /** Seconds between signed audit checkpoints (0: off; default 3600) and where they are published (src/audit/checkpoint-publish.ts). */
+  checkpointEverySeconds?: number;
+  checkpointPublish?: string[];
 }
 
 export interface RunningServer {
@@ -269,6 +274,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     };
 
     const front: FrontDeps = { limits, send, log, orphanGraceMs: hookTimeoutMs + 60_000 };
+    const web = createWeb({ dataDir, audit, tokens, limiter, secure: opts.tlsCert !== undefined, log });
+    const checkpoints = startCheckpointSchedule({ dataDir, audit, everySeconds: opts.checkpointEverySeconds ?? 3600, targets: opts.checkpointPublish ?? [], log });
+    undo.push(() => checkpoints.stop());
 
     /** Every part a push needs; an empty list is healthy. */
     const health = async (): Promise<string[]> => {
@@ -290,6 +298,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         if (url.pathname.startsWith('/api/')) return handleApi(req, res, url);
         const m = GIT_ROUTE.exec(url.pathname);
         if (m) return handleGit(req, res, url, m);
+        if (isWebPath(url.pathname)) return web(req, res, url);
         if (url.pathname.includes('..') || url.pathname.includes('%2e%2e') || url.pathname.includes('%2E%2E')) return send(res, 400, 'patchgate: bad path');
         return send(res, 404, 'patchgate: not found');
       })().catch((err) => {
@@ -340,6 +349,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         await Promise.race([new Promise<void>((r) => (drained = r)), new Promise((r) => setTimeout(r, hookTimeoutMs + 5000))]);
       }
       server.closeAllConnections?.();
+      checkpoints.stop();
       await hooks.stop();
       audit.close();
       disk.close();

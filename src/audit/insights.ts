@@ -1,0 +1,200 @@
+// Bounded, indexed reads of the audit log for people (the web page, src/web/): decisions
+// over time, refusals by rule and decision-table row, top refused paths and actors, a
+// keyset-paginated table of ref decisions. Every query is limited by a time window and/or a
+// row limit and runs on an index (migration 3 in ./store.ts covers kind, time, verdict,
+// decision, actor, repo), so a log of millions of rows answers the first page fast.
+// Rule and path counts need each refusal's JSON trace: they read only the newest
+// SAMPLE_LIMIT refusals of the window and say so (`sampled`).
+
+import { UsageError } from '../errors.js';
+import { parseIsoDate, VERDICTS, type AuditStore } from './store.js';
+import { RULE_ROW } from '../policy/decision-table.js';
+
+export const SAMPLE_LIMIT = 5000;
+export const PAGE_SIZE = 50;
+export const TOP = 10;
+
+export interface Series {
+  buckets: string[];
+  /** verdict -> count per bucket (same order as buckets). */
+  counts: Record<string, number[]>;
+}
+
+export interface Overview {
+  since: string;
+  days: Series;
+  hours: Series;
+  byRow: Array<{ key: string; n: number }>;
+  byRule: Array<{ key: string; n: number }>;
+  topPaths: Array<{ key: string; n: number }>;
+  topActors: Array<{ key: string; n: number }>;
+  refusals: number;
+  sampled: number;
+}
+
+const SERIES_VERDICTS = ['accept', 'reject', 'would-reject'];
+
+function series(store: AuditStore, since: string, width: number, step: number, unit: 'day' | 'hour', now: number): Series {
+  const rows = store.db
+    .prepare(`SELECT substr(time, 1, ${width}) AS b, verdict, count(*) AS n FROM events INDEXED BY events_kind_time_cover WHERE kind = 'push' AND time >= ? GROUP BY b, verdict`)
+    .all(since) as Array<{ b: string; verdict: string | null; n: number }>;
+  const buckets: string[] = [];
+  for (let t = Date.parse(since); t <= now; t += step) buckets.push(new Date(t).toISOString().slice(0, width));
+  const index = new Map(buckets.map((b, i) => [b, i]));
+  const counts: Record<string, number[]> = {};
+  for (const v of SERIES_VERDICTS) counts[v] = buckets.map(() => 0);
+  for (const r of rows) {
+    const i = index.get(r.b);
+    const v = r.verdict ?? 'none';
+    if (i === undefined) continue;
+    (counts[v] ??= buckets.map(() => 0))[i]! += r.n;
+  }
+  return { buckets: unit === 'hour' ? buckets.map((b) => `${b.slice(5, 10)} ${b.slice(11)}h`) : buckets, counts };
+}
+
+/** Everything the charts show, for refusals at or after `since` (default: 30 days ago). */
+export function overview(store: AuditStore, opts: { days?: number; now?: Date } = {}): Overview {
+  const now = (opts.now ?? new Date()).getTime();
+  const days = opts.days ?? 30;
+  if (!Number.isInteger(days) || days < 1 || days > 366) throw new UsageError(`days: must be 1 to 366 (got ${JSON.stringify(opts.days)})`);
+  const dayStart = new Date(now - (days - 1) * 86_400_000);
+  dayStart.setUTCHours(0, 0, 0, 0);
+  const since = dayStart.toISOString();
+  const hourStart = new Date(now - 47 * 3_600_000);
+  hourStart.setUTCMinutes(0, 0, 0);
+  const refusals = `FROM events INDEXED BY events_kind_time_cover WHERE kind = 'ref' AND time >= ? AND verdict = 'reject'`;
+  const group = (col: string) =>
+    (store.db.prepare(`SELECT ${col} AS key, count(*) AS n ${refusals} GROUP BY ${col} ORDER BY n DESC, key LIMIT ${TOP}`).all(since) as Array<{ key: string | null; n: number }>)
+      .map((r) => ({ key: r.key ?? '(none)', n: r.n }));
+  const total = (store.db.prepare(`SELECT count(*) AS n ${refusals}`).get(since) as { n: number }).n;
+  const sample = store.db.prepare(`SELECT rules ${refusals} ORDER BY time DESC LIMIT ${SAMPLE_LIMIT}`).all(since) as Array<{ rules: string | null }>;
+  const rules = new Map<string, number>();
+  const paths = new Map<string, number>();
+  for (const { rules: text } of sample) {
+    let trace: unknown;
+    try {
+      trace = JSON.parse(text ?? '[]');
+    } catch {
+      continue; // a damaged row: verify reports it
+    }
+    if (!Array.isArray(trace)) continue;
+    const seenPaths = new Set<string>();
+    for (const o of trace as Array<{ rule?: unknown; status?: unknown; findings?: unknown }>) {
+      if (!o || o.status !== 'fail' || typeof o.rule !== 'string') continue;
+      rules.set(o.rule, (rules.get(o.rule) ?? 0) + 1);
+      for (const f of Array.isArray(o.findings) ? (o.findings as Array<{ path?: unknown }>) : []) {
+        if (f && typeof f.path === 'string') seenPaths.add(f.path);
+      }
+    }
+    for (const p of seenPaths) paths.set(p, (paths.get(p) ?? 0) + 1);
+  }
+  const top = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, TOP).map(([key, n]) => ({ key, n }));
+  return {
+    since,
+    days: series(store, since, 10, 86_400_000, 'day', now),
+    hours: series(store, hourStart.toISOString(), 13, 3_600_000, 'hour', now),
+    byRow: group('decision'),
+    byRule: top(rules),
+    topPaths: top(paths),
+    topActors: group('actor'),
+    refusals: total,
+    sampled: sample.length,
+  };
+}
+
+export interface TableFilter {
+  repo?: string;
+  actor?: string;
+  verdict?: string;
+  /** A rule id (refs, write-block, contract, ...): matched through its decision-table row. */
+  rule?: string;
+  /** A decision-table row id. */
+  row?: string;
+  since?: string;
+  until?: string;
+  /** Keyset cursor: rows strictly older than `time|id`. */
+  before?: string;
+}
+
+export interface TableRow {
+  id: number;
+  time: string;
+  pushId: string | null;
+  repo: string | null;
+  actor: string | null;
+  role: string | null;
+  ref: string | null;
+  verdict: string | null;
+  decision: string | null;
+  /** The first failing rule of the trace, if any. */
+  rule: string | null;
+}
+
+export interface TablePage {
+  rows: TableRow[];
+  /** Cursor for the next (older) page, or null. */
+  next: string | null;
+}
+
+const TEXT_MAX = 256;
+
+/** One page (PAGE_SIZE) of ref decisions, newest first, filtered. Bad filters are UsageErrors naming the field. */
+export function tablePage(store: AuditStore, f: TableFilter): TablePage {
+  const where = ["e.kind = 'ref'"];
+  const params: unknown[] = [];
+  const text = (v: string | undefined, name: string): string | undefined => {
+    if (v === undefined || v === '') return undefined;
+    if (v.length > TEXT_MAX) throw new UsageError(`${name}: longer than ${TEXT_MAX} characters`);
+    return v;
+  };
+  const repo = text(f.repo, 'repo');
+  const actor = text(f.actor, 'actor');
+  if (repo) (where.push('e.repo = ?'), params.push(repo));
+  if (actor) (where.push('e.actor = ?'), params.push(actor));
+  const verdict = text(f.verdict, 'verdict');
+  if (verdict) {
+    if (![...VERDICTS, 'would-reject'].includes(verdict)) throw new UsageError(`verdict: must be accept, reject or would-reject (got ${JSON.stringify(verdict)})`);
+    where.push('e.verdict = ?');
+    params.push(verdict);
+  }
+  let row = text(f.row, 'row');
+  const rule = text(f.rule, 'rule');
+  if (rule) {
+    const r = RULE_ROW[rule];
+    if (!r) throw new UsageError(`rule: unknown rule ${JSON.stringify(rule)} (one of ${Object.keys(RULE_ROW).join(', ')})`);
+    if (row && row !== r) throw new UsageError(`rule ${rule} maps to row ${r}, not ${row}`);
+    row = r;
+  }
+  if (row) (where.push('e.decision = ?'), params.push(row));
+  const since = text(f.since, 'since');
+  const until = text(f.until, 'until');
+  if (since) (where.push('e.time >= ?'), params.push(parseIsoDate(since, 'since')));
+  if (until) (where.push('e.time < ?'), params.push(parseIsoDate(until, 'until')));
+  const before = text(f.before, 'before');
+  if (before) {
+    const m = /^(.+)\|(\d{1,15})$/.exec(before);
+    if (!m) throw new UsageError('before: not a page cursor');
+    where.push('(e.time < ? OR (e.time = ? AND e.id < ?))');
+    const t = parseIsoDate(m[1], 'before');
+    params.push(t, t, Number(m[2]));
+  }
+  const sql = `SELECT e.id, e.time, e.push_id, e.repo, e.actor, e.role, e.ref, e.verdict, e.decision, e.rules FROM events e
+    WHERE ${where.join(' AND ')} ORDER BY e.time DESC, e.id DESC LIMIT ${PAGE_SIZE + 1}`;
+  const raw = store.db.prepare(sql).all(...params) as Array<Record<string, string | number | null>>;
+  const rows = raw.slice(0, PAGE_SIZE).map((r) => ({
+    id: Number(r.id), time: String(r.time), pushId: r.push_id as string | null, repo: r.repo as string | null,
+    actor: r.actor as string | null, role: r.role as string | null, ref: r.ref as string | null,
+    verdict: r.verdict as string | null, decision: r.decision as string | null, rule: firstFailing(r.rules as string | null),
+  }));
+  const last = rows[rows.length - 1];
+  return { rows, next: raw.length > PAGE_SIZE && last ? `${last.time}|${last.id}` : null };
+}
+
+function firstFailing(text: string | null): string | null {
+  try {
+    const trace = JSON.parse(text ?? '[]') as Array<{ rule?: string; status?: string }>;
+    return (Array.isArray(trace) ? trace.find((o) => o && o.status === 'fail')?.rule : undefined) ?? null;
+  } catch {
+    return null;
+  }
+}

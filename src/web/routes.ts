@@ -1,0 +1,186 @@
+// The audit page's HTTP side, mounted by src/server/app.ts: who may look (human and admin
+// tokens, by HTTP Basic as for git or by the login form's session cookie), the routes
+// (/, /pushes, /push/ID, /chain, /login, /logout, /assets/NAME) and the headers every
+// answer carries (a strict Content-Security-Policy: scripts and styles from this origin only).
+
+import type http from 'node:http';
+import { join } from 'node:path';
+import type { AuditStore } from '../audit/store.js';
+import type { AuthenticatedToken, TokenStore } from '../audit/tokens.js';
+import { errorMessage, UsageError } from '../errors.js';
+import { parseBasic, type FailureLimiter } from '../server/auth.js';
+import { overview, tablePage, type TableFilter } from '../audit/insights.js';
+import { lastCheckpointInFile } from '../audit/checkpoint-publish.js';
+import { asset } from './assets.js';
+import { chainBlock, layout, loginPage, messagePage, overviewPage, pushesPage, pushPage, type ChainStatus } from './pages.js';
+import { cookieHeader, readCookie, Sessions, COOKIE } from './session.js';
+import { html } from './html.js';
+
+export const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+const MAX_FORM_BYTES = 4096;
+
+export interface WebDeps {
+  dataDir: string;
+  audit: AuditStore;
+  tokens: TokenStore;
+  limiter: FailureLimiter;
+  /** Served over TLS: the session cookie is marked Secure. */
+  secure: boolean;
+  log: (line: string) => void;
+}
+
+const PAGE_RE = /^\/(?:|pushes|chain|login|logout|push\/[^/]+|assets\/[^/]+)$/;
+
+export function isWebPath(pathname: string): boolean {
+  return PAGE_RE.test(pathname);
+}
+
+export function createWeb(deps: WebDeps): (req: http.IncomingMessage, res: http.ServerResponse, url: URL) => Promise<void> {
+  const sessions = new Sessions();
+
+  const send = (res: http.ServerResponse, code: number, type: string, body: string | Buffer, extra: Record<string, string | string[]> = {}): void => {
+    if (res.headersSent) return void res.end();
+    res.writeHead(code, {
+      'Content-Type': type, 'Content-Security-Policy': CSP, 'X-Content-Type-Options': 'nosniff',
+      'Referrer-Policy': 'same-origin', 'X-Frame-Options': 'DENY', 'Cache-Control': 'no-store', ...extra,
+    });
+    res.end(body);
+  };
+  const page = (res: http.ServerResponse, code: number, body: string, extra: Record<string, string | string[]> = {}) => send(res, code, 'text/html; charset=utf-8', body, extra);
+
+  const addr = (req: http.IncomingMessage) => req.socket.remoteAddress ?? 'unknown';
+
+  /** The token behind this request, or null; a bad Basic secret counts as a failed login. */
+  const identify = async (req: http.IncomingMessage): Promise<AuthenticatedToken | 'bad' | null> => {
+    const sid = readCookie(req.headers.cookie);
+    const s = sessions.get(sid);
+    if (s) {
+      const token = deps.tokens.authenticateHash(s.secretHash);
+      if (token) return token;
+      sessions.end(sid); // revoked or expired since login
+    }
+    const creds = parseBasic(req.headers.authorization);
+    if (!creds) return null;
+    if (deps.limiter.blocked(addr(req))) return 'bad';
+    const token = deps.tokens.authenticate(creds.secret);
+    if (!token) {
+      deps.limiter.fail(addr(req));
+      deps.audit.appendAuthFailure({ remoteAddr: addr(req), user: creds.user, reason: 'audit page: bad or revoked token' });
+      return 'bad';
+    }
+    deps.limiter.succeed(addr(req));
+    return token;
+  };
+
+  const challenge = (req: http.IncomingMessage, res: http.ServerResponse, message: string | null): void => {
+    // A browser gets the login form; other clients the Basic challenge git and curl understand.
+    const browser = /text\/html/.test(req.headers.accept ?? '');
+    page(res, 401, loginPage(message), browser ? {} : { 'WWW-Authenticate': 'Basic realm="patchgate"' });
+  };
+
+  const sameOrigin = (req: http.IncomingMessage): boolean => {
+    const origin = req.headers.origin;
+    if (origin === undefined) return true;
+    try {
+      return new URL(origin).host === req.headers.host;
+    } catch {
+      return false;
+    }
+  };
+
+  const readForm = (req: http.IncomingMessage): Promise<URLSearchParams | null> =>
+    new Promise((resolve) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      req.on('data', (b: Buffer) => {
+        size += b.length;
+        if (size > MAX_FORM_BYTES) return resolve(null);
+        chunks.push(b);
+      });
+      req.on('end', () => resolve(size > MAX_FORM_BYTES ? null : new URLSearchParams(Buffer.concat(chunks).toString('utf8'))));
+      req.on('error', () => resolve(null));
+    });
+
+  const chainStatus = (): ChainStatus => {
+    const head = deps.audit.lastRow();
+    const last = head.id > 0 ? deps.audit.get(head.id) : null;
+    let lastCheckpoint: ChainStatus['lastCheckpoint'] = null;
+    const cp = lastCheckpointInFile(join(deps.dataDir, 'checkpoints.jsonl'));
+    if (cp) {
+      const row = cp.rows > 0 ? deps.audit.get(cp.rows) : null;
+      lastCheckpoint = { time: cp.time, rows: cp.rows, matches: cp.rows === 0 || row?.hash === cp.head };
+    }
+    return { rows: head.id, head: head.hash, headOk: head.id === 0 || last?.hash === head.hash, lastCheckpoint, full: null };
+  };
+
+  return async (req, res, url) => {
+    const path = url.pathname;
+    if (path.startsWith('/assets/')) {
+      const a = req.method === 'GET' ? asset(path.slice('/assets/'.length)) : null;
+      if (!a) return send(res, 404, 'text/plain; charset=utf-8', 'patchgate: no such asset\n');
+      return send(res, 200, a.type, a.body, { 'Cache-Control': 'public, max-age=3600' });
+    }
+    if (path === '/login' && req.method === 'GET') return page(res, 200, loginPage(null));
+    if (path === '/login' && req.method === 'POST') {
+      if (!sameOrigin(req)) return page(res, 403, messagePage('Refused', 'cross-site login refused', null));
+      if (deps.limiter.blocked(addr(req))) return page(res, 429, loginPage('too many failed logins from this address; wait and retry'), { 'Retry-After': '600' });
+      const form = await readForm(req);
+      const secret = form?.get('token') ?? '';
+      const token = secret ? deps.tokens.authenticate(secret) : null;
+      if (!token) {
+        deps.limiter.fail(addr(req));
+        deps.audit.appendAuthFailure({ remoteAddr: addr(req), user: 'web login', reason: 'audit page: bad or revoked token' });
+        return page(res, 401, loginPage('bad or revoked token'));
+      }
+      deps.limiter.succeed(addr(req));
+      if (token.role === 'agent') return page(res, 403, loginPage('agent tokens may not read the audit log; log in with a human or admin token'));
+      const sid = sessions.create(token.name, secret);
+      return page(res, 303, messagePage('Logged in', 'continue to the overview', token.name), { Location: '/', 'Set-Cookie': cookieHeader(sid, deps.secure) });
+    }
+    if (path === '/logout' && req.method === 'POST') {
+      if (!sameOrigin(req)) return page(res, 403, messagePage('Refused', 'cross-site logout refused', null));
+      sessions.end(readCookie(req.headers.cookie));
+      return page(res, 303, messagePage('Logged out', 'you are logged out', null), { Location: '/login', 'Set-Cookie': `${COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0${deps.secure ? '; Secure' : ''}` });
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') return page(res, 405, messagePage('Not allowed', `${req.method} is not allowed here`, null), { Allow: 'GET' });
+
+    const who = await identify(req);
+    if (who === null) return challenge(req, res, null);
+    if (who === 'bad') return challenge(req, res, 'bad or revoked token');
+    if (who.role === 'agent') return page(res, 403, messagePage('Refused', 'agent tokens may not read the audit log', null));
+    try {
+      if (path === '/') return page(res, 200, overviewPage(overview(deps.audit), chainStatus(), who.name));
+      if (path === '/chain') return page(res, 200, layout('Chain', html`<h1>Chain</h1>${chainBlock(chainStatus())}`, who.name));
+      if (path === '/pushes') {
+        const f: TableFilter = {};
+        for (const k of ['repo', 'actor', 'verdict', 'rule', 'row', 'since', 'until', 'before'] as const) {
+          const v = url.searchParams.get(k);
+          if (v) f[k] = v;
+        }
+        try {
+          return page(res, 200, pushesPage(f, tablePage(deps.audit, f), who.name, null));
+        } catch (err) {
+          if (!(err instanceof UsageError)) throw err;
+          return page(res, 400, pushesPage(f, { rows: [], next: null }, who.name, err.message));
+        }
+      }
+      let id: string;
+      try {
+        id = decodeURIComponent(path.slice('/push/'.length));
+      } catch {
+        return page(res, 400, messagePage('Bad request', 'not a push id', who.name));
+      }
+      let trace = null;
+      try {
+        trace = deps.audit.getPush(id);
+      } catch (err) {
+        if (!(err instanceof UsageError)) throw err;
+      }
+      if (!trace) return page(res, 404, messagePage('No such push', `no push ${id} in the audit log`, who.name));
+      return page(res, 200, pushPage(trace, who.name));
+    } catch (err) {
+      deps.log(`patchgate: audit page error: ${errorMessage(err)}`);
+      return page(res, 500, messagePage('Error', 'the audit log could not be read; see the server log', who.name));
+    }
+  };
+}
