@@ -22,6 +22,8 @@ import { writeAdminToken } from './admin-token.js';
 import { DEFAULT_LIMITS, guardRequest, preparePost, prepareGet, trackChild, type FrontDeps, type RequestLimits } from './git-front.js';
 import { lockDataDir } from './datadir-lock.js';
 import { auditHealth, fileIdentity, hookHealth } from './health.js';
+import { openAuditSink, parseAuditUrl, type AuditSink } from '../audit/sink.js';
+import { sinkHealth } from './audit-health.js';
 
 export interface ServerOptions {
   dataDir: string;
@@ -30,6 +32,8 @@ export interface ServerOptions {
   tlsCert?: string;
   tlsKey?: string;
   hookTimeoutMs?: number;
+  /** Where decisions are written: `sqlite:PATH` or `postgres://…` (default `<data>/patchgate.db`). Tokens stay in the data folder. */
+  auditUrl?: string;
   limiter?: LimiterOptions;
   /** Deadlines and size limits per request (defaults: DEFAULT_LIMITS in ./git-front.ts). */
   limits?: Partial<RequestLimits>;
@@ -41,7 +45,10 @@ export interface ServerOptions {
 export interface RunningServer {
   url: string;
   port: number;
+  /** The data folder's SQLite store (tokens; and decisions unless `auditUrl` names another log). */
   audit: AuditStore;
+  /** The decisions' log: `audit` itself by default, else the store `auditUrl` names. */
+  sink: AuditSink;
   tokens: TokenStore;
   hooks: HookService;
   /** A one-time admin secret when this start created the first token (never printed). */
@@ -65,6 +72,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const hookTimeoutMs = opts.hookTimeoutMs ?? 30_000;
   if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) throw new ConfigError('--tls-cert/--tls-key', 'give both or neither');
   const limits: RequestLimits = { ...DEFAULT_LIMITS, ...opts.limits };
+  const auditLocation = parseAuditUrl(opts.auditUrl, dataDir);
   mkdirSync(reposDir(dataDir), { recursive: true });
 
   // --- one server per data folder; everything opened from here on is closed again if the start fails
@@ -90,6 +98,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     undo.push(() => audit.close());
     const dbIdentity = fileIdentity(dbPath);
     const tokens = new TokenStore(audit);
+    // Unreachable PostgreSQL at start: the server does not start (it could only refuse every push).
+    const sink = await openAuditSink(auditLocation, audit);
+    if (sink !== audit) undo.push(() => sink.close());
 
     // --- repositories: every hook must be ours, or the repo is not served (checked again on every request)
     for (const name of listRepos(dataDir)) {
@@ -108,7 +119,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const disk = new PersistentCache(join(dataDir, 'cache.db'));
     undo.push(() => disk.close());
     const cache = new ContentCache(disk);
-    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge });
+    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge });
     undo.push(() => hooks.stop());
     await hooks.start();
     for (const name of listRepos(dataDir)) {
@@ -188,7 +199,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       const token = tokens.authenticate(creds.secret);
       if (!token) {
         const delay = limiter.fail(addr);
-        audit.appendAuthFailure({ remoteAddr: addr, user: creds.user, repo, reason: 'bad or revoked token' });
+        await sink.appendAuthFailure({ remoteAddr: addr, user: creds.user, repo, reason: 'bad or revoked token' });
         if (delay) await new Promise((r) => setTimeout(r, delay));
         send(res, 401, 'patchgate: bad credentials', { 'WWW-Authenticate': 'Basic realm="patchgate"' });
         return null;
@@ -210,7 +221,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         const limit = url.searchParams.get('limit');
         if (limit !== null) q.limit = Number(limit);
         try {
-          const rows = audit.query(q);
+          const rows = await sink.query(q);
           res.writeHead(200, { 'Content-Type': 'application/x-ndjson' });
           res.end(rows.map((r) => JSON.stringify(r) + '\n').join(''));
         } catch (err) {
@@ -224,7 +235,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         const name = url.searchParams.get('name') ?? '';
         try {
           const dir = await createRepo(dataDir, name);
-          audit.appendAdmin({ actor: token.name, action: 'repo.create', subject: normalizeRepoName(name), detail: { via: 'api' } });
+          await sink.appendAdmin({ actor: token.name, action: 'repo.create', subject: normalizeRepoName(name), detail: { via: 'api' } });
           return send(res, 201, `created ${dir}`);
         } catch (err) {
           if (err instanceof UsageError) return send(res, 400, `patchgate: ${err.message}`);
@@ -249,7 +260,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       const token = await authenticate(req, res, name);
       if (!token) return;
       if (!allowsRepo(token, name)) {
-        audit.appendAuthFailure({ remoteAddr: req.socket.remoteAddress ?? null, user: token.name, repo: name, reason: 'token has no grant for this repository' });
+        await sink.appendAuthFailure({ remoteAddr: req.socket.remoteAddress ?? null, user: token.name, repo: name, reason: 'token has no grant for this repository' });
         return send(res, 403, `patchgate: token ${token.name} has no grant for repository ${name}`);
       }
       const repoDir = resolveRepo(dataDir, name);
@@ -273,7 +284,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     /** Every part a push needs; an empty list is healthy. */
     const health = async (): Promise<string[]> => {
       if (draining) return ['draining'];
-      const down = [await hookHealth(hooks), auditHealth(audit, dbPath, dbIdentity)];
+      const down = [await hookHealth(hooks), auditHealth(audit, dbPath, dbIdentity), sink === audit ? null : await sinkHealth(sink)];
       return down.filter((d): d is string => d !== null);
     };
 
@@ -341,11 +352,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       }
       server.closeAllConnections?.();
       await hooks.stop();
+      if (sink !== audit) await sink.close();
       audit.close();
       disk.close();
       lock.release();
     };
 
-    return { url, port, audit, tokens, hooks, firstAdminSecret, adminTokenFile, close };
+    return { url, port, audit, sink, tokens, hooks, firstAdminSecret, adminTokenFile, close };
   }
 }
