@@ -27,8 +27,17 @@ export async function runAuditMigrate(args: { from: string; to: string }): Promi
     lines.push(`source ${from.path}: ${before.rows} row(s), hash chain intact, head #${head.id} ${head.hash.slice(0, 16)}`);
     const target = await PgAuditStore.open(to.url);
     try {
-      const rows = source.db.prepare('SELECT * FROM events WHERE id <= ? ORDER BY id').iterate(head.id) as IterableIterator<StoredRow>;
-      const copied = await target.importChain(rows, head);
+      // Opened only when the copy starts reading, and always closed (a refused copy leaves no busy statement behind).
+      const stmt = source.db.prepare('SELECT * FROM events WHERE id <= ? ORDER BY id');
+      const rows = function* (): Generator<StoredRow> {
+        const it = stmt.iterate(head.id) as IterableIterator<StoredRow>;
+        try {
+          yield* it;
+        } finally {
+          it.return?.();
+        }
+      };
+      const copied = await target.importChain(rows(), head);
       const after = await target.verify();
       const theirs = await target.lastRow();
       if (!after.ok) {
