@@ -124,6 +124,8 @@ export class HookService {
   private readonly stopping = new AbortController();
   private readonly authRows: AuthRowLimiter;
   private judges = 0;
+  /** Audit writes of ended sessions still on their way (an async log). */
+  private readonly background = new Set<Promise<void>>();
 
   constructor(private readonly opts: HookServiceOptions) {
     this.authRows = new AuthRowLimiter(opts.audit, opts.authRows);
@@ -181,6 +183,7 @@ export class HookService {
     const closed = new Promise<void>((resolve) => s.close(() => resolve()));
     s.closeAllConnections();
     await closed;
+    await Promise.all([...this.background]);
     if (existsSync(this.opts.endpointPath)) rmSync(this.opts.endpointPath, { force: true });
   }
 
@@ -255,7 +258,8 @@ export class HookService {
     // update hook): nothing moved, and the audit says refused.
     const items = [...s.decisions.values()].filter((d) => !s.confirmed.has(key(d.ref, d.oldId, d.newId))).map((d) => ({ ref: d.ref, new: d.newId, moved: false }));
     // In order: the refused push row first, then its confirms (an async log must not reorder them).
-    void (async () => {
+    // stop() waits for these writes before the log is closed.
+    const write = (async () => {
       if (s.pending) await this.recordUndelivered(s);
       if (!items.length) return;
       try {
@@ -264,6 +268,8 @@ export class HookService {
         process.stderr.write(`patchgate: audit: could not record unmoved refs of push ${s.pushId}: ${errorMessage(err)}\n`);
       }
     })();
+    this.background.add(write);
+    void write.finally(() => this.background.delete(write));
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
