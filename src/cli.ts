@@ -41,6 +41,7 @@ async function guarded(fn: () => Promise<number | void>): Promise<void> {
 
 const repoOpt = { type: 'string', default: '.', describe: 'repository directory' } as const;
 const dataOpt = { type: 'string', default: './data', describe: 'data folder (repos, audit log, hook socket)' } as const;
+const auditOpt = { type: 'string', describe: 'audit log: sqlite:PATH or postgres://… (default: PATCHGATE_AUDIT_URL, else <data>/patchgate.db)' } as const;
 
 export function buildCli(argv: string[]): Argv {
   return yargs(argv)
@@ -127,9 +128,10 @@ export function buildCli(argv: string[]): Argv {
       .option('tls-key', { type: 'string' })
       .option('hook-timeout', { type: 'number', default: 30, describe: 'seconds the policy may take per push before it is refused' })
       .option('checkpoint-every', { type: 'number', default: 3600, describe: 'seconds between signed audit checkpoints (0: off)' })
-      .option('checkpoint-publish', { type: 'string', array: true, default: [] as string[], describe: 'git:REPO or file:PATH to publish checkpoints to (repeatable)' }),
+      .option('checkpoint-publish', { type: 'string', array: true, default: [] as string[], describe: 'git:REPO or file:PATH to publish checkpoints to (repeatable)' })
+      .option('audit', auditOpt),
     (a) => guarded(async () => {
-      await (await admin()).runServe({ data: a.data, port: a.port, host: a.host, tlsCert: a.tlsCert, tlsKey: a.tlsKey, hookTimeout: a.hookTimeout, checkpointEvery: a.checkpointEvery, checkpointPublish: a.checkpointPublish as string[] });
+      await (await admin()).runServe({ data: a.data, port: a.port, host: a.host, tlsCert: a.tlsCert, tlsKey: a.tlsKey, hookTimeout: a.hookTimeout, checkpointEvery: a.checkpointEvery, checkpointPublish: a.checkpointPublish as string[], audit: a.audit });
       return undefined;
     }))
     .command('daemon', 'the hook daemon of a git-host node (GitLab, Gitea, GHES, gitolite): see docs/hosts.md', (y) => y
@@ -177,20 +179,22 @@ export function buildCli(argv: string[]): Argv {
         .option('until', { type: 'string', describe: 'ISO 8601 time' })
         .option('kind', { choices: ['push', 'ref', 'auth', 'admin', 'ci', 'confirm'] as const })
         .option('limit', { type: 'number', default: 100 })
-        .option('json', { type: 'boolean', default: false, describe: 'one JSON object per line' }),
-      (a) => guarded(async () => out((await admin()).runAudit({ data: a.data, json: a.json, repo: a.repo, actor: a.actor, verdict: a.verdict, since: a.since, until: a.until, kind: a.kind, limit: a.limit }))))
+        .option('json', { type: 'boolean', default: false, describe: 'one JSON object per line' })
+        .option('audit', auditOpt),
+      (a) => guarded(async () => out(await (await admin()).runAudit({ data: a.data, audit: a.audit, json: a.json, repo: a.repo, actor: a.actor, verdict: a.verdict, since: a.since, until: a.until, kind: a.kind, limit: a.limit }))))
       .command('show <id>', 'the trace of every rule checked for a push (push id or row number)', (y2) => y2
         .positional('id', { type: 'string', demandOption: true })
         .option('data', dataOpt)
-        .option('json', { type: 'boolean', default: false }),
-      (a) => guarded(async () => out((await admin()).runAuditShow({ data: a.data, id: a.id, json: a.json }))))
-      .command('verify', 'check the hash chain (and, with --checkpoints, every published head); exit 1 when tampered', (y2) => y2.option('data', dataOpt)
+        .option('json', { type: 'boolean', default: false })
+        .option('audit', auditOpt),
+      (a) => guarded(async () => out(await (await admin()).runAuditShow({ data: a.data, audit: a.audit, id: a.id, json: a.json }))))
+      .command('verify', 'check the hash chain (and, with --checkpoints, every published head); exit 1 when tampered', (y2) => y2.option('data', dataOpt).option('audit', auditOpt)
         .option('checkpoints', { type: 'string', describe: 'git:REPO (path or URL, ref refs/patchgate/audit) or file:PATH' })
         .option('public-key', { type: 'string', describe: 'the gate\'s checkpoint public key (default: the data folder\'s)' }),
         (a) => guarded(async () => {
           const r = a.checkpoints
             ? await (await auditCp()).runAuditVerifyCheckpoints({ data: a.data, checkpoints: a.checkpoints, publicKey: a.publicKey })
-            : (await admin()).runAuditVerify({ data: a.data });
+            : await (await admin()).runAuditVerify({ data: a.data, audit: a.audit });
           out(r.lines);
           return r.ok ? 0 : 1;
         }))
@@ -205,7 +209,15 @@ export function buildCli(argv: string[]): Argv {
         .option('since', { type: 'string', demandOption: true, describe: 'ISO 8601 time' })
         .option('until', { type: 'string', describe: 'ISO 8601 time' })
         .option('format', { choices: ['jsonl'] as const, default: 'jsonl' as const }),
-        (a) => guarded(async () => (await auditCp()).runAuditExport({ data: a.data, since: a.since, until: a.until, format: a.format }, (l) => void process.stdout.write(l + '\n')))))
+        (a) => guarded(async () => (await auditCp()).runAuditExport({ data: a.data, since: a.since, until: a.until, format: a.format }, (l) => void process.stdout.write(l + '\n'))))
+      .command('migrate', 'copy an audit log into an empty PostgreSQL log and verify the chain on both sides; exit 1 when a side does not verify', (y2) => y2
+        .option('from', { type: 'string', demandOption: true, describe: 'sqlite:PATH (or postgres://…)' })
+        .option('to', { type: 'string', demandOption: true, describe: 'postgres://… (an empty log)' }),
+      (a) => guarded(async () => {
+        const r = await (await import('./commands/audit-migrate.js')).runAuditMigrate({ from: a.from, to: a.to });
+        out(r.lines);
+        return r.ok ? 0 : 1;
+      })))
     .demandCommand(1, 'name a command; see patchgate --help')
     .strict()
     .fail((msg, err) => {

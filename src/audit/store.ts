@@ -397,6 +397,55 @@ export function rowHash(row: Readonly<Record<string, unknown>>): string {
   return createHash('sha256').update(canonicalJson(content)).digest('hex');
 }
 
+/**
+ * The chain walk of verify(), one row at a time in id order, shared by every store. `rows`
+ * counts the rows found intact before the first problem. Detects edited rows (hash
+ * mismatch), removed rows (a gap in ids, a prev_hash mismatch, or a tail shorter than the
+ * recorded head), inserted and re-ordered rows (prev_hash/hash mismatch) and rows added
+ * after the head.
+ */
+export class ChainCheck {
+  rows = 0;
+  private expectedId = 1;
+  private prev = ZERO_HASH;
+
+  private bad(firstBadId: number, reason: string): VerifyResult {
+    return { ok: false, rows: this.rows, firstBadId, reason };
+  }
+
+  /** The next row (as stored: snake_case, numbers as numbers); a failure, or undefined when it links. */
+  row(row: StoredRow): VerifyResult | undefined {
+    const expectedId = this.expectedId;
+    if (row.id !== expectedId) {
+      return row.id > expectedId
+        ? this.bad(expectedId, `row ${expectedId} is missing (the next row is ${row.id}): rows were deleted`)
+        : this.bad(row.id, `unexpected row id ${row.id}`);
+    }
+    if (rowHash(row) !== row.hash) return this.bad(row.id, `row ${row.id} does not match its hash: it was edited`);
+    if (row.prev_hash !== this.prev) {
+      return this.bad(row.id, `row ${row.id} prev_hash does not match the hash of row ${row.id - 1}: rows were removed, inserted or re-ordered`);
+    }
+    this.rows += 1;
+    this.expectedId += 1;
+    this.prev = row.hash;
+    return undefined;
+  }
+
+  /** After the last row: the recorded chain head must name it. */
+  end(head: { last_id: number; last_hash: string } | undefined | null): VerifyResult {
+    const lastId = this.expectedId - 1;
+    if (!head) return this.bad(lastId + 1, 'chain_head is missing');
+    if (head.last_id > lastId) {
+      return this.bad(lastId + 1, `chain_head records row ${head.last_id} but the last row is ${lastId}: the log was truncated`);
+    }
+    if (head.last_id < lastId) {
+      return this.bad(head.last_id + 1, `rows after ${head.last_id} (the recorded chain head) were added outside patchgate`);
+    }
+    if (head.last_hash !== this.prev) return this.bad(lastId, `row ${lastId} hash does not match chain_head: the last row was replaced`);
+    return { ok: true, rows: this.rows };
+  }
+}
+
 /** The row without its null fields (for `audit --json` output). */
 export function compactRow(row: AuditRow): Partial<AuditRow> {
   const out: Record<string, unknown> = {};
@@ -483,21 +532,21 @@ function rulesOf(value: unknown, field: string): string {
 // Columns
 
 /** The content columns of `events`, in table order (everything but id, prev_hash, hash). */
-const CONTENT_COLUMNS = [
+export const CONTENT_COLUMNS = [
   'kind', 'time', 'push_id', 'repo', 'actor', 'role', 'remote_addr', 'user_agent', 'verdict',
   'ref', 'old', 'new', 'ref_count', 'decision', 'rules', 'contract_base', 'contract_head',
   'timings', 'moved', 'reason', 'action', 'subject', 'detail', 'base', 'head',
 ] as const;
 type ContentColumn = (typeof CONTENT_COLUMNS)[number];
-type EventContent = { kind: EventKind; time: string } & Partial<Record<ContentColumn, string | number | null>>;
+export type EventContent = { kind: EventKind; time: string } & Partial<Record<ContentColumn, string | number | null>>;
 
-interface StoredRow extends Record<string, string | number | null> {
+export interface StoredRow extends Record<string, string | number | null> {
   id: number;
   prev_hash: string;
   hash: string;
 }
 
-function toAuditRow(r: Record<string, unknown>): AuditRow {
+export function toAuditRow(r: Record<string, unknown>): AuditRow {
   const s = (k: string): string | null => (r[k] === null || r[k] === undefined ? null : String(r[k]));
   const j = (k: string): JsonValue | null => {
     const v = s(k);
@@ -542,7 +591,7 @@ function toAuditRow(r: Record<string, unknown>): AuditRow {
 }
 
 /** A ref row's `moved` comes from the newest confirm row for the same push, ref and new id. */
-const SELECT_ROWS = `
+export const SELECT_ROWS = `
   SELECT e.*,
     CASE WHEN e.kind = 'ref' THEN (
       SELECT c.moved FROM events c
@@ -626,75 +675,20 @@ export class AuditStore {
 
   /** The push row, then one ref row per decision, in one transaction: all or nothing. */
   recordPush(input: RecordPushInput): { pushRowId: number; refRowIds: number[] } {
-    const ids = this.write('push', () => {
-      if (!Array.isArray(input.refs)) throw new UsageError('refs: must be an array');
-      const time = timeOf(input.time);
-      const push = pushContent({ ...input, time, refCount: input.refs.length });
-      const refs = input.refs.map((r, i) =>
-        refContent(
-          {
-            ...r,
-            pushId: input.pushId,
-            time,
-            repo: input.repo,
-            actor: input.actor,
-            role: input.role,
-            remoteAddr: input.remoteAddr ?? null,
-            userAgent: input.userAgent ?? null,
-          },
-          `refs[${i}].`,
-        ),
-      );
-      return [push, ...refs];
-    });
+    const ids = this.write('push', () => recordPushRows(input));
     return { pushRowId: ids[0]!, refRowIds: ids.slice(1) };
   }
 
   appendAuthFailure(input: AuthFailureInput): number {
-    return this.write('auth failure', () => [
-      {
-        kind: 'auth',
-        time: timeOf(input.time),
-        remote_addr: lenientString(input.remoteAddr, 256),
-        actor: lenientString(input.user, 256),
-        user_agent: lenientString(input.userAgent, 512),
-        repo: lenientString(input.repo, 256),
-        reason: reqString(input.reason, 'reason', 2048),
-      },
-    ])[0]!;
+    return this.write('auth failure', () => authRows(input))[0]!;
   }
 
   appendAdmin(input: AdminInput): number {
-    return this.write('admin', () => {
-      if (typeof input.action !== 'string' || !ACTION_RE.test(input.action)) {
-        throw new UsageError(`action: must match ${ACTION_RE} (got ${JSON.stringify(input.action)})`);
-      }
-      return [
-        {
-          kind: 'admin',
-          time: timeOf(input.time),
-          actor: reqString(input.actor, 'actor', 256),
-          action: input.action,
-          subject: optString(input.subject, 'subject', 1024),
-          detail: jsonOf(input.detail, 'detail'),
-        },
-      ];
-    })[0]!;
+    return this.write('admin', () => adminRows(input))[0]!;
   }
 
   appendCi(input: CiInput): number {
-    return this.write('ci', () => [
-      {
-        kind: 'ci',
-        time: timeOf(input.time),
-        repo: reqString(input.repo, 'repo', 256),
-        base: reqString(input.base, 'base', 256),
-        head: reqString(input.head, 'head', 256),
-        verdict: oneOf(input.verdict, VERDICTS, 'verdict'),
-        actor: optString(input.actor, 'actor', 256),
-        detail: jsonOf(input.detail, 'detail'),
-      },
-    ])[0]!;
+    return this.write('ci', () => ciRows(input))[0]!;
   }
 
   appendConfirm(input: ConfirmInput): number {
@@ -703,11 +697,7 @@ export class AuditStore {
 
   /** Confirms several refs of one push in one transaction (what post-receive sends). */
   confirmRefs(pushId: string, items: readonly ConfirmItem[], options: { time?: string; repo?: string | null } = {}): number[] {
-    return this.write('confirm', () => {
-      if (!Array.isArray(items)) throw new UsageError('items: must be an array');
-      const time = timeOf(options.time);
-      return items.map((it, i) => confirmContent({ ...it, time, repo: options.repo }, pushId, `items[${i}].`));
-    });
+    return this.write('confirm', () => confirmRows(pushId, items, options));
   }
 
   /**
@@ -744,9 +734,7 @@ export class AuditStore {
     const ids: number[] = [];
     for (const content of rows) {
       id += 1;
-      const stored: Record<string, unknown> = { id, prev_hash: prev };
-      for (const c of CONTENT_COLUMNS) stored[c] = content[c] ?? null;
-      stored.hash = rowHash(stored);
+      const stored = chainRow(content, id, prev);
       this.stmts.insert.run(stored);
       prev = stored.hash as string;
       ids.push(id);
@@ -805,43 +793,13 @@ export class AuditStore {
     return this.read(() =>
       this.db.transaction((): VerifyResult => {
         const head = this.stmts.head.get();
-        let rows = 0;
-        let expectedId = 1;
-        let prev = ZERO_HASH;
-        const bad = (firstBadId: number, reason: string): VerifyResult => ({ ok: false, rows, firstBadId, reason });
+        const check = new ChainCheck();
         const all = this.db.prepare('SELECT * FROM events ORDER BY id').iterate() as IterableIterator<StoredRow>;
         for (const row of all) {
-          let result: VerifyResult | undefined;
-          if (row.id !== expectedId) {
-            result =
-              row.id > expectedId
-                ? bad(expectedId, `row ${expectedId} is missing (the next row is ${row.id}): rows were deleted`)
-                : bad(row.id, `unexpected row id ${row.id}`);
-          } else if (rowHash(row) !== row.hash) {
-            result = bad(row.id, `row ${row.id} does not match its hash: it was edited`);
-          } else if (row.prev_hash !== prev) {
-            result = bad(
-              row.id,
-              `row ${row.id} prev_hash does not match the hash of row ${row.id - 1}: rows were removed, inserted or re-ordered`,
-            );
-          }
+          const result = check.row(row);
           if (result) return result; // for..of closes the iterator
-          rows += 1;
-          expectedId += 1;
-          prev = row.hash;
         }
-        const lastId = expectedId - 1;
-        if (!head) return bad(lastId + 1, 'chain_head is missing');
-        if (head.last_id > lastId) {
-          return bad(lastId + 1, `chain_head records row ${head.last_id} but the last row is ${lastId}: the log was truncated`);
-        }
-        if (head.last_id < lastId) {
-          return bad(head.last_id + 1, `rows after ${head.last_id} (the recorded chain head) were added outside patchgate`);
-        }
-        if (head.last_hash !== prev) {
-          return bad(lastId, `row ${lastId} hash does not match chain_head: the last row was replaced`);
-        }
-        return { ok: true, rows };
+        return check.end(head);
       })(),
     );
   }
@@ -858,7 +816,7 @@ export class AuditStore {
 
 // ---------------------------------------------------------------------------------------
 
-function buildQuery(options: QueryOptions): { sql: string; params: unknown[] } {
+export function buildQuery(options: QueryOptions): { sql: string; params: unknown[] } {
   if (options === null || typeof options !== 'object') throw new UsageError('query: options must be an object');
   const where: string[] = [];
   const params: unknown[] = [];
@@ -911,6 +869,93 @@ function buildQuery(options: QueryOptions): { sql: string; params: unknown[] } {
   }
   params.push(limit);
   return { sql: `${SELECT_ROWS} WHERE ${where.join(' AND ')} ORDER BY e.time DESC, e.id DESC LIMIT ?`, params };
+}
+
+// ---------------------------------------------------------------------------------------
+// Row builders: validate an input and return the rows to append (content columns only;
+// id, prev_hash and hash are set by the store that chains them). Shared by every store
+// (SQLite here, PostgreSQL in ./pg-store.ts) so both write the very same rows.
+
+/** The push row, then one ref row per decision (ids follow in that order). */
+export function recordPushRows(input: RecordPushInput): EventContent[] {
+  if (!Array.isArray(input.refs)) throw new UsageError('refs: must be an array');
+  const time = timeOf(input.time);
+  const push = pushContent({ ...input, time, refCount: input.refs.length });
+  const refs = input.refs.map((r, i) =>
+    refContent(
+      {
+        ...r,
+        pushId: input.pushId,
+        time,
+        repo: input.repo,
+        actor: input.actor,
+        role: input.role,
+        remoteAddr: input.remoteAddr ?? null,
+        userAgent: input.userAgent ?? null,
+      },
+      `refs[${i}].`,
+    ),
+  );
+  return [push, ...refs];
+}
+
+export function authRows(input: AuthFailureInput): EventContent[] {
+  return [
+    {
+      kind: 'auth',
+      time: timeOf(input.time),
+      remote_addr: lenientString(input.remoteAddr, 256),
+      actor: lenientString(input.user, 256),
+      user_agent: lenientString(input.userAgent, 512),
+      repo: lenientString(input.repo, 256),
+      reason: reqString(input.reason, 'reason', 2048),
+    },
+  ];
+}
+
+export function adminRows(input: AdminInput): EventContent[] {
+  if (typeof input.action !== 'string' || !ACTION_RE.test(input.action)) {
+    throw new UsageError(`action: must match ${ACTION_RE} (got ${JSON.stringify(input.action)})`);
+  }
+  return [
+    {
+      kind: 'admin',
+      time: timeOf(input.time),
+      actor: reqString(input.actor, 'actor', 256),
+      action: input.action,
+      subject: optString(input.subject, 'subject', 1024),
+      detail: jsonOf(input.detail, 'detail'),
+    },
+  ];
+}
+
+export function ciRows(input: CiInput): EventContent[] {
+  return [
+    {
+      kind: 'ci',
+      time: timeOf(input.time),
+      repo: reqString(input.repo, 'repo', 256),
+      base: reqString(input.base, 'base', 256),
+      head: reqString(input.head, 'head', 256),
+      verdict: oneOf(input.verdict, VERDICTS, 'verdict'),
+      actor: optString(input.actor, 'actor', 256),
+      detail: jsonOf(input.detail, 'detail'),
+    },
+  ];
+}
+
+export function confirmRows(pushId: string, items: readonly ConfirmItem[], options: { time?: string; repo?: string | null } = {}): EventContent[] {
+  if (!Array.isArray(items)) throw new UsageError('items: must be an array');
+  const time = timeOf(options.time);
+  return items.map((it, i) => confirmContent({ ...it, time, repo: options.repo }, pushId, `items[${i}].`));
+}
+
+/** The stored form of one row at `id` after `prev`: every column, and its hash. */
+export function chainRow(content: EventContent, id: number, prev: string): StoredRow {
+  const stored: Record<string, unknown> = { id, prev_hash: prev };
+  for (const c of CONTENT_COLUMNS) stored[c] = content[c] ?? null;
+  stored.hash = rowHash(stored);
+  return stored as StoredRow;
 }
 
 function migrate(db: Database.Database): void {

@@ -4,6 +4,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { AuditStore, compactRow, type AuditRow, type QueryOptions } from '../audit/store.js';
+import { AUDIT_URL_ENV, describeAudit, openAuditSink, parseAuditUrl, type AuditSink } from '../audit/sink.js';
 import { TokenStore } from '../audit/tokens.js';
 import { UsageError } from '../errors.js';
 import { createRepo, ensureRepoConfig, normalizeRepoName, installHooks, resolveRepo } from '../server/repos.js';
@@ -23,11 +24,26 @@ function withStore<T>(data: string, fn: (s: AuditStore) => T): T {
   }
 }
 
-export async function runServe(args: { data: string; port: number; host: string; tlsCert?: string; tlsKey?: string; hookTimeout: number; checkpointEvery?: number; checkpointPublish?: string[] }): Promise<void> {
+/** The decisions' log that `--audit URL` (or PATCHGATE_AUDIT_URL, else `<data>/patchgate.db`) names, open for `fn`. */
+async function withSink<T>(args: { data: string; audit?: string }, fn: (s: AuditSink) => Promise<T> | T): Promise<T> {
+  const s = await openAuditSink(parseAuditUrl(auditUrlOf(args.audit), args.data));
+  try {
+    return await fn(s);
+  } finally {
+    await s.close();
+  }
+}
+
+/** `--audit` wins over PATCHGATE_AUDIT_URL; neither: the data folder's SQLite file. */
+export function auditUrlOf(flag: string | undefined): string | undefined {
+  return flag ?? (process.env[AUDIT_URL_ENV] || undefined);
+}
+
+export async function runServe(args: { data: string; port: number; host: string; tlsCert?: string; tlsKey?: string; hookTimeout: number; checkpointEvery?: number; checkpointPublish?: string[]; audit?: string }): Promise<void> {
   const { startServer } = await import('../server/app.js');
-  const srv = await startServer({ dataDir: args.data, port: args.port, host: args.host, tlsCert: args.tlsCert, tlsKey: args.tlsKey, hookTimeoutMs: args.hookTimeout * 1000, checkpointEverySeconds: args.checkpointEvery, checkpointPublish: args.checkpointPublish });
+  const srv = await startServer({ dataDir: args.data, port: args.port, host: args.host, tlsCert: args.tlsCert, tlsKey: args.tlsKey, hookTimeoutMs: args.hookTimeout * 1000, checkpointEverySeconds: args.checkpointEvery, checkpointPublish: args.checkpointPublish, auditUrl: auditUrlOf(args.audit) });
   const say = (l: string) => process.stdout.write(l + '\n');
-  say(`patchgate: serving ${resolve(args.data, 'repos')} at ${srv.url} (audit log ${dbPath(args.data)})`);
+  say(`patchgate: serving ${resolve(args.data, 'repos')} at ${srv.url} (audit log ${describeAudit(parseAuditUrl(auditUrlOf(args.audit), args.data))})`);
   if (srv.adminTokenFile) {
     // The secret itself never goes to the output: logs are kept and read more widely than the data folder.
     say(`patchgate: first start: an admin token was created and written to ${srv.adminTokenFile} (mode 0600).`);
@@ -98,23 +114,23 @@ function textRow(r: AuditRow): string {
   return parts.join('  ');
 }
 
-export function runAudit(args: { data: string; json: boolean } & QueryOptions): string[] {
+export async function runAudit(args: { data: string; json: boolean; audit?: string } & QueryOptions): Promise<string[]> {
   const q: QueryOptions = {};
   for (const k of ['repo', 'actor', 'verdict', 'since', 'until', 'kind', 'limit'] as const) if (args[k] !== undefined) (q as Record<string, unknown>)[k] = args[k];
-  return withStore(args.data, (s) => s.query(q).map((r) => (args.json ? JSON.stringify(compactRow(r)) : textRow(r))));
+  return withSink(args, async (s) => (await s.query(q)).map((r) => (args.json ? JSON.stringify(compactRow(r)) : textRow(r))));
 }
 
 /** The trace of every rule checked for one push (by push id) or one row (by number). */
-export function runAuditShow(args: { data: string; id: string; json: boolean }): string[] {
-  return withStore(args.data, (s) => {
+export async function runAuditShow(args: { data: string; id: string; json: boolean; audit?: string }): Promise<string[]> {
+  return withSink(args, async (s) => {
     let pushId = args.id;
     if (/^\d+$/.test(args.id)) {
-      const row = s.get(Number(args.id));
+      const row = await s.get(Number(args.id));
       if (!row) throw new UsageError(`no audit row ${args.id}`);
       if (!row.pushId) return [args.json ? JSON.stringify(compactRow(row)) : textRow(row)];
       pushId = row.pushId;
     }
-    const trace = s.getPush(pushId);
+    const trace = await s.getPush(pushId);
     if (!trace) throw new UsageError(`no push ${args.id} in the audit log`);
     if (args.json) return [JSON.stringify({ push: trace.push && compactRow(trace.push), refs: trace.refs.map(compactRow), confirms: trace.confirms.map(compactRow) })];
     const out: string[] = [];
@@ -133,9 +149,9 @@ export function runAuditShow(args: { data: string; id: string; json: boolean }):
   });
 }
 
-export function runAuditVerify(args: { data: string }): { lines: string[]; ok: boolean } {
-  return withStore(args.data, (s) => {
-    const v = s.verify();
+export async function runAuditVerify(args: { data: string; audit?: string }): Promise<{ lines: string[]; ok: boolean }> {
+  return withSink(args, async (s) => {
+    const v = await s.verify();
     if (v.ok) return { ok: true, lines: [`ok: ${v.rows} row(s), hash chain intact`] };
     return { ok: false, lines: [`TAMPERED: first bad row ${v.firstBadId} of ${v.rows}: ${v.reason}`] };
   });

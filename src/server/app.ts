@@ -24,6 +24,8 @@ import { lockDataDir } from './datadir-lock.js';
 import { auditHealth, fileIdentity, hookHealth } from './health.js';
 import { createWeb, isWebPath } from '../web/routes.js';
 import { startCheckpointSchedule } from '../audit/checkpoint-schedule.js';
+import { openAuditSink, parseAuditUrl, type AuditSink } from '../audit/sink.js';
+import { sinkHealth } from './audit-health.js';
 
 export interface ServerOptions {
   dataDir: string;
@@ -32,6 +34,8 @@ export interface ServerOptions {
   tlsCert?: string;
   tlsKey?: string;
   hookTimeoutMs?: number;
+  /** Where decisions are written: `sqlite:PATH` or `postgres://…` (default `<data>/patchgate.db`). Tokens stay in the data folder. */
+  auditUrl?: string;
   limiter?: LimiterOptions;
   /** Deadlines and size limits per request (defaults: DEFAULT_LIMITS in ./git-front.ts). */
   limits?: Partial<RequestLimits>;
@@ -46,7 +50,10 @@ export interface ServerOptions {
 export interface RunningServer {
   url: string;
   port: number;
+  /** The data folder's SQLite store (tokens; and decisions unless `auditUrl` names another log). */
   audit: AuditStore;
+  /** The decisions' log: `audit` itself by default, else the store `auditUrl` names. */
+  sink: AuditSink;
   tokens: TokenStore;
   hooks: HookService;
   /** A one-time admin secret when this start created the first token (never printed). */
@@ -70,6 +77,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const hookTimeoutMs = opts.hookTimeoutMs ?? 30_000;
   if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) throw new ConfigError('--tls-cert/--tls-key', 'give both or neither');
   const limits: RequestLimits = { ...DEFAULT_LIMITS, ...opts.limits };
+  const auditLocation = parseAuditUrl(opts.auditUrl, dataDir);
   mkdirSync(reposDir(dataDir), { recursive: true });
 
   // --- one server per data folder; everything opened from here on is closed again if the start fails
@@ -95,6 +103,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     undo.push(() => audit.close());
     const dbIdentity = fileIdentity(dbPath);
     const tokens = new TokenStore(audit);
+    // Unreachable PostgreSQL at start: the server does not start (it could only refuse every push).
+    const sink = await openAuditSink(auditLocation, audit);
+    if (sink !== audit) undo.push(() => sink.close());
 
     // --- repositories: every hook must be ours, or the repo is not served (checked again on every request)
     for (const name of listRepos(dataDir)) {
@@ -113,7 +124,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const disk = new PersistentCache(join(dataDir, 'cache.db'));
     undo.push(() => disk.close());
     const cache = new ContentCache(disk);
-    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge });
+    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge });
     undo.push(() => hooks.stop());
     await hooks.start();
     for (const name of listRepos(dataDir)) {
@@ -193,7 +204,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       const token = tokens.authenticate(creds.secret);
       if (!token) {
         const delay = limiter.fail(addr);
-        audit.appendAuthFailure({ remoteAddr: addr, user: creds.user, repo, reason: 'bad or revoked token' });
+        await sink.appendAuthFailure({ remoteAddr: addr, user: creds.user, repo, reason: 'bad or revoked token' });
         if (delay) await new Promise((r) => setTimeout(r, delay));
         send(res, 401, 'patchgate: bad credentials', { 'WWW-Authenticate': 'Basic realm="patchgate"' });
         return null;
@@ -215,7 +226,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         const limit = url.searchParams.get('limit');
         if (limit !== null) q.limit = Number(limit);
         try {
-          const rows = audit.query(q);
+          const rows = await sink.query(q);
           res.writeHead(200, { 'Content-Type': 'application/x-ndjson' });
           res.end(rows.map((r) => JSON.stringify(r) + '\n').join(''));
         } catch (err) {
@@ -229,7 +240,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         const name = url.searchParams.get('name') ?? '';
         try {
           const dir = await createRepo(dataDir, name);
-          audit.appendAdmin({ actor: token.name, action: 'repo.create', subject: normalizeRepoName(name), detail: { via: 'api' } });
+          await sink.appendAdmin({ actor: token.name, action: 'repo.create', subject: normalizeRepoName(name), detail: { via: 'api' } });
           return send(res, 201, `created ${dir}`);
         } catch (err) {
           if (err instanceof UsageError) return send(res, 400, `patchgate: ${err.message}`);
@@ -254,7 +265,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       const token = await authenticate(req, res, name);
       if (!token) return;
       if (!allowsRepo(token, name)) {
-        audit.appendAuthFailure({ remoteAddr: req.socket.remoteAddress ?? null, user: token.name, repo: name, reason: 'token has no grant for this repository' });
+        await sink.appendAuthFailure({ remoteAddr: req.socket.remoteAddress ?? null, user: token.name, repo: name, reason: 'token has no grant for this repository' });
         return send(res, 403, `patchgate: token ${token.name} has no grant for repository ${name}`);
       }
       const repoDir = resolveRepo(dataDir, name);
@@ -281,7 +292,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     /** Every part a push needs; an empty list is healthy. */
     const health = async (): Promise<string[]> => {
       if (draining) return ['draining'];
-      const down = [await hookHealth(hooks), auditHealth(audit, dbPath, dbIdentity)];
+      const down = [await hookHealth(hooks), auditHealth(audit, dbPath, dbIdentity), sink === audit ? null : await sinkHealth(sink)];
       return down.filter((d): d is string => d !== null);
     };
 
@@ -351,11 +362,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       server.closeAllConnections?.();
       checkpoints.stop();
       await hooks.stop();
+      if (sink !== audit) await sink.close();
       audit.close();
       disk.close();
       lock.release();
     };
 
-    return { url, port, audit, tokens, hooks, firstAdminSecret, adminTokenFile, close };
+    return { url, port, audit, sink, tokens, hooks, firstAdminSecret, adminTokenFile, close };
   }
 }

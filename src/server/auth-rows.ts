@@ -7,7 +7,8 @@
 // request is refused all the same, only not logged one by one.
 
 import { errorMessage } from '../errors.js';
-import type { AuditStore, AuthFailureInput } from '../audit/store.js';
+import type { AuthFailureInput } from '../audit/store.js';
+import type { AuditSink } from '../audit/sink.js';
 
 export interface AuthRowLimits {
   /** Length of one window (ms). */
@@ -33,7 +34,7 @@ export class AuthRowLimiter {
   private windowStart = 0;
   private timer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly audit: AuditStore, private readonly limits: AuthRowLimits = DEFAULT_AUTH_ROW_LIMITS, private readonly now: () => number = Date.now) {}
+  constructor(private readonly audit: AuditSink, private readonly limits: AuthRowLimits = DEFAULT_AUTH_ROW_LIMITS, private readonly now: () => number = Date.now) {}
 
   /**
    * Record one failure of kind `kind` (a fixed word, never client input: the number of kinds
@@ -48,7 +49,7 @@ export class AuthRowLimiter {
     if (b.written < this.limits.perKind && this.writtenTotal < this.limits.total) {
       b.written++;
       this.writtenTotal++;
-      this.audit.appendAuthFailure(input);
+      this.write(input);
       return true;
     }
     b.folded++;
@@ -67,7 +68,7 @@ export class AuthRowLimiter {
     for (const [kind, b] of this.buckets) {
       if (!b.folded || !b.last) continue;
       try {
-        this.audit.appendAuthFailure({
+        this.write({
           ...b.last,
           reason: `${b.last.reason} (and ${b.folded} more ${kind} failure(s) since ${since}, coalesced: the hook endpoint logs at most ${this.limits.perKind} per ${Math.round(this.limits.windowMs / 1000)} s one by one)`,
         });
@@ -78,6 +79,12 @@ export class AuthRowLimiter {
     this.buckets = new Map();
     this.writtenTotal = 0;
     this.windowStart = t;
+  }
+
+  /** A synchronous store throws here (to the caller); an async one's failure is logged, the request is refused anyway. */
+  private write(input: AuthFailureInput): void {
+    const r = this.audit.appendAuthFailure(input);
+    if (r instanceof Promise) r.catch((err: unknown) => process.stderr.write(`patchgate: audit: could not write an auth row: ${errorMessage(err)}\n`));
   }
 
   private arm(): void {

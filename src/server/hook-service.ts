@@ -26,7 +26,8 @@ import { contractOf } from '../contract/digest.js';
 import { parsePool } from '../contract/parse-pool.js';
 import { runCancellable } from '../cancel.js';
 import type { RefDecision, RefUpdate, Role } from '../policy/types.js';
-import type { AuditStore, RecordPushInput } from '../audit/store.js';
+import type { RecordPushInput } from '../audit/store.js';
+import type { AuditSink } from '../audit/sink.js';
 import { AuthRowLimiter, type AuthRowLimits } from './auth-rows.js';
 
 export interface PushSession {
@@ -64,7 +65,8 @@ const key = (ref: string, oldId: string, newId: string) => `${ref} ${oldId} ${ne
 export interface HookServiceOptions {
   /** Where the shims find the daemon: "127.0.0.1 <port> <secret>", written on start. */
   endpointPath: string;
-  audit: AuditStore;
+  /** The decisions' log (SQLite or PostgreSQL); every write is awaited before the verdict it records is answered. */
+  audit: AuditSink;
   /** Engine time limit per push; past it the push is refused. */
   timeoutMs: number;
   cache: Map<string, unknown>;
@@ -143,6 +145,8 @@ export class HookService {
   private readonly stopping = new AbortController();
   private readonly authRows: AuthRowLimiter;
   private judges = 0;
+  /** Audit writes of ended sessions still on their way (an async log). */
+  private readonly background = new Set<Promise<void>>();
 
   constructor(private readonly opts: HookServiceOptions) {
     this.authRows = new AuthRowLimiter(opts.audit, opts.authRows);
@@ -200,6 +204,7 @@ export class HookService {
     const closed = new Promise<void>((resolve) => s.close(() => resolve()));
     s.closeAllConnections();
     await closed;
+    await Promise.all([...this.background]);
     if (existsSync(this.opts.endpointPath)) rmSync(this.opts.endpointPath, { force: true });
   }
 
@@ -272,15 +277,20 @@ export class HookService {
     s.ended = true;
     // Accepted but never delivered (the pre-receive shim gave up or died before git ran the
     // update hook): nothing moved, and the audit says refused.
-    if (s.pending) this.recordUndelivered(s);
     const items = [...s.decisions.values()].filter((d) => !s.confirmed.has(key(d.ref, d.oldId, d.newId))).map((d) => ({ ref: d.ref, new: d.newId, moved: false }));
-    if (items.length) {
+    // In order: the refused push row first, then its confirms (an async log must not reorder them).
+    // stop() waits for these writes before the log is closed.
+    const write = (async () => {
+      if (s.pending) await this.recordUndelivered(s);
+      if (!items.length) return;
       try {
-        this.opts.audit.confirmRefs(s.pushId, items, { repo: s.repo });
+        await this.opts.audit.confirmRefs(s.pushId, items, { repo: s.repo });
       } catch (err) {
         process.stderr.write(`patchgate: audit: could not record unmoved refs of push ${s.pushId}: ${errorMessage(err)}\n`);
       }
-    }
+    })();
+    this.background.add(write);
+    void write.finally(() => this.background.delete(write));
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -324,8 +334,8 @@ export class HookService {
       } else {
         if (!inside(session.repoDir, hr.dir)) throw new Error('the hook runs in another repository than the one the pusher was authorised for');
         if (hr.hook === 'pre-receive') verdict = await this.preReceive(session, hr, lines, gone.signal);
-        else if (hr.hook === 'update') verdict = this.update(session, hr, lines);
-        else if (hr.hook === 'post-receive') verdict = this.postReceive(session, hr);
+        else if (hr.hook === 'update') verdict = await this.update(session, hr, lines);
+        else if (hr.hook === 'post-receive') verdict = await this.postReceive(session, hr);
         else throw new Error(`unknown hook ${hr.hook}`);
       }
     } catch (err) {
@@ -377,10 +387,10 @@ export class HookService {
     for (const d of decisions) s.decisions.set(key(d.ref, d.oldId, d.newId), d);
     if (accepted === 0) {
       // A refusal needs no delivery: written now (a failed write still refuses).
-      this.opts.audit.recordPush(record);
+      await this.opts.audit.recordPush(record);
     } else if (s.ended || gone.aborted) {
       // Nobody is left to receive the accept: audited as refused, answered as refused.
-      this.recordUndelivered(s, record);
+      await this.recordUndelivered(s, record);
       lines.push(`patchgate: push ${s.pushId} refused: the hook went away before its verdict`);
       return 'reject';
     } else if (s.auditAtJudge) {
@@ -407,12 +417,12 @@ export class HookService {
    * up waiting or died first), so nothing moved. Every ref row keeps the rules' outcomes and
    * adds a `delivery` entry that says why.
    */
-  private recordUndelivered(s: PushSession, record: RecordPushInput | null | undefined = s.pending): void {
+  private async recordUndelivered(s: PushSession, record: RecordPushInput | null | undefined = s.pending): Promise<void> {
     s.pending = null;
     if (!record) return;
     const why = 'the accept never reached git: the pre-receive hook ended (it gave up waiting or was killed) before git ran the update hook, so nothing moved';
     try {
-      this.opts.audit.recordPush({
+      await this.opts.audit.recordPush({
         ...record,
         verdict: 'reject',
         refs: record.refs.map((r) => ({
@@ -471,7 +481,7 @@ export class HookService {
     }
   }
 
-  private update(s: PushSession, hr: HookRequest, lines: string[]): 'accept' | 'reject' {
+  private async update(s: PushSession, hr: HookRequest, lines: string[]): Promise<'accept' | 'reject'> {
     const [u] = hr.lines.map(parseRefLine);
     if (!u) throw new Error('update hook sent no ref');
     const d = s.decisions.get(key(u.ref, u.oldId, u.newId));
@@ -484,7 +494,7 @@ export class HookService {
       const record = s.pending;
       s.pending = null;
       try {
-        this.opts.audit.recordPush(record);
+        await this.opts.audit.recordPush(record);
       } catch (err) {
         s.auditFailed = true;
         process.stderr.write(`patchgate: audit: push ${s.pushId} refused, its decision could not be written: ${errorMessage(err)}\n`);
@@ -497,12 +507,12 @@ export class HookService {
     return d.verdict;
   }
 
-  private postReceive(s: PushSession, hr: HookRequest): 'accept' {
+  private async postReceive(s: PushSession, hr: HookRequest): Promise<'accept'> {
     const items = hr.lines.map(parseRefLine).map((u) => {
       s.confirmed.add(key(u.ref, u.oldId, u.newId));
       return { ref: u.ref, new: u.newId, moved: true };
     });
-    if (items.length) this.opts.audit.confirmRefs(s.pushId, items, { repo: s.repo });
+    if (items.length) await this.opts.audit.confirmRefs(s.pushId, items, { repo: s.repo });
     return 'accept';
   }
 }

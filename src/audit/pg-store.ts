@@ -1,0 +1,397 @@
+// The shared audit log: the same rows and the same hash chain as the SQLite store
+// (./store.ts builds and hashes every row; this file only stores them), in one PostgreSQL
+// database that many gate nodes append to. Appends are serialised by a transaction-scoped
+// advisory lock: each append takes it, reads `chain_head`, checks the last row against it,
+// inserts its rows after it and moves the head, all in one transaction, so concurrent writers
+// on any number of nodes make one chain with no fork and no gap. A write that fails (server
+// unreachable, timeout, refused statement) throws AuditError and the caller refuses the push.
+// Messages never carry the connection password (see redactUrl in ./sink.ts).
+//
+// API (what ./sink.ts's AuditSink asks, all async)
+//   PgAuditStore.open(url, options?)  connects, creates or upgrades the schema
+//   recordPush, confirmRefs, appendAuthFailure, appendAdmin, appendCi
+//   query, get, getPush, verify, lastRow, close
+//   ping(): string | null              for /healthz: why the database is down, or null
+//   importChain(rows, head)            `audit migrate`: copies rows verbatim into an empty log
+
+import pg from 'pg';
+import { AuditError, UsageError, errorMessage } from '../errors.js';
+import { redactUrl } from './sink.js';
+import {
+  CONTENT_COLUMNS,
+  ChainCheck,
+  SELECT_ROWS,
+  ZERO_HASH,
+  adminRows,
+  authRows,
+  buildQuery,
+  chainRow,
+  ciRows,
+  confirmRows,
+  recordPushRows,
+  toAuditRow,
+  type AdminInput,
+  type AuditRow,
+  type AuthFailureInput,
+  type CiInput,
+  type ConfirmItem,
+  type EventContent,
+  type PushTrace,
+  type QueryOptions,
+  type RecordPushInput,
+  type StoredRow,
+  type VerifyResult,
+} from './store.js';
+import type { AuditSink } from './sink.js';
+
+/** pg_advisory_xact_lock keys: one for appends, one for schema changes (arbitrary, fixed). */
+const APPEND_LOCK = 0x7061_7463; // "patc"
+const MIGRATE_LOCK = 0x6761_7465; // "gate"
+const ALL_COLUMNS = ['id', ...CONTENT_COLUMNS, 'prev_hash', 'hash'] as const;
+const VERIFY_PAGE = 5000;
+
+export interface PgStoreOptions {
+  /** Connection attempts give up after this (ms). Default 5000. */
+  connectTimeoutMs?: number;
+  /** Any statement (a lock wait included) is cancelled after this (ms). Default 10000. */
+  statementTimeoutMs?: number;
+  /** Pool size. Default 4. */
+  max?: number;
+}
+
+/** Ordered schema steps; step i brings `patchgate_schema.version` from i to i + 1. Append only. */
+const PG_MIGRATIONS: readonly string[] = [
+  `CREATE TABLE events (
+     id            BIGINT PRIMARY KEY CHECK (id > 0),
+     kind          TEXT NOT NULL CHECK (kind IN ('push','ref','auth','admin','ci','confirm')),
+     time          TEXT NOT NULL,
+     push_id       TEXT,
+     repo          TEXT,
+     actor         TEXT,
+     role          TEXT,
+     remote_addr   TEXT,
+     user_agent    TEXT,
+     verdict       TEXT CHECK (verdict IS NULL OR verdict IN ('accept','reject')),
+     ref           TEXT,
+     old           TEXT,
+     new           TEXT,
+     ref_count     INTEGER,
+     decision      TEXT,
+     rules         TEXT,
+     contract_base TEXT,
+     contract_head TEXT,
+     timings       TEXT,
+     moved         INTEGER CHECK (moved IS NULL OR moved IN (0,1)),
+     reason        TEXT,
+     action        TEXT,
+     subject       TEXT,
+     detail        TEXT,
+     base          TEXT,
+     head          TEXT,
+     prev_hash     TEXT NOT NULL,
+     hash          TEXT NOT NULL
+   );
+   CREATE INDEX events_time         ON events (time);
+   CREATE INDEX events_repo_time    ON events (repo, time);
+   CREATE INDEX events_actor_time   ON events (actor, time);
+   CREATE INDEX events_verdict_time ON events (verdict, time);
+   CREATE INDEX events_kind_time    ON events (kind, time);
+   CREATE INDEX events_push         ON events (push_id, ref) WHERE push_id IS NOT NULL;
+   CREATE TABLE chain_head (
+     singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+     last_id   BIGINT NOT NULL,
+     last_hash TEXT NOT NULL
+   );
+   INSERT INTO chain_head (singleton, last_id, last_hash) VALUES (1, 0, '${ZERO_HASH}');
+   CREATE FUNCTION patchgate_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+     BEGIN RAISE EXCEPTION 'audit events are append-only'; END $$;
+   CREATE FUNCTION patchgate_head_required() RETURNS trigger LANGUAGE plpgsql AS $$
+     BEGIN RAISE EXCEPTION 'chain_head is required'; END $$;
+   CREATE TRIGGER events_no_update BEFORE UPDATE OR DELETE ON events
+     FOR EACH ROW EXECUTE FUNCTION patchgate_append_only();
+   CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events
+     FOR EACH STATEMENT EXECUTE FUNCTION patchgate_append_only();
+   CREATE TRIGGER chain_head_no_delete BEFORE DELETE OR TRUNCATE ON chain_head
+     FOR EACH STATEMENT EXECUTE FUNCTION patchgate_head_required();`,
+];
+
+/** A row read back from PostgreSQL in the stored form the hash covers (BIGINT ids come back as strings). */
+function storedOf(r: Record<string, unknown>): StoredRow {
+  const out: Record<string, string | number | null> = {};
+  for (const c of ALL_COLUMNS) {
+    const v = r[c];
+    out[c] = v === undefined || v === null ? null : c === 'id' || c === 'ref_count' || c === 'moved' ? Number(v) : String(v);
+  }
+  return out as StoredRow;
+}
+
+/** buildQuery's SQLite text for PostgreSQL: `$n` placeholders, no `+` index hints. */
+function pgSql(sql: string): string {
+  let n = 0;
+  return sql.replace(/\+e\./g, 'e.').replace(/\?/g, () => `$${++n}`);
+}
+
+export class PgAuditStore implements AuditSink {
+  /** The URL without its password. */
+  readonly location: string;
+  private closed = false;
+
+  private constructor(private readonly pool: pg.Pool, private readonly secret: string | null, url: string) {
+    this.location = redactUrl(url);
+  }
+
+  static async open(url: string, options: PgStoreOptions = {}): Promise<PgAuditStore> {
+    let secret: string | null = null;
+    try {
+      secret = decodeURIComponent(new URL(url).password) || null;
+    } catch {
+      /* parseAuditUrl checked it; a URL without a password is fine */
+    }
+    const statementTimeout = options.statementTimeoutMs ?? 10_000;
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: options.max ?? 4,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+      idleTimeoutMillis: 10_000,
+      statement_timeout: statementTimeout,
+      lock_timeout: statementTimeout,
+      query_timeout: statementTimeout + 2000,
+      idle_in_transaction_session_timeout: statementTimeout * 3,
+      application_name: 'patchgate',
+    });
+    const store = new PgAuditStore(pool, secret, url);
+    // An idle connection that the server drops emits here; without a listener it would end the process.
+    pool.on('error', (err) => {
+      if (!store.closed) process.stderr.write(`patchgate: audit: PostgreSQL connection lost (${store.location}): ${store.clean(err)}\n`);
+    });
+    try {
+      await store.migrate();
+    } catch (err) {
+      await pool.end().catch(() => {});
+      throw new AuditError(`cannot open the audit log ${store.location}: ${store.clean(err)}`, { cause: err });
+    }
+    return store;
+  }
+
+  /** An error's first line without the connection password. */
+  private clean(err: unknown): string {
+    let m = errorMessage(err).split('\n')[0] ?? '';
+    if (this.secret) m = m.split(this.secret).join('***').split(encodeURIComponent(this.secret)).join('***');
+    return m || String((err as { code?: string }).code ?? 'unknown error');
+  }
+
+  private async migrate(): Promise<void> {
+    await this.tx(async (c) => {
+      await c.query('SELECT pg_advisory_xact_lock($1)', [MIGRATE_LOCK]);
+      await c.query('CREATE TABLE IF NOT EXISTS patchgate_schema (singleton INTEGER PRIMARY KEY CHECK (singleton = 1), version INTEGER NOT NULL)');
+      await c.query('INSERT INTO patchgate_schema (singleton, version) VALUES (1, 0) ON CONFLICT (singleton) DO NOTHING');
+      const version = Number((await c.query('SELECT version FROM patchgate_schema WHERE singleton = 1')).rows[0].version);
+      if (version > PG_MIGRATIONS.length) {
+        throw new AuditError(`the database schema is version ${version}, newer than this patchgate (${PG_MIGRATIONS.length}); upgrade patchgate`);
+      }
+      for (let i = version; i < PG_MIGRATIONS.length; i++) await c.query(PG_MIGRATIONS[i]!);
+      await c.query('UPDATE patchgate_schema SET version = $1 WHERE singleton = 1', [PG_MIGRATIONS.length]);
+    });
+  }
+
+  /** One transaction on one pooled connection; rolled back on any failure (a broken connection is discarded). */
+  private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+    const c = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      await c.query(begin);
+      const out = await fn(c);
+      await c.query('COMMIT');
+      return out;
+    } catch (err) {
+      await c.query('ROLLBACK').catch((e: Error) => (broken = e));
+      throw err;
+    } finally {
+      c.release(broken);
+    }
+  }
+
+  // ------------------------------------------------------------------ writes
+
+  async recordPush(input: RecordPushInput): Promise<{ pushRowId: number; refRowIds: number[] }> {
+    const ids = await this.write('push', () => recordPushRows(input));
+    return { pushRowId: ids[0]!, refRowIds: ids.slice(1) };
+  }
+
+  async confirmRefs(pushId: string, items: readonly ConfirmItem[], options: { time?: string; repo?: string | null } = {}): Promise<number[]> {
+    return this.write('confirm', () => confirmRows(pushId, items, options));
+  }
+
+  async appendAuthFailure(input: AuthFailureInput): Promise<number> {
+    return (await this.write('auth failure', () => authRows(input)))[0]!;
+  }
+
+  async appendAdmin(input: AdminInput): Promise<number> {
+    return (await this.write('admin', () => adminRows(input)))[0]!;
+  }
+
+  async appendCi(input: CiInput): Promise<number> {
+    return (await this.write('ci', () => ciRows(input)))[0]!;
+  }
+
+  /** Validates (build), then appends every row in one transaction under the append lock. Nothing is written on failure. */
+  private async write(what: string, build: () => EventContent[]): Promise<number[]> {
+    let rows: EventContent[];
+    try {
+      rows = build();
+    } catch (err) {
+      throw new AuditError(`audit: cannot write ${what} event: ${(err as Error).message}`, { cause: err });
+    }
+    if (this.closed) throw new AuditError(`audit: cannot write ${what} event: the PostgreSQL audit log ${this.location} is closed`);
+    try {
+      return await this.tx(async (c) => {
+        await c.query('SELECT pg_advisory_xact_lock($1)', [APPEND_LOCK]);
+        const head = (await c.query('SELECT last_id, last_hash FROM chain_head WHERE singleton = 1')).rows[0] as { last_id: string; last_hash: string } | undefined;
+        if (!head) throw new AuditError('audit: chain_head is missing; the log was tampered with (run `patchgate audit verify`)');
+        const last = (await c.query('SELECT id, hash FROM events ORDER BY id DESC LIMIT 1')).rows[0] as { id: string; hash: string } | undefined;
+        const headId = Number(head.last_id);
+        if (Number(last?.id ?? 0) !== headId || (last?.hash ?? ZERO_HASH) !== head.last_hash) {
+          throw new AuditError(
+            `audit: the last row (id ${last?.id ?? 'none'}) does not match chain_head (id ${headId}); ` +
+              'the log was truncated or tampered with (run `patchgate audit verify`)',
+          );
+        }
+        const stored: StoredRow[] = [];
+        let prev = head.last_hash;
+        for (const [i, content] of rows.entries()) {
+          const row = chainRow(content, headId + i + 1, prev);
+          stored.push(row);
+          prev = row.hash;
+        }
+        await this.insertRows(c, stored);
+        await c.query('UPDATE chain_head SET last_id = $1, last_hash = $2 WHERE singleton = 1', [headId + rows.length, prev]);
+        return stored.map((r) => r.id);
+      });
+    } catch (err) {
+      if (err instanceof AuditError) throw err;
+      throw new AuditError(`audit: cannot write ${what} event to PostgreSQL (${this.location}): ${this.clean(err)}`, { cause: err });
+    }
+  }
+
+  private async insertRows(c: pg.PoolClient, rows: readonly StoredRow[]): Promise<void> {
+    if (!rows.length) return;
+    const params: unknown[] = [];
+    const tuples = rows.map((r) => `(${ALL_COLUMNS.map((col) => `$${params.push(r[col] ?? null)}`).join(', ')})`);
+    await c.query(`INSERT INTO events (${ALL_COLUMNS.join(', ')}) VALUES ${tuples.join(', ')}`, params);
+  }
+
+  /**
+   * `audit migrate`: copies `rows` (in id order, as stored) verbatim into this log, which
+   * must be empty, and sets the chain head to `head`, in one transaction.
+   */
+  async importChain(rows: AsyncIterable<StoredRow> | Iterable<StoredRow>, head: { id: number; hash: string }): Promise<number> {
+    try {
+      return await this.tx(async (c) => {
+        await c.query('SELECT pg_advisory_xact_lock($1)', [APPEND_LOCK]);
+        const n = Number((await c.query('SELECT count(*) AS n FROM events')).rows[0].n);
+        if (n > 0) throw new UsageError(`--to: the audit log ${this.location} already has ${n} row(s); migrate only into an empty log`);
+        let batch: StoredRow[] = [];
+        let copied = 0;
+        for await (const r of rows) {
+          batch.push(r);
+          if (batch.length >= 500) {
+            await this.insertRows(c, batch);
+            copied += batch.length;
+            batch = [];
+          }
+        }
+        await this.insertRows(c, batch);
+        copied += batch.length;
+        await c.query('UPDATE chain_head SET last_id = $1, last_hash = $2 WHERE singleton = 1', [head.id, head.hash]);
+        return copied;
+      });
+    } catch (err) {
+      if (err instanceof AuditError || err instanceof UsageError) throw err;
+      throw new AuditError(`audit: cannot copy into PostgreSQL (${this.location}): ${this.clean(err)}`, { cause: err });
+    }
+  }
+
+  // ------------------------------------------------------------------ reads
+
+  private async read<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      if (err instanceof AuditError || err instanceof UsageError) throw err;
+      throw new AuditError(`audit: cannot read the log ${this.location}: ${this.clean(err)}`, { cause: err });
+    }
+  }
+
+  async query(options: QueryOptions = {}): Promise<AuditRow[]> {
+    const { sql, params } = buildQuery(options);
+    return this.read(async () => (await this.pool.query(pgSql(sql), params)).rows.map(toAuditRow));
+  }
+
+  async get(id: number): Promise<AuditRow | null> {
+    if (!Number.isSafeInteger(id) || id < 1) throw new UsageError(`id: must be a positive integer (got ${JSON.stringify(id)})`);
+    const r = await this.read(async () => (await this.pool.query(`${SELECT_ROWS} WHERE e.id = $1`, [id])).rows[0]);
+    return r ? toAuditRow(r) : null;
+  }
+
+  async getPush(pushId: string): Promise<PushTrace | null> {
+    if (typeof pushId !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/.test(pushId)) {
+      throw new UsageError(`push id: not a push id (got ${JSON.stringify(pushId)})`);
+    }
+    const rows = await this.read(async () => (await this.pool.query(`${SELECT_ROWS} WHERE e.push_id = $1 ORDER BY e.id`, [pushId])).rows.map(toAuditRow));
+    if (rows.length === 0) return null;
+    return {
+      push: rows.find((r) => r.kind === 'push') ?? null,
+      refs: rows.filter((r) => r.kind === 'ref'),
+      confirms: rows.filter((r) => r.kind === 'confirm'),
+    };
+  }
+
+  async lastRow(): Promise<{ id: number; hash: string }> {
+    const h = await this.read(async () => (await this.pool.query('SELECT last_id, last_hash FROM chain_head WHERE singleton = 1')).rows[0]);
+    if (!h) throw new AuditError('audit: chain_head is missing');
+    return { id: Number(h.last_id), hash: String(h.last_hash) };
+  }
+
+  /** Every row in id order, in pages, within one read snapshot (REPEATABLE READ). */
+  async *rows(c: pg.PoolClient): AsyncGenerator<StoredRow> {
+    let after = 0;
+    for (;;) {
+      const page = (await c.query(`SELECT * FROM events WHERE id > $1 ORDER BY id LIMIT ${VERIFY_PAGE}`, [after])).rows;
+      for (const r of page) yield storedOf(r);
+      if (page.length < VERIFY_PAGE) return;
+      after = Number(page[page.length - 1].id);
+    }
+  }
+
+  /** The same walk as the SQLite store's verify() (ChainCheck), in one snapshot. */
+  async verify(): Promise<VerifyResult> {
+    return this.read(() =>
+      this.tx(async (c) => {
+        const h = (await c.query('SELECT last_id, last_hash FROM chain_head WHERE singleton = 1')).rows[0];
+        const head = h ? { last_id: Number(h.last_id), last_hash: String(h.last_hash) } : undefined;
+        const check = new ChainCheck();
+        for await (const row of this.rows(c)) {
+          const bad = check.row(row);
+          if (bad) return bad;
+        }
+        return check.end(head);
+      }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY'),
+    );
+  }
+
+  /** For /healthz: null when the database answers, else why not (no password). */
+  async ping(): Promise<string | null> {
+    try {
+      await this.pool.query('SELECT last_id FROM chain_head WHERE singleton = 1');
+      return null;
+    } catch (err) {
+      return `audit database ${this.location} does not answer: ${this.clean(err)}`;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+}
