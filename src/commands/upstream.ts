@@ -5,6 +5,7 @@
 // audited admin action; the credential is never printed or audited.
 
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AuditStore } from '../audit/store.js';
@@ -51,6 +52,7 @@ async function syncNow(data: string, name: string, dir: string, u: UpstreamConfi
 /** `repo warm NAME` in a detached child: the CLI returns while the cache fills. */
 function startWarm(data: string, name: string): void {
   const cli = fileURLToPath(new URL('../cli.js', import.meta.url));
+  if (!existsSync(cli)) return; // run from the sources (tests): nothing built to start
   const child = spawn(process.execPath, [cli, 'repo', 'warm', name, '--data', resolve(data)], { detached: true, stdio: 'ignore' });
   child.on('error', () => {});
   child.unref();

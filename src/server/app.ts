@@ -36,6 +36,8 @@ export interface ServerOptions {
   limits?: Partial<RequestLimits>;
   /** Test seam passed to the hook daemon. */
   beforeJudge?: () => Promise<void>;
+  /** How long an upstream fetch is reused (ms; default src/upstream/remote.ts FRESH_MS). */
+  upstreamFreshMs?: number;
   log?: (line: string) => void;
 }
 
@@ -109,7 +111,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const disk = new PersistentCache(join(dataDir, 'cache.db'));
     undo.push(() => disk.close());
     const cache = new ContentCache(disk);
-    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge, dataDir });
+    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge, dataDir, upstreamFreshMs: opts.upstreamFreshMs });
     undo.push(() => hooks.stop());
     await hooks.start();
     for (const name of listRepos(dataDir)) {

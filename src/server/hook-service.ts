@@ -72,6 +72,8 @@ export interface HookServiceOptions {
   authRows?: AuthRowLimits;
   /** The data folder (repository settings: upstream, mode); default: two levels above a repository. */
   dataDir?: string;
+  /** An upstream fetch younger than this is reused by the next push (default FRESH_MS). */
+  upstreamFreshMs?: number;
 }
 
 interface HookRequest {
@@ -131,10 +133,11 @@ export class HookService {
   private readonly authRows: AuthRowLimiter;
   private judges = 0;
   /** Fetches of upstream trusted branches, shared by every push (src/upstream/remote.ts). */
-  readonly upstream = new UpstreamMirror();
+  readonly upstream: UpstreamMirror;
 
   constructor(private readonly opts: HookServiceOptions) {
     this.authRows = new AuthRowLimiter(opts.audit, opts.authRows);
+    this.upstream = new UpstreamMirror(opts.upstreamFreshMs);
   }
 
   /** Judgements still running, including cancelled ones that have not stopped yet (for tests). */

@@ -122,7 +122,6 @@ export async function afterJudging(args: {
       const at = new Date().toISOString();
       const { answers, ms } = await forwardPush(args.repoDir, args.env, up, items, { atomic: args.atomic, timeoutMs: upstreamBudget(args.hookMs) });
       timings.forward = ms;
-      args.mirror.forget(args.repoDir);
       const byRef = new Map(answers.map((a) => [a.ref, a]));
       decisions = decisions.map((d) => {
         const a = byRef.get(d.ref);

@@ -59,7 +59,8 @@ export class UpstreamMirror {
   refresh(repoDir: string, upstream: UpstreamConfig, trustedRef: string, opts: { timeoutMs?: number; force?: boolean; allHeads?: boolean } = {}): Promise<FetchResult> {
     const key = `${repoDir}\0${trustedRef}`;
     const last = this.last.get(key);
-    if (!opts.force && !opts.allHeads && last && Date.now() - last.at < this.freshMs) return Promise.resolve({ tip: last.tip, changed: false, ms: 0, reused: true });
+    // Reused only when nothing waits for repair (refs upstream moved that the gate did not).
+    if (!opts.force && !opts.allHeads && !this.diverged.has(repoDir) && last && Date.now() - last.at < this.freshMs) return Promise.resolve({ tip: last.tip, changed: false, ms: 0, reused: true });
     const running = this.inflight.get(key);
     if (running && !opts.allHeads) return running;
     const p = fetchTrusted(repoDir, upstream, trustedRef, opts.timeoutMs ?? UPSTREAM_TIMEOUT_MS, [...(this.diverged.get(repoDir) ?? []), ...(opts.allHeads ? ['refs/heads/*'] : [])])
