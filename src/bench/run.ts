@@ -15,6 +15,7 @@ import { concurrencyBench, type ConcurrencyResult } from './concurrency.js';
 import { digestBench, type DigestBenchResult } from './digest.js';
 import { generateRepo, type GeneratedRepo } from './gen.js';
 import { pushBench, type PushBenchResult } from './push.js';
+import { upstreamBench, type UpstreamBenchResult } from './upstream.js';
 import { cleanup, fmtBytes, fmtMs, keepDir, median, nowMs, REPO_TOP, round, run, tempDir } from './util.js';
 
 interface Flags {
@@ -51,7 +52,7 @@ export function label(n: number): string {
 function parseFlags(argv: string[]): Flags {
   const quick = argv.includes('--quick');
   const f: Flags = {
-    sizes: quick ? [1000] : [1000, 10_000, 50_000], quick, only: new Set([1, 2, 3, 4, 5]), iterations: null,
+    sizes: quick ? [1000] : [1000, 10_000, 50_000], quick, only: new Set([1, 2, 3, 4, 5, 6]), iterations: null,
     agents: quick ? 8 : 32, pushes: quick ? 3 : 10, auditRows: quick ? 100_000 : 1_000_000, digestRuns: quick ? 1 : 3,
     concurrencySize: null, digestSize: null, strace: true, keep: false, budgetS: quick ? 120 : 300,
   };
@@ -135,6 +136,7 @@ async function main(): Promise<void> {
   if (flags.only.has(1) || flags.only.has(2)) for (const s of flags.sizes) needs.add(s);
   if (flags.only.has(3)) needs.add(digestSize);
   if (flags.only.has(4)) needs.add(concSize);
+  if (flags.only.has(6)) needs.add(concSize);
   const gen = async (size: number): Promise<GeneratedRepo> => {
     let g = gens.get(size);
     if (!g) {
@@ -152,6 +154,7 @@ async function main(): Promise<void> {
   let digest: DigestBenchResult | null = null;
   let conc: ConcurrencyResult | null = null;
   let audit: AuditBenchResult | null = null;
+  let upstreamFig: UpstreamBenchResult | null = null;
 
   for (const size of [...needs].sort((a, b) => a - b)) {
     const g = await gen(size);
@@ -171,6 +174,10 @@ async function main(): Promise<void> {
     if (flags.only.has(4) && size === concSize) {
       log(`(4) ${flags.agents} agents x ${flags.pushes} pushes at once on ${label(size)} (server in a child process)`);
       conc = await concurrencyBench(label(size), g, flags.agents, flags.pushes, { log, cacheDb: cacheDbs.get(size) ?? null, budgetMs: flags.budgetS * 1000 });
+    }
+    if (flags.only.has(6) && size === concSize) {
+      log(`(6) repo create --upstream, then the first push that judges within the warm time, on ${label(size)}`);
+      upstreamFig = await upstreamBench(label(size), g, log);
     }
     // Big repositories are not needed past their own measurements.
     if (!flags.keep && size !== concSize && size !== digestSize) gens.delete(size);
@@ -236,6 +243,11 @@ async function main(): Promise<void> {
     const q = a.queries[0]!;
     targets.push({ id: '5', text: `audit query actor + time range on ${a.rows} rows <= 50 ms`, figure: `median ${round(q.medianMs, 2)} ms`, pass: q.medianMs <= 50 });
   } else targets.push({ id: '5', text: 'audit queries', figure: 'not run', pass: null });
+  if (upstreamFig) {
+    const u = upstreamFig;
+    row('(6)', `upstream first push ${u.size}`, `create ${fmtMs(u.createMs)}; first push ${fmtMs(u.firstPushMs)} = x${round(u.ratio, 2)} a warm one (${fmtMs(u.warmPushMs)}); within warm time at push ${u.pushesUntilWarm}, ${fmtMs(u.toWarmPushMs)} after create`, 'first/warm <= 3', verdict(u.ratio <= 3));
+    targets.push({ id: '6', text: `first agent push after repo create --upstream on ${u.size} / a warm push <= 3`, figure: `ratio ${round(u.ratio, 2)}, ${Math.round(u.toWarmPushMs)} ms to a warm-time push`, pass: u.ratio <= 3 });
+  } else targets.push({ id: '6', text: 'first push after repo create --upstream', figure: 'not run', pass: null });
   row('env', 'machine', `${availableParallelism()} cpu(s) ${cpus()[0]?.model ?? ''}, ${fmtBytes(totalmem())}; load avg 1m min/median/max ${round(Math.min(...loads, startLoad[0]!), 1)}/${round(median(loads.length ? loads : [startLoad[0]!]), 1)}/${round(Math.max(...loads, startLoad[0]!), 1)}`, '', '');
   row('', 'code', `${commit.head?.slice(0, 12) ?? 'unknown'}${commit.dirty.length ? ` + ${commit.dirty.length} uncommitted file(s)` : ''}`, '', '');
   row('', 'calibration', `git --version spawn ${round(calStart.gitSpawnMs, 1)} -> ${round(calEnd.gitSpawnMs, 1)} ms; node -e 0 ${Math.round(calStart.nodeStartMs)} -> ${Math.round(calEnd.nodeStartMs)} ms; run ${Math.round(durationMs / 1000)} s`, '', '');
@@ -257,7 +269,7 @@ async function main(): Promise<void> {
     },
     targets, generation: genRows,
     push: pushes.map((p) => ({ ...p, gateWall: { ...p.gateWall, samples: p.gateWall.samples.map((x) => round(x, 2)) }, baseWall: { ...p.baseWall, samples: p.baseWall.samples.map((x) => round(x, 2)) } })),
-    digest, concurrency: conc, audit, table: out,
+    digest, concurrency: conc, audit, upstream: upstreamFig, table: out,
   };
   const dir = join(REPO_TOP, 'bench');
   mkdirSync(dir, { recursive: true });

@@ -77,10 +77,12 @@ export async function runRepoUpstream(args: { data: string; name: string; url: s
   const { name, dir } = repoDirOf(args.data, args.name);
   const settings = readSettings(resolve(args.data), name);
   const u = args.url === 'none' ? null : parseUpstream(args.url, args.credentialFile);
+  // A new upstream is stored only once a fetch with it worked: a typo never replaces a working one.
+  const synced = u ? await syncNow(args.data, name, dir, u, false) : '';
   writeSettings(resolve(args.data), name, { ...settings, upstream: u });
   audit(args.data, 'repo.upstream', name, { upstream: u ? u.url : null, credential: u?.secret ? 'stored' : 'none' });
   if (!u) return [`repository ${name} has no upstream now: pushes are judged and kept on the gate only`];
-  return [`upstream of ${name}: ${describeUpstream(u)}`, await syncNow(args.data, name, dir, u, false)];
+  return [`upstream of ${name}: ${describeUpstream(u)}`, synced];
 }
 
 export async function runRepoSync(args: { data: string; name: string }): Promise<string[]> {

@@ -4,13 +4,14 @@
 // agent's push with upstream's reason and without the credential in any byte anyone sees.
 
 import t from 'tap';
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TestRepo, tempDir } from '../helpers/repo.js';
 import { bareDir, gitAsync, refIn, startGate, type Gate } from '../helpers/gate.js';
 import { startUpstream, type Upstream } from '../helpers/upstream.js';
 import { runRepoCreateUpstream, runRepoMode, runRepoUpstream, runRepoSync } from '../../src/commands/upstream.js';
 import { runContract } from '../../src/commands/contract.js';
+import { readSettings, writeSettings } from '../../src/upstream/settings.js';
 
 const BASE = {
   'src/app.py': 'def add(a, b):\n    return a + b\n',
@@ -26,7 +27,9 @@ async function setup(t: TT, opts: { freshMs?: number; mode?: 'evaluate' } = {}) 
   await up.create('app', w.dir);
   const logs: string[] = [];
   const gate = await startGate(t, { log: (l) => logs.push(l), upstreamFreshMs: opts.freshMs ?? 0 });
-  const cred = join(tempDir('pg-cred-'), 'token');
+  const credDir = tempDir('pg-cred-');
+  t.teardown(() => rmSync(credDir, { recursive: true, force: true }));
+  const cred = join(credDir, 'token');
   writeFileSync(cred, `${up.secret}\n`);
   const out = await runRepoCreateUpstream({ data: gate.data, name: 'app', trusted: 'main', upstream: up.url('app'), credentialFile: cred, mode: opts.mode });
   const agent = gate.token('agent-1', 'agent');
@@ -171,11 +174,13 @@ t.test('upstream down: the push is refused naming upstream; nothing moves', asyn
 t.test('wrong upstream credential: refused with upstream\'s reason, the wrong secret nowhere', async (t) => {
   const { gate, agent, w, bare, up, logs, upDir } = await setup(t);
   const wrong = 'wrongsecret-Kx71-abcdef';
-  // set through the URL form, then push: the fetch already fails with upstream's 401
-  await runRepoUpstream({ data: gate.data, name: 'app', url: up.urlWithCredential('app', wrong) }).catch((e: Error) => {
-    t.notOk(e.message.includes(wrong), 'the CLI error has no secret');
-    t.match(e.message, /upstream .* could not be fetched/);
-  });
+  // The CLI refuses to store a credential upstream refuses (and says so without it)...
+  await t.rejects(runRepoUpstream({ data: gate.data, name: 'app', url: up.urlWithCredential('app', wrong) }), /upstream .* could not be fetched/);
+  t.equal(readSettings(gate.data, 'app').upstream?.secret, up.secret, 'the working credential was kept');
+  await runRepoUpstream({ data: gate.data, name: 'app', url: up.urlWithCredential('app', wrong) }).catch((e: Error) => t.notOk(e.message.includes(wrong), 'the CLI error has no secret'));
+  // ...so the token goes bad upstream (revoked, expired): the stored one is now wrong.
+  const s = readSettings(gate.data, 'app');
+  writeSettings(gate.data, 'app', { ...s, upstream: { ...s.upstream!, secret: wrong } });
   const before = await refsOf(upDir);
   const { r } = await agentPush(w, gate, agent);
   t.not(r.code, 0);
