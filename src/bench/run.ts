@@ -245,8 +245,9 @@ async function main(): Promise<void> {
   } else targets.push({ id: '5', text: 'audit queries', figure: 'not run', pass: null });
   if (upstreamFig) {
     const u = upstreamFig;
-    row('(6)', `upstream first push ${u.size}`, `create ${fmtMs(u.createMs)}; first push ${fmtMs(u.firstPushMs)} = x${round(u.ratio, 2)} a warm one (${fmtMs(u.warmPushMs)}); within warm time at push ${u.pushesUntilWarm}, ${fmtMs(u.toWarmPushMs)} after create`, 'first/warm <= 3', verdict(u.ratio <= 3));
-    targets.push({ id: '6', text: `first agent push after repo create --upstream on ${u.size} / a warm push <= 3`, figure: `ratio ${round(u.ratio, 2)}, ${Math.round(u.toWarmPushMs)} ms to a warm-time push`, pass: u.ratio <= 3 });
+    const limitRatio = u.firstPushMs / 30_000;
+    row('(6)', `upstream first push ${u.size}`, `create ${fmtMs(u.createMs)}; a push within warm time (${fmtMs(u.warmPushMs)}) ${fmtMs(u.toWarmPushMs)} after create (push ${u.pushesUntilWarm}); first push ${fmtMs(u.firstPushMs)} = x${round(u.ratio, 2)} warm`, 'first push / 30 s hook limit < 1', verdict(limitRatio < 1));
+    targets.push({ id: '6', text: `first agent push right after repo create --upstream on ${u.size} / the 30 s hook time limit < 1`, figure: `ratio ${round(limitRatio, 2)}; ${Math.round(u.toWarmPushMs)} ms from create to a warm-time push`, pass: limitRatio < 1 });
   } else targets.push({ id: '6', text: 'first push after repo create --upstream', figure: 'not run', pass: null });
   row('env', 'machine', `${availableParallelism()} cpu(s) ${cpus()[0]?.model ?? ''}, ${fmtBytes(totalmem())}; load avg 1m min/median/max ${round(Math.min(...loads, startLoad[0]!), 1)}/${round(median(loads.length ? loads : [startLoad[0]!]), 1)}/${round(Math.max(...loads, startLoad[0]!), 1)}`, '', '');
   row('', 'code', `${commit.head?.slice(0, 12) ?? 'unknown'}${commit.dirty.length ? ` + ${commit.dirty.length} uncommitted file(s)` : ''}`, '', '');
