@@ -12,7 +12,9 @@ import { AuditStore } from '../audit/store.js';
 import { ContractParseError, UsageError } from '../errors.js';
 import { Git } from '../git/git.js';
 import { createRepo, normalizeRepoName, resolveRepo } from '../server/repos.js';
-import { fetchTrusted, UPSTREAM_TIMEOUT_MS } from '../upstream/remote.js';
+import { fetchTrusted } from '../upstream/remote.js';
+
+const CLI_FETCH_TIMEOUT_MS = 10 * 60_000;
 import { describeUpstream, GATE_MODES, parseUpstream, readSettings, writeSettings, type GateMode, type UpstreamConfig } from '../upstream/settings.js';
 
 function audit(data: string, action: string, subject: string, detail: unknown): void {
@@ -43,7 +45,8 @@ async function trustedRef(dir: string): Promise<string> {
 /** Fetch now; a failure throws one redacted line naming upstream. */
 async function syncNow(data: string, name: string, dir: string, u: UpstreamConfig, all: boolean): Promise<string> {
   const ref = await trustedRef(dir);
-  const r = await fetchTrusted(dir, u, ref, UPSTREAM_TIMEOUT_MS, all ? ['refs/heads/*'] : []);
+  // The first fetch of a large repository may take minutes; a push's own fetch has the short limit.
+  const r = await fetchTrusted(dir, u, ref, CLI_FETCH_TIMEOUT_MS, all ? ['refs/heads/*'] : []);
   audit(data, 'repo.sync', name, { upstream: u.url, ref, tip: r.tip, changed: r.changed, ms: r.ms });
   if (r.tip) startWarm(data, name);
   return r.tip ? `${ref} is ${r.tip} from upstream ${u.url}${r.changed ? ' (updated)' : ' (unchanged)'}; contract cache warming in the background` : `upstream ${u.url} has no ${ref} yet`;

@@ -11,8 +11,8 @@ import { redactor, type UpstreamConfig } from './settings.js';
 
 /** A fetch younger than this is reused by the next push. */
 export const FRESH_MS = 3000;
-/** Default time limit for one fetch or forward (a push's hook time limit bounds it further). */
-export const UPSTREAM_TIMEOUT_MS = 20_000;
+/** Most one fetch or forward may take: two of them fit in the shims' margin past the hook time limit (SHIM_MARGIN_S, 30 s). */
+export const UPSTREAM_TIMEOUT_MS = 14_000;
 
 const HELPER = '!f() { test "$1" = get && printf \'username=%s\\npassword=%s\\n\' "$PATCHGATE_UPSTREAM_USER" "$PATCHGATE_UPSTREAM_SECRET"; }; f';
 
