@@ -14,8 +14,10 @@ import { Git } from '../git/git.js';
 import { createRepo, normalizeRepoName, resolveRepo } from '../server/repos.js';
 import { fetchTrusted } from '../upstream/remote.js';
 
-const CLI_FETCH_TIMEOUT_MS = 10 * 60_000;
 import { describeUpstream, GATE_MODES, parseUpstream, readSettings, writeSettings, type GateMode, type UpstreamConfig } from '../upstream/settings.js';
+
+/** The CLI's own fetch (a first clone of a large repository may take minutes). */
+const CLI_FETCH_TIMEOUT_MS = 10 * 60_000;
 
 function audit(data: string, action: string, subject: string, detail: unknown): void {
   const s = AuditStore.open(join(resolve(data), 'patchgate.db'));
