@@ -13,7 +13,6 @@ import { ContractParseError, UsageError } from '../errors.js';
 import { Git } from '../git/git.js';
 import { createRepo, normalizeRepoName, resolveRepo } from '../server/repos.js';
 import { fetchTrusted } from '../upstream/remote.js';
-
 import { describeUpstream, GATE_MODES, parseUpstream, readSettings, writeSettings, type GateMode, type UpstreamConfig } from '../upstream/settings.js';
 
 /** The CLI's own fetch (a first clone of a large repository may take minutes). */
