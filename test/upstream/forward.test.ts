@@ -4,7 +4,7 @@
 // agent's push with upstream's reason and without the credential in any byte anyone sees.
 
 import t from 'tap';
-import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TestRepo, tempDir } from '../helpers/repo.js';
 import { bareDir, gitAsync, refIn, startGate, type Gate } from '../helpers/gate.js';
@@ -285,4 +285,27 @@ t.test('evaluate mode accepts a bad push, audits would-reject with the reasons; 
   const r2 = await gitAsync(w.dir, ['push', gate.remote('app', 'agent-1', agent), 'agent/fix']);
   t.not(r2.code, 0, 'enforce refuses the same kind of push');
   t.match(r2.stderr, /\[write-block\]/);
+});
+
+t.test('upstream took it but the gate\'s own ref update failed: audited, and the next fetch repairs the gate', async (t) => {
+  const { gate, agent, w, bare, upDir } = await setup(t);
+  // A stale lock file makes receive-pack's own update of the ref fail after the hooks accepted.
+  mkdirSync(join(bare, 'refs', 'heads', 'agent'), { recursive: true });
+  writeFileSync(join(bare, 'refs', 'heads', 'agent', 'fix.lock'), '');
+  const { head, r } = await agentPush(w, gate, agent);
+  t.not(r.code, 0, 'the agent\'s push failed (the gate could not move its ref)');
+  t.equal(await refIn(upDir, 'refs/heads/agent/fix'), head, 'upstream moved');
+  t.equal(await refIn(bare, 'refs/heads/agent/fix'), null, 'the gate did not');
+  // receive-pack has exited once git push returned; endSession ran on its exit.
+  let diverged = gate.srv.audit.query({ kind: 'admin' }).filter((x) => x.action === 'upstream.diverged');
+  for (let i = 0; i < 600 && !diverged.length; i++) { // receive-pack may exit just after the client got its report
+    await new Promise((res) => setTimeout(res, 100));
+    diverged = gate.srv.audit.query({ kind: 'admin' }).filter((x) => x.action === 'upstream.diverged');
+  }
+  t.equal(diverged.length, 1, 'audited as upstream.diverged');
+  t.match(JSON.stringify(diverged[0]!.detail), /refs\/heads\/agent\/fix/);
+  rmSync(join(bare, 'refs', 'heads', 'agent', 'fix.lock'));
+  const f = await gitAsync(w.dir, ['fetch', gate.remote('app', 'agent-1', agent), 'agent/fix']);
+  t.equal(f.code, 0, f.stderr);
+  t.equal(await refIn(bare, 'refs/heads/agent/fix'), head, 'the next fetch set the gate\'s ref to upstream\'s');
 });
