@@ -17,6 +17,7 @@ const admin = () => import('./commands/admin.js');
 const ciCommand = () => import('./ci/command.js');
 const hostCommand = () => import('./host/command.js');
 const auditCp = () => import('./commands/audit-checkpoint.js');
+const upstream = () => import('./commands/upstream.js');
 
 const io = { out: (l: string) => void process.stdout.write(l + '\n'), err: (l: string) => void process.stderr.write(l + '\n') };
 /** Arguments after `--`, as strings (yargs must not turn `1e3` into 1000). */
@@ -145,17 +146,44 @@ export function buildCli(argv: string[]): Argv {
         .option('config', { type: 'string', demandOption: true, describe: 'the daemon\'s JSON config' }),
       (a) => guarded(async () => out((await hostCommand()).runHookInstall({ host: a.host, config: a.config, dirs: a.dirs as string[] }))))
       .demandCommand(1, 'name a hook command: install'))
-    .command('repo', 'repositories: `repo create NAME`, `repo hooks NAME`', (y) => y
+    .command('repo', 'repositories: `repo create NAME`, `repo hooks NAME`, `repo upstream|sync|mode NAME`', (y) => y
       .command('create <name>', 'create a bare repository with the gate hooks installed', (y2) => y2
         .positional('name', { type: 'string', demandOption: true })
         .option('data', dataOpt)
-        .option('trusted', { type: 'string', default: 'main', describe: 'the trusted branch (the repo\'s HEAD)' }),
-      (a) => guarded(async () => out(await (await admin()).runRepoCreate({ data: a.data, name: a.name, trusted: a.trusted }))))
+        .option('trusted', { type: 'string', default: 'main', describe: 'the trusted branch (the repo\'s HEAD)' })
+        .option('upstream', { type: 'string', describe: 'the team\'s real remote (https URL, may carry user:token@); accepted pushes are forwarded there' })
+        .option('upstream-credential-file', { type: 'string', describe: 'file whose first line is the upstream token (or user:token); stored mode 0600' })
+        .option('mode', { choices: ['enforce', 'evaluate'] as const, describe: 'evaluate: judge and audit, accept would-be refusals (default enforce)' }),
+      (a) => guarded(async () => out(a.upstream !== undefined || a.mode !== undefined || a.upstreamCredentialFile !== undefined
+        ? await (await upstream()).runRepoCreateUpstream({ data: a.data, name: a.name, trusted: a.trusted, upstream: a.upstream, credentialFile: a.upstreamCredentialFile, mode: a.mode })
+        : await (await admin()).runRepoCreate({ data: a.data, name: a.name, trusted: a.trusted }))))
+      .command('upstream <name> <url>', 'set the upstream remote (`none` removes it), then fetch its trusted branch', (y2) => y2
+        .positional('name', { type: 'string', demandOption: true })
+        .positional('url', { type: 'string', demandOption: true })
+        .option('upstream-credential-file', { type: 'string', describe: 'file whose first line is the token (or user:token)' })
+        .option('data', dataOpt),
+      (a) => guarded(async () => out(await (await upstream()).runRepoUpstream({ data: a.data, name: a.name, url: a.url, credentialFile: a.upstreamCredentialFile }))))
+      .command('sync <name>', 'fetch the trusted branch (and every branch upstream has) from upstream now', (y2) => y2
+        .positional('name', { type: 'string', demandOption: true })
+        .option('data', dataOpt),
+      (a) => guarded(async () => out(await (await upstream()).runRepoSync({ data: a.data, name: a.name }))))
+      .command('mode <name> <mode>', 'enforce (default) or evaluate: judge and audit, accept would-be refusals as would-reject', (y2) => y2
+        .positional('name', { type: 'string', demandOption: true })
+        .positional('mode', { choices: ['enforce', 'evaluate'] as const, demandOption: true })
+        .option('data', dataOpt),
+      (a) => guarded(async () => out((await upstream()).runRepoMode({ data: a.data, name: a.name, mode: a.mode }))))
+      .command('warm <name>', false, (y2) => y2
+        .positional('name', { type: 'string', demandOption: true })
+        .option('data', dataOpt),
+      async (a) => {
+        await guarded(async () => out(await (await upstream()).runRepoWarm({ data: a.data, name: a.name })));
+        process.exit(); // the parse workers would keep the process alive
+      })
       .command('hooks <name>', 'reinstall patchgate\'s hooks in a repository', (y2) => y2
         .positional('name', { type: 'string', demandOption: true })
         .option('data', dataOpt),
       (a) => guarded(async () => out(await (await admin()).runRepoHooks({ data: a.data, name: a.name }))))
-      .demandCommand(1, 'name a repo command: create or hooks'))
+      .demandCommand(1, 'name a repo command: create, hooks, upstream, sync or mode'))
     .command('token', 'access tokens: `token create|list|revoke`', (y) => y
       .command('create <name>', 'create a token; the secret is the last line of output', (y2) => y2
         .positional('name', { type: 'string', demandOption: true })
@@ -174,7 +202,7 @@ export function buildCli(argv: string[]): Argv {
         .option('data', dataOpt)
         .option('repo', { type: 'string' })
         .option('actor', { type: 'string' })
-        .option('verdict', { choices: ['accept', 'reject'] as const })
+        .option('verdict', { choices: ['accept', 'reject', 'would-reject'] as const })
         .option('since', { type: 'string', describe: 'ISO 8601 time' })
         .option('until', { type: 'string', describe: 'ISO 8601 time' })
         .option('kind', { choices: ['push', 'ref', 'auth', 'admin', 'ci', 'confirm'] as const })

@@ -110,6 +110,19 @@ export class StartupError extends PatchgateError {
   }
 }
 
+/**
+ * The upstream remote (repo create --upstream) could not be read or refused a forward. The
+ * message is already redacted (no credential in it) and names upstream; `answer` is
+ * upstream's own (redacted) reason when it gave one.
+ */
+export class UpstreamError extends PatchgateError {
+  readonly answer: string;
+  constructor(code: 'UPSTREAM_UNREACHABLE' | 'UPSTREAM_REFUSED' | 'UPSTREAM_CONFIG', message: string, answer = '', options?: { cause?: unknown }) {
+    super(code, message, options);
+    this.answer = answer;
+  }
+}
+
 export function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message;
   return String(err);

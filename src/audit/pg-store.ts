@@ -71,7 +71,7 @@ const PG_MIGRATIONS: readonly string[] = [
      role          TEXT,
      remote_addr   TEXT,
      user_agent    TEXT,
-     verdict       TEXT CHECK (verdict IS NULL OR verdict IN ('accept','reject')),
+     verdict       TEXT CHECK (verdict IS NULL OR verdict IN ('accept','reject','would-reject')),
      ref           TEXT,
      old           TEXT,
      new           TEXT,

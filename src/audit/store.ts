@@ -61,11 +61,12 @@ import Database from 'better-sqlite3';
 import { AuditError, UsageError } from '../errors.js';
 
 export type EventKind = 'push' | 'ref' | 'auth' | 'admin' | 'ci' | 'confirm';
-export type Verdict = 'accept' | 'reject';
+/** `would-reject`: evaluate mode (src/upstream/evaluate.ts) accepted what enforce mode would refuse. */
+export type Verdict = 'accept' | 'reject' | 'would-reject';
 export type Role = 'agent' | 'human' | 'admin';
 
 export const EVENT_KINDS: readonly EventKind[] = ['push', 'ref', 'auth', 'admin', 'ci', 'confirm'];
-export const VERDICTS: readonly Verdict[] = ['accept', 'reject'];
+export const VERDICTS: readonly Verdict[] = ['accept', 'reject', 'would-reject'];
 export const ROLES: readonly Role[] = ['agent', 'human', 'admin'];
 export const ZERO_HASH = '0'.repeat(64);
 export const DEFAULT_QUERY_LIMIT = 100;
@@ -302,6 +303,34 @@ export const MIGRATIONS: readonly Migration[] = [
   // 3: a covering index for the audit page's charts and table (src/audit/insights.ts).
   (db) => {
     db.exec('CREATE INDEX events_kind_time_cover ON events (kind, time, verdict, decision, actor, repo)');
+  },
+  // 4: verdict may be 'would-reject' (evaluate mode). SQLite cannot change a CHECK, so the
+  // events table is rebuilt with every row copied as it is (the hash chain is unchanged).
+  (db) => {
+    const cols = (db.prepare(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'events'`).get() as { sql: string }).sql;
+    const newSql = cols
+      .replace(/CREATE TABLE events\b/, 'CREATE TABLE events_v4')
+      .replace("verdict IN ('accept','reject')", "verdict IN ('accept','reject','would-reject')");
+    if (newSql === cols) throw new Error('migration 4: unexpected events schema');
+    db.exec(`
+      DROP TRIGGER IF EXISTS events_no_update;
+      DROP TRIGGER IF EXISTS events_no_delete;
+      ${newSql};
+      INSERT INTO events_v4 SELECT * FROM events;
+      DROP TABLE events;
+      ALTER TABLE events_v4 RENAME TO events;
+      CREATE INDEX events_time       ON events (time);
+      CREATE INDEX events_repo_time  ON events (repo, time);
+      CREATE INDEX events_actor_time ON events (actor, time);
+      CREATE INDEX events_verdict_time ON events (verdict, time);
+      CREATE INDEX events_kind_time  ON events (kind, time);
+      CREATE INDEX events_push       ON events (push_id, ref) WHERE push_id IS NOT NULL;
+      CREATE INDEX events_kind_time_cover ON events (kind, time, verdict, decision, actor, repo);
+      CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+        BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END;
+      CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+        BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END;
+    `);
   },
 ];
 

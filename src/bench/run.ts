@@ -16,6 +16,7 @@ import { digestBench, type DigestBenchResult } from './digest.js';
 import { generateRepo, type GeneratedRepo } from './gen.js';
 import { ghesBench, type GhesBenchResult } from './ghes.js';
 import { pushBench, type PushBenchResult } from './push.js';
+import { upstreamBench, type UpstreamBenchResult } from './upstream.js';
 import { cleanup, fmtBytes, fmtMs, keepDir, median, nowMs, REPO_TOP, round, run, tempDir } from './util.js';
 
 interface Flags {
@@ -135,7 +136,7 @@ async function main(): Promise<void> {
   const digestSize = flags.digestSize ?? Math.min(...flags.sizes);
   if (flags.only.has(1) || flags.only.has(2)) for (const s of flags.sizes) needs.add(s);
   if (flags.only.has(3)) needs.add(digestSize);
-  if (flags.only.has(4) || flags.only.has(6)) needs.add(concSize);
+  if (flags.only.has(4) || flags.only.has(6) || flags.only.has(7)) needs.add(concSize);
   const gen = async (size: number): Promise<GeneratedRepo> => {
     let g = gens.get(size);
     if (!g) {
@@ -154,6 +155,7 @@ async function main(): Promise<void> {
   let conc: ConcurrencyResult | null = null;
   let audit: AuditBenchResult | null = null;
   let ghes: GhesBenchResult | null = null;
+  let upstreamFig: UpstreamBenchResult | null = null;
 
   for (const size of [...needs].sort((a, b) => a - b)) {
     const g = await gen(size);
@@ -177,6 +179,10 @@ async function main(): Promise<void> {
     if (flags.only.has(6) && size === concSize) {
       log(`(6) GHES shim on ${label(size)}: ${flags.quick ? 10 : 40} one-file pushes through git receive-pack, the shim and a warm daemon`);
       ghes = await ghesBench(label(size), g, flags.quick ? 10 : 40, log);
+    }
+    if (flags.only.has(7) && size === concSize) {
+      log(`(7) repo create --upstream, then the first push that judges within the warm time, on ${label(size)}`);
+      upstreamFig = await upstreamBench(label(size), g, log);
     }
     // Big repositories are not needed past their own measurements.
     if (!flags.keep && size !== concSize && size !== digestSize) gens.delete(size);
@@ -251,6 +257,12 @@ async function main(): Promise<void> {
     row('(6)', `GHES hook ${x.size} (${x.pushes} pushes)`, `push wall p50 ${fmtMs(x.wall.p50)} p99 ${fmtMs(x.wall.p99)} (max ${fmtMs(x.wall.max)}); judge p50 ${fmtMs(x.judge.p50)} p99 ${fmtMs(x.judge.p99)}; p99 / budget ${x.budgetMs} ms = ${round(ratio, 3)}; ${x.refused} refused`, 'p99/budget <= 0.5', verdict(ratio <= 0.5 && x.refused === 0));
     targets.push({ id: '6', text: `GHES shim: push p99 / ${x.budgetMs} ms budget <= 0.5, none refused`, figure: `ratio ${round(ratio, 3)}, ${x.refused} refused`, pass: ratio <= 0.5 && x.refused === 0 });
   } else targets.push({ id: '6', text: 'GHES hook budget', figure: 'not run', pass: null });
+  if (upstreamFig) {
+    const u = upstreamFig;
+    const limitRatio = u.firstPushMs / 30_000;
+    row('(7)', `upstream first push ${u.size}`, `create ${fmtMs(u.createMs)}; a push within warm time (${fmtMs(u.warmPushMs)}) ${fmtMs(u.toWarmPushMs)} after create (push ${u.pushesUntilWarm}); first push ${fmtMs(u.firstPushMs)} = x${round(u.ratio, 2)} warm`, 'first push / 30 s hook limit < 1', verdict(limitRatio < 1));
+    targets.push({ id: '7', text: `first agent push right after repo create --upstream on ${u.size} / the 30 s hook time limit < 1`, figure: `ratio ${round(limitRatio, 2)}; ${Math.round(u.toWarmPushMs)} ms from create to a warm-time push`, pass: limitRatio < 1 });
+  } else targets.push({ id: '7', text: 'first push after repo create --upstream', figure: 'not run', pass: null });
   row('env', 'machine', `${availableParallelism()} cpu(s) ${cpus()[0]?.model ?? ''}, ${fmtBytes(totalmem())}; load avg 1m min/median/max ${round(Math.min(...loads, startLoad[0]!), 1)}/${round(median(loads.length ? loads : [startLoad[0]!]), 1)}/${round(Math.max(...loads, startLoad[0]!), 1)}`, '', '');
   row('', 'code', `${commit.head?.slice(0, 12) ?? 'unknown'}${commit.dirty.length ? ` + ${commit.dirty.length} uncommitted file(s)` : ''}`, '', '');
   row('', 'calibration', `git --version spawn ${round(calStart.gitSpawnMs, 1)} -> ${round(calEnd.gitSpawnMs, 1)} ms; node -e 0 ${Math.round(calStart.nodeStartMs)} -> ${Math.round(calEnd.nodeStartMs)} ms; run ${Math.round(durationMs / 1000)} s`, '', '');
@@ -272,7 +284,7 @@ async function main(): Promise<void> {
     },
     targets, generation: genRows,
     push: pushes.map((p) => ({ ...p, gateWall: { ...p.gateWall, samples: p.gateWall.samples.map((x) => round(x, 2)) }, baseWall: { ...p.baseWall, samples: p.baseWall.samples.map((x) => round(x, 2)) } })),
-    digest, concurrency: conc, audit, ghes, table: out,
+    digest, concurrency: conc, audit, ghes, upstream: upstreamFig, table: out,
   };
   const dir = join(REPO_TOP, 'bench');
   mkdirSync(dir, { recursive: true });

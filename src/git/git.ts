@@ -141,6 +141,40 @@ export class Git {
     });
   }
 
+  /**
+   * A git command that talks to another repository (fetch, push, ls-remote): bounded by
+   * `timeoutMs` (its whole process group is killed), with `env` added for this call only (an
+   * upstream credential travels by environment, never by argument). Never throws for git's
+   * own failure: the caller reads code and stderr (and must redact stderr before showing it).
+   */
+  remote(args: string[], opts: { env?: Record<string, string>; timeoutMs: number }): Promise<{ code: number | null; stdout: string; stderr: string; timedOut: boolean }> {
+    return new Promise((resolve) => {
+      const env = { ...this.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true', SSH_ASKPASS: 'true', ...opts.env };
+      const child = spawn('git', args, { cwd: this.dir, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        try {
+          if (child.pid) process.kill(-child.pid, 'SIGKILL');
+        } catch {
+          child.kill('SIGKILL');
+        }
+      }, opts.timeoutMs);
+      child.stdout.on('data', (b: Buffer) => out.push(b));
+      child.stderr.on('data', (b: Buffer) => err.push(b));
+      child.on('error', (e) => {
+        clearTimeout(timer);
+        resolve({ code: null, stdout: '', stderr: String(e), timedOut });
+      });
+      child.on('close', (code) => {
+        clearTimeout(timer);
+        resolve({ code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), timedOut });
+      });
+    });
+  }
+
   async text(args: string[], input?: string | Buffer): Promise<string> {
     return (await this.run(args, { input })).stdout.toString('utf8');
   }

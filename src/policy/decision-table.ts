@@ -11,6 +11,7 @@ export interface TableRow {
 
 export const DECISION_TABLE: readonly TableRow[] = [
   { id: 'gate-error', observation: 'the gate could not decide (error, timeout, bad policy)', result: 'fail', action: 'nothing was accepted; retry, and if it persists a person reads the audit log' },
+  { id: 'upstream-refused', observation: 'upstream refused the forward, or could not be reached', result: 'fail', action: 'nothing moved on the gate or upstream; do what upstream says, then push again' },
   { id: 'push-too-large', observation: 'push over a size limit (objects, bytes, one blob)', result: 'fail', action: 'shrink or split the push; large files stay out of the repository' },
   { id: 'ref-not-allowed', observation: 'agent ref update not allowed (trusted branch, tag, delete, force)', result: 'fail', action: 'push a fast-forward to an agent branch' },
   { id: 'test-tree-write', observation: 'tests/ in the agent diff', result: 'fail', action: 'strip test edits; re-run' },
@@ -26,6 +27,7 @@ export const DECISION_TABLE: readonly TableRow[] = [
 /** The table row a failing rule maps to. */
 export const RULE_ROW: Record<string, string> = {
   error: 'gate-error',
+  upstream: 'upstream-refused',
   limits: 'push-too-large',
   refs: 'ref-not-allowed',
   'write-block': 'test-tree-write',

@@ -79,7 +79,7 @@ export interface RuleOutcome {
 }
 
 export interface Reason {
-  rule: RuleId | 'error';
+  rule: RuleId | 'error' | 'upstream';
   message: string;
   path?: string;
   commit?: string;

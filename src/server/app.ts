@@ -19,7 +19,8 @@ import { HookService } from './hook-service.js';
 import { ContentCache, PersistentCache } from '../cache/content-cache.js';
 import { checkHooks, ensureRepoConfig, listRepos, normalizeRepoName, reposDir, resolveRepo, createRepo } from './repos.js';
 import { writeAdminToken } from './admin-token.js';
-import { DEFAULT_LIMITS, guardRequest, preparePost, prepareGet, trackChild, type FrontDeps, type RequestLimits } from './git-front.js';
+import { DEFAULT_LIMITS, exchangeOf, guardRequest, preparePost, prepareGet, trackChild, type FrontDeps, type RequestLimits } from './git-front.js';
+import { refreshForClone, warmWithUpstream } from '../upstream/serve.js';
 import { lockDataDir } from './datadir-lock.js';
 import { auditHealth, fileIdentity, hookHealth } from './health.js';
 import { createWeb, isWebPath } from '../web/routes.js';
@@ -41,6 +42,8 @@ export interface ServerOptions {
   limits?: Partial<RequestLimits>;
   /** Test seam passed to the hook daemon. */
   beforeJudge?: () => Promise<void>;
+  /** How long an upstream fetch is reused (ms; default src/upstream/remote.ts FRESH_MS). */
+  upstreamFreshMs?: number;
   log?: (line: string) => void;
   /** Seconds between signed audit checkpoints (0: off; default 3600) and where they are published (src/audit/checkpoint-publish.ts). */
   checkpointEverySeconds?: number;
@@ -124,12 +127,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const disk = new PersistentCache(join(dataDir, 'cache.db'));
     undo.push(() => disk.close());
     const cache = new ContentCache(disk);
-    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge });
+    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge, dataDir, upstreamFreshMs: opts.upstreamFreshMs });
     undo.push(() => hooks.stop());
     await hooks.start();
     for (const name of listRepos(dataDir)) {
       const dir = resolveRepo(dataDir, name);
-      if (dir && checkHooks(dir).ok) hooks.warmRepo(dir);
+      if (dir && checkHooks(dir).ok) warmWithUpstream(hooks, dataDir, name, dir, log);
     }
 
     // --- git protocol (node-git-server), never trusted with identity
@@ -153,6 +156,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         hooks.sessions.set(pid, {
           pid, pushId: newPushId(), repo: who.repo, repoDir: who.repoDir, actor: who.name, role: who.role,
           remoteAddr: who.remoteAddr, userAgent: who.userAgent, decisions: new Map(), confirmed: new Set(),
+          atomic: exchangeOf(action.req)?.section?.caps.includes('atomic') ?? false,
         });
         ps.on('exit', () => {
           servicePids.delete(pid);
@@ -280,6 +284,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       const view = post ? await preparePost(req, res, m[2] === 'git-receive-pack' ? 'receive-pack' : 'upload-pack', front) : prepareGet(req, res, front);
       if (!view) return;
       if (draining) return send(res, 503, 'patchgate: shutting down; retry shortly', { Connection: 'close' });
+      // Agents clone and fetch upstream's current trusted branch from the gate too.
+      if (service === 'git-upload-pack' && m[2] === 'info/refs') await refreshForClone(hooks, dataDir, name, repoDir, log);
       identities.set(view, { ...token, remoteAddr: req.socket.remoteAddress ?? 'unknown', userAgent: req.headers['user-agent'] ?? null, repo: name, repoDir });
       gitServer.handle(view, res);
     };

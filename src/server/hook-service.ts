@@ -29,6 +29,8 @@ import type { RefDecision, RefUpdate, Role } from '../policy/types.js';
 import type { RecordPushInput } from '../audit/store.js';
 import type { AuditSink } from '../audit/sink.js';
 import { AuthRowLimiter, type AuthRowLimits } from './auth-rows.js';
+import { UpstreamMirror } from '../upstream/remote.js';
+import { afterJudging, beforeJudging, upstreamRefused, recordDiverged } from '../upstream/gate.js';
 
 export interface PushSession {
   pid: number;
@@ -55,6 +57,10 @@ export interface PushSession {
   /** This push's own time limit (the GHES budget), below the daemon's; its refusal says so. */
   timeoutMs?: number;
   timeoutMessage?: string;
+  /** The client asked for an --atomic push (its receive-pack capabilities). */
+  atomic?: boolean;
+  /** Updates (ref old new) that upstream took (src/upstream/gate.ts). */
+  forwarded?: Set<string>;
 }
 
 /** Seconds the shims wait for an answer beyond the daemon's own hook time limit. */
@@ -82,6 +88,10 @@ export interface HookServiceOptions {
   sessionFor?: (hr: HookRequest) => PushSession | string;
   /** Called with every answer (the daemon's metrics). */
   onAnswer?: (hr: HookRequest | null, verdict: 'accept' | 'reject', ms: number) => void;
+  /** The data folder (repository settings: upstream, mode); default: two levels above a repository. */
+  dataDir?: string;
+  /** An upstream fetch younger than this is reused by the next push (default FRESH_MS). */
+  upstreamFreshMs?: number;
 }
 
 export interface HookRequest {
@@ -147,9 +157,12 @@ export class HookService {
   private judges = 0;
   /** Audit writes of ended sessions still on their way (an async log). */
   private readonly background = new Set<Promise<void>>();
+  /** Fetches of upstream trusted branches, shared by every push (src/upstream/remote.ts). */
+  readonly upstream: UpstreamMirror;
 
   constructor(private readonly opts: HookServiceOptions) {
     this.authRows = new AuthRowLimiter(opts.audit, opts.authRows);
+    this.upstream = new UpstreamMirror(opts.upstreamFreshMs);
   }
 
   /** Judgements still running, including cancelled ones that have not stopped yet (for tests). */
@@ -216,8 +229,10 @@ export class HookService {
    * failure here changes nothing but speed, and it reads through its own cat-file so pushes
    * never queue behind it.
    */
-  warmRepo(repoDir: string): void {
-    this.warming = this.warming.then(() => runCancellable(this.stopping.signal, () => this.warm(repoDir))).catch((err: unknown) => {
+  warmRepo(repoDir: string, before?: () => Promise<unknown>): void {
+    // `before`: what must happen first, in the same queue (an upstream fetch); its failure only logs.
+    const first = (): Promise<unknown> => (before ? before().catch((err: unknown) => process.stderr.write(`patchgate: ${errorMessage(err).split('\n')[0]}\n`)) : Promise.resolve());
+    this.warming = this.warming.then(() => runCancellable(this.stopping.signal, async () => (await first(), this.warm(repoDir)))).catch((err: unknown) => {
       if (!this.server) return; // stopped on the way: nothing to report
       process.stderr.write(`patchgate: cache warm-up of ${repoDir} stopped: ${errorMessage(err).split('\n')[0]}\n`);
     });
@@ -277,11 +292,14 @@ export class HookService {
     s.ended = true;
     // Accepted but never delivered (the pre-receive shim gave up or died before git ran the
     // update hook): nothing moved, and the audit says refused.
-    const items = [...s.decisions.values()].filter((d) => !s.confirmed.has(key(d.ref, d.oldId, d.newId))).map((d) => ({ ref: d.ref, new: d.newId, moved: false }));
+    const unmoved = [...s.decisions.values()].filter((d) => !s.confirmed.has(key(d.ref, d.oldId, d.newId)));
+    const items = unmoved.map((d) => ({ ref: d.ref, new: d.newId, moved: false }));
     // In order: the refused push row first, then its confirms (an async log must not reorder them).
     // stop() waits for these writes before the log is closed.
     const write = (async () => {
       if (s.pending) await this.recordUndelivered(s);
+      // Upstream took refs the gate did not move: audited, and the next fetch repairs the gate.
+      if (s.forwarded?.size) await recordDiverged(this.opts.audit, this.upstream, s, unmoved.filter((d) => s.forwarded!.has(key(d.ref, d.oldId, d.newId))));
       if (!items.length) return;
       try {
         await this.opts.audit.confirmRefs(s.pushId, items, { repo: s.repo });
@@ -368,18 +386,36 @@ export class HookService {
     git.start();
     let decisions: RefDecision[];
     const timings: Record<string, number> = {};
+    let shown: string[] | null = null;
+    let auditVerdict = (d: RefDecision): 'accept' | 'reject' | 'would-reject' => d.verdict;
     try {
-      decisions = await this.judgeAll(git, s, updates, timings, gone, s.timeoutMs ?? this.opts.timeoutMs);
+      // Upstream and evaluate mode (src/upstream/gate.ts): refresh the trusted branch first,
+      // forward what was accepted after; the engine's judgement in between is the same.
+      const pre = await beforeJudging(this.upstream, this.opts.dataDir, s.repoDir, this.opts.timeoutMs).catch((err: unknown) => err as Error);
+      if (pre instanceof Error) {
+        decisions = updates.map((u) => upstreamRefused(u, pre));
+      } else {
+        if (pre.fetch) timings.upstreamFetch = pre.fetch.ms;
+        decisions = await this.judgeAll(git, s, updates, timings, gone, s.timeoutMs ?? this.opts.timeoutMs);
+        if ((pre.settings.upstream || pre.settings.mode === 'evaluate') && !gone.aborted) {
+          const fin = await afterJudging({ settings: pre.settings, repo: s.repo, repoDir: s.repoDir, env, git, atomic: !!s.atomic, decisions, actor: s.actor, pushId: s.pushId, hookMs: this.opts.timeoutMs, mirror: this.upstream });
+          decisions = fin.decisions;
+          shown = fin.lines;
+          auditVerdict = fin.auditVerdict;
+          s.forwarded = new Set([...(s.forwarded ?? []), ...fin.forwarded]);
+          Object.assign(timings, fin.timings);
+        }
+      }
     } finally {
       git.close();
     }
     const accepted = decisions.filter((d) => d.verdict === 'accept').length;
     const record: RecordPushInput = {
       pushId: s.pushId, repo: s.repo, actor: s.actor, role: s.role, remoteAddr: s.remoteAddr, userAgent: s.userAgent,
-      verdict: accepted === decisions.length ? 'accept' : 'reject',
+      verdict: accepted < decisions.length ? 'reject' : decisions.some((d) => auditVerdict(d) === 'would-reject') ? 'would-reject' : 'accept',
       timings: { ...timings, total: Date.now() - t0 },
       refs: decisions.map((d) => ({
-        ref: d.ref, old: d.oldId, new: d.newId, verdict: d.verdict, decision: d.row,
+        ref: d.ref, old: d.oldId, new: d.newId, verdict: auditVerdict(d), decision: d.row,
         rules: JSON.parse(JSON.stringify(d.outcomes)) as unknown[],
         contractBase: d.contract.base, contractHead: d.contract.head, timings: { total: d.ms, ...(d.commitsMs !== undefined ? { commits: d.commitsMs } : {}) },
       })),
@@ -407,7 +443,8 @@ export class HookService {
       // git runs only after this shim exited 0. Until then it is pending; see endSession.
       s.pending = record;
     }
-    for (const d of decisions) lines.push(...renderDecision(d, s.actor));
+    if (shown) lines.push(...shown);
+    else for (const d of decisions) lines.push(...renderDecision(d, s.actor));
     lines.push(`patchgate: push ${s.pushId} ${accepted ? 'judged' : 'audited'} (${accepted}/${decisions.length} ref(s) accepted)`);
     return accepted > 0 ? 'accept' : 'reject';
   }
@@ -428,8 +465,8 @@ export class HookService {
         refs: record.refs.map((r) => ({
           ...r,
           verdict: 'reject',
-          decision: r.verdict === 'accept' ? 'gate-error' : r.decision,
-          rules: r.verdict === 'accept' ? [...r.rules, { rule: 'delivery', status: 'fail', findings: [], details: { error: why, judged: 'accept' } }] : r.rules,
+          decision: r.verdict !== 'reject' ? 'gate-error' : r.decision,
+          rules: r.verdict !== 'reject' ? [...r.rules, { rule: 'delivery', status: 'fail', findings: [], details: { error: why, judged: 'accept' } }] : r.rules,
         })),
       });
     } catch (err) {

@@ -1,0 +1,132 @@
+// The operator's commands for a repository in front of an upstream remote: `repo create
+// --upstream/--mode`, `repo upstream NAME URL|none`, `repo sync NAME`, `repo mode NAME
+// enforce|evaluate`, and the hidden `repo warm NAME` a create or sync starts in the
+// background to fill the contract cache for the fetched trusted tip. Every change is an
+// audited admin action; the credential is never printed or audited.
+
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AuditStore } from '../audit/store.js';
+import { ContractParseError, UsageError } from '../errors.js';
+import { Git } from '../git/git.js';
+import { createRepo, normalizeRepoName, resolveRepo } from '../server/repos.js';
+import { fetchTrusted } from '../upstream/remote.js';
+import { describeUpstream, GATE_MODES, parseUpstream, readSettings, writeSettings, type GateMode, type UpstreamConfig } from '../upstream/settings.js';
+
+/** The CLI's own fetch (a first clone of a large repository may take minutes). */
+const CLI_FETCH_TIMEOUT_MS = 10 * 60_000;
+
+function audit(data: string, action: string, subject: string, detail: unknown): void {
+  const s = AuditStore.open(join(resolve(data), 'patchgate.db'));
+  try {
+    s.appendAdmin({ actor: 'cli', action, subject, detail });
+  } finally {
+    s.close();
+  }
+}
+
+function repoDirOf(data: string, raw: string): { name: string; dir: string } {
+  const name = normalizeRepoName(raw);
+  const dir = resolveRepo(resolve(data), name);
+  if (!dir) throw new UsageError(`no repository ${name} under ${resolve(data, 'repos')}; create it with: patchgate repo create ${name} --data ${data}`);
+  return { name, dir };
+}
+
+async function trustedRef(dir: string): Promise<string> {
+  const git = new Git({ dir, bare: true });
+  try {
+    return (await git.symbolicHead()) ?? 'refs/heads/main';
+  } finally {
+    git.close();
+  }
+}
+
+/** Fetch now; a failure throws one redacted line naming upstream. */
+async function syncNow(data: string, name: string, dir: string, u: UpstreamConfig, all: boolean): Promise<string> {
+  const ref = await trustedRef(dir);
+  // The first fetch of a large repository may take minutes; a push's own fetch has the short limit.
+  const r = await fetchTrusted(dir, u, ref, CLI_FETCH_TIMEOUT_MS, all ? ['refs/heads/*'] : []);
+  audit(data, 'repo.sync', name, { upstream: u.url, ref, tip: r.tip, changed: r.changed, ms: r.ms });
+  if (r.tip) startWarm(data, name);
+  return r.tip ? `${ref} is ${r.tip} from upstream ${u.url}${r.changed ? ' (updated)' : ' (unchanged)'}; contract cache warming in the background` : `upstream ${u.url} has no ${ref} yet`;
+}
+
+/** `repo warm NAME` in a detached child: the CLI returns while the cache fills. */
+function startWarm(data: string, name: string): void {
+  const cli = fileURLToPath(new URL('../cli.js', import.meta.url));
+  if (!existsSync(cli)) return; // run from the sources (tests): nothing built to start
+  const child = spawn(process.execPath, [cli, 'repo', 'warm', name, '--data', resolve(data)], { detached: true, stdio: 'ignore' });
+  child.on('error', () => {});
+  child.unref();
+}
+
+export async function runRepoCreateUpstream(args: { data: string; name: string; trusted: string; upstream?: string; credentialFile?: string; mode?: GateMode }): Promise<string[]> {
+  const u = args.upstream && args.upstream !== 'none' ? parseUpstream(args.upstream, args.credentialFile) : null;
+  const dir = await createRepo(resolve(args.data), args.name, args.trusted);
+  const name = normalizeRepoName(args.name);
+  writeSettings(resolve(args.data), name, { mode: args.mode ?? 'enforce', upstream: u });
+  audit(args.data, 'repo.create', name, { dir, trusted: args.trusted, upstream: u ? u.url : null, mode: args.mode ?? 'enforce' });
+  const out = [`created ${dir} (trusted branch ${args.trusted}, hooks installed, receive.fsckObjects on, packs over 1 GiB refused)`];
+  if (args.mode === 'evaluate') out.push(`mode: evaluate (pushes are judged and audited; would-be refusals are accepted)`);
+  if (u) {
+    out.push(`upstream: ${describeUpstream(u)}`);
+    out.push(await syncNow(args.data, name, dir, u, false));
+  }
+  return out;
+}
+
+export async function runRepoUpstream(args: { data: string; name: string; url: string; credentialFile?: string }): Promise<string[]> {
+  const { name, dir } = repoDirOf(args.data, args.name);
+  const settings = readSettings(resolve(args.data), name);
+  const u = args.url === 'none' ? null : parseUpstream(args.url, args.credentialFile);
+  // A new upstream is stored only once a fetch with it worked: a typo never replaces a working one.
+  const synced = u ? await syncNow(args.data, name, dir, u, false) : '';
+  writeSettings(resolve(args.data), name, { ...settings, upstream: u });
+  audit(args.data, 'repo.upstream', name, { upstream: u ? u.url : null, credential: u?.secret ? 'stored' : 'none' });
+  if (!u) return [`repository ${name} has no upstream now: pushes are judged and kept on the gate only`];
+  return [`upstream of ${name}: ${describeUpstream(u)}`, synced];
+}
+
+export async function runRepoSync(args: { data: string; name: string }): Promise<string[]> {
+  const { name, dir } = repoDirOf(args.data, args.name);
+  const { upstream } = readSettings(resolve(args.data), name);
+  if (!upstream) throw new UsageError(`repository ${name} has no upstream; set one with: patchgate repo upstream ${name} URL`);
+  return [await syncNow(args.data, name, dir, upstream, true)];
+}
+
+export function runRepoMode(args: { data: string; name: string; mode: string }): string[] {
+  const { name } = repoDirOf(args.data, args.name);
+  if (!GATE_MODES.includes(args.mode as GateMode)) throw new UsageError(`mode must be enforce or evaluate (got ${JSON.stringify(args.mode)})`);
+  const settings = readSettings(resolve(args.data), name);
+  writeSettings(resolve(args.data), name, { ...settings, mode: args.mode as GateMode });
+  audit(args.data, 'repo.mode', name, { from: settings.mode, to: args.mode });
+  return [args.mode === 'evaluate'
+    ? `repository ${name} is in evaluate mode: every push is judged and audited, and one that would be refused is accepted and audited as would-reject (list them: patchgate audit --verdict would-reject)`
+    : `repository ${name} is in enforce mode: pushes the policy refuses are refused`];
+}
+
+/** Fill `<data>/cache.db` with the contract of the trusted tip (what the server reads on a miss). */
+export async function runRepoWarm(args: { data: string; name: string }): Promise<string[]> {
+  const { name, dir } = repoDirOf(args.data, args.name);
+  const { PersistentCache, ContentCache } = await import('../cache/content-cache.js');
+  const { loadPolicy } = await import('../policy/config.js');
+  const { contractOf } = await import('../contract/digest.js');
+  const disk = new PersistentCache(join(resolve(args.data), 'cache.db'), () => {});
+  const git = new Git({ dir, bare: true });
+  try {
+    const tip = await git.refTip(await trustedRef(dir));
+    if (!tip) return [`${name}: no trusted tip to warm`];
+    const policy = await loadPolicy(git, tip);
+    const t0 = Date.now();
+    const c = await contractOf(git, tip, policy.contract.roots, policy.contract.format, new ContentCache(disk), { maxSourceBytes: policy.contract.maxSourceBytes }).catch((err: unknown) => {
+      if (err instanceof ContractParseError) return null;
+      throw err;
+    });
+    return [`${name}: contract of ${tip} ${c ? 'cached' : 'does not parse (nothing cached)'} in ${Date.now() - t0} ms`];
+  } finally {
+    git.close();
+    disk.close();
+  }
+}

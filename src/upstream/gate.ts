@@ -1,0 +1,189 @@
+// What the hook daemon does for a repository that sits in front of an upstream remote, or
+// that is in evaluate mode: before judging, refresh the trusted branch from upstream (a push
+// is refused when that fails, never judged against a stale branch); after judging, turn the
+// would-be refusals of evaluate mode into accepts that are audited as `would-reject`, then
+// forward every accepted ref update upstream and refuse on the gate whatever upstream did
+// not take. The engine's judgement is the same in every mode: this only wraps it.
+
+import { basename, dirname } from 'node:path';
+import { errorMessage, UpstreamError } from '../errors.js';
+import { Git, isZeroId } from '../git/git.js';
+import { tableRow } from '../policy/decision-table.js';
+import { renderDecision } from '../policy/engine.js';
+import type { RefDecision, RuleOutcome } from '../policy/types.js';
+import type { Verdict } from '../audit/store.js';
+import type { AuditSink } from '../audit/sink.js';
+import { forwardPush, UPSTREAM_TIMEOUT_MS, type FetchResult, type ForwardItem, type UpstreamMirror } from './remote.js';
+import { readSettings, type RepoSettings } from './settings.js';
+
+/** The data folder and repository name of `<data>/repos/NAME.git`. */
+export function repoIdentity(dataDir: string | undefined, repoDir: string): { dataDir: string; name: string } {
+  return { dataDir: dataDir ?? dirname(dirname(repoDir)), name: basename(repoDir).replace(/\.git$/, '') };
+}
+
+/** How long one upstream call may take inside a hook whose whole limit is `hookMs`. */
+export function upstreamBudget(hookMs: number): number {
+  return Math.max(1000, Math.min(UPSTREAM_TIMEOUT_MS, Math.floor(hookMs / 3)));
+}
+
+/**
+ * Before judging: the repository's settings, and with an upstream, a fresh trusted branch.
+ * Throws UpstreamError (one redacted line naming upstream) when upstream cannot be fetched.
+ */
+export async function beforeJudging(mirror: UpstreamMirror, dataDir: string | undefined, repoDir: string, hookMs: number): Promise<{ settings: RepoSettings; fetch: FetchResult | null }> {
+  const { dataDir: data, name } = repoIdentity(dataDir, repoDir);
+  const settings = readSettings(data, name);
+  if (!settings.upstream) return { settings, fetch: null };
+  const git = new Git({ dir: repoDir, bare: true });
+  let trustedRef: string;
+  try {
+    trustedRef = (await git.symbolicHead()) ?? 'refs/heads/main';
+  } finally {
+    git.close();
+  }
+  try {
+    return { settings, fetch: await mirror.refresh(repoDir, settings.upstream, trustedRef, { timeoutMs: upstreamBudget(hookMs) }) };
+  } catch (err) {
+    if (err instanceof UpstreamError) throw err;
+    throw new UpstreamError('UPSTREAM_UNREACHABLE', `upstream ${settings.upstream.url} could not be fetched: ${errorMessage(err).split('\n')[0]}`, '', { cause: err });
+  }
+}
+
+export interface Finished {
+  decisions: RefDecision[];
+  /** The audit verdict of each decision (`would-reject` in evaluate mode). */
+  auditVerdict: (d: RefDecision) => Verdict;
+  /** remote: lines to show instead of the plain rendering; null: render as usual. */
+  lines: string[] | null;
+  /** Keys (ref old new) of the updates upstream took. */
+  forwarded: Set<string>;
+  timings: Record<string, number>;
+}
+
+const keyOf = (d: { ref: string; oldId: string; newId: string }) => `${d.ref} ${d.oldId} ${d.newId}`;
+
+/** A decision that never rejected on the gate's own judgement (errors and upstream refusals stay refusals). */
+function evaluable(d: RefDecision): boolean {
+  return d.verdict === 'reject' && d.row !== 'gate-error' && d.row !== 'upstream-refused';
+}
+
+function upstreamRefusal(d: RefDecision, message: string, extra: string[], outcome: RuleOutcome): RefDecision {
+  const row = tableRow('upstream-refused');
+  const nonFf = /fetch first|non-fast-forward|stale info/.test(message);
+  const branch = d.ref.replace(/^refs\/heads\//, '');
+  return {
+    ...d, verdict: 'reject', row: row.id, action: row.action,
+    reasons: [{ rule: 'upstream', message, ref: d.ref }, ...extra.map((m) => ({ rule: 'upstream' as const, message: m, ref: d.ref }))],
+    remediation: nonFf
+      ? `someone else moved ${branch} upstream; the gate now mirrors it: git pull --rebase origin ${branch} && git push origin ${branch}`
+      : 'nothing moved on the gate or upstream; fix what upstream says above (a person checks the gate\'s upstream credential and upstream\'s branch rules), then push again',
+    outcomes: [...d.outcomes, outcome],
+  };
+}
+
+/**
+ * After judging: evaluate mode, then the forward. `git` reads the push's quarantined objects
+ * (for fast-forward checks); `env` is the quarantine environment the forward pushes from.
+ */
+export async function afterJudging(args: {
+  settings: RepoSettings; repo: string; repoDir: string; env: Record<string, string>; git: Git; atomic: boolean;
+  decisions: RefDecision[]; actor: string; pushId: string; hookMs: number; mirror: UpstreamMirror;
+}): Promise<Finished> {
+  const { settings, repo } = args;
+  const timings: Record<string, number> = {};
+  const forwarded = new Set<string>();
+  const would = new Set<string>();
+  const lines: string[] = [];
+  const evaluate = settings.mode === 'evaluate';
+  let decisions = args.decisions;
+  if (evaluate) {
+    const bad = decisions.filter(evaluable);
+    if (bad.length) {
+      lines.push(`patchgate: evaluate mode: this push would be refused (repository ${repo} is in evaluate mode, so it is accepted and audited as would-reject)`);
+      for (const d of bad) lines.push(...renderDecision(d, args.actor));
+      lines.push(`patchgate: evaluate mode: fix these before the repository is switched to enforce (patchgate repo mode ${repo} enforce)`);
+    }
+    decisions = decisions.map((d) => {
+      if (!evaluable(d)) return d;
+      would.add(keyOf(d));
+      return { ...d, verdict: 'accept' };
+    });
+  }
+  const up = settings.upstream;
+  if (up) {
+    const accepted = decisions.filter((d) => d.verdict === 'accept');
+    // An --atomic push with one refused ref moves nothing on the gate: nothing goes upstream either.
+    const atomicFails = args.atomic && accepted.length !== decisions.length;
+    if (accepted.length && !atomicFails) {
+      const items: ForwardItem[] = [];
+      for (const d of accepted) {
+        const forced = isZeroId(d.newId) || (!isZeroId(d.oldId) && !(await args.git.isAncestor(d.oldId, d.newId).catch(() => false)));
+        items.push({ ref: d.ref, oldId: d.oldId, newId: d.newId, forced });
+      }
+      const at = new Date().toISOString();
+      const { answers, ms } = await forwardPush(args.repoDir, args.env, up, items, { atomic: args.atomic, timeoutMs: upstreamBudget(args.hookMs) });
+      timings.forward = ms;
+      const byRef = new Map(answers.map((a) => [a.ref, a]));
+      decisions = decisions.map((d) => {
+        const a = byRef.get(d.ref);
+        if (!a || d.verdict !== 'accept') return d;
+        const remoteLines = a.messages.filter((m) => /^remote:/.test(m)).map((m) => m.replace(/^remote:\s*/, '')).filter(Boolean);
+        const outcome = {
+          rule: 'upstream', status: a.ok ? 'pass' : 'fail', ms,
+          findings: a.ok ? [] : [{ messageId: 'upstream-refused', data: {}, message: a.answer }],
+          details: { url: up.url, answer: a.answer, messages: a.messages, at, atomic: args.atomic },
+        } as unknown as RuleOutcome;
+        if (a.ok) {
+          forwarded.add(keyOf(d));
+          return { ...d, outcomes: [...d.outcomes, outcome] };
+        }
+        // Upstream moved (someone pushed there) or refused: the next fetch brings its ref here.
+        if (/fetch first|non-fast-forward|stale info/.test(a.answer)) args.mirror.markDiverged(args.repoDir, d.ref);
+        would.delete(keyOf(d));
+        return upstreamRefusal(d, `upstream ${up.url} refused ${d.ref}: ${a.answer}`, remoteLines.map((l) => `upstream says: ${l}`).slice(0, 10), outcome);
+      });
+    }
+  }
+  const render: string[] = [...lines];
+  for (const d of decisions) {
+    if (would.has(keyOf(d))) render.push(`patchgate: ACCEPT (evaluate mode, would be refused) ${d.ref}`);
+    else render.push(...renderDecision(d, args.actor));
+    if (forwarded.has(keyOf(d))) render.push(`  forwarded to upstream ${up!.url} (${timings.forward} ms)`);
+  }
+  return {
+    decisions,
+    auditVerdict: (d) => (d.verdict === 'accept' && would.has(keyOf(d)) ? 'would-reject' : d.verdict),
+    lines: up || evaluate ? render : null,
+    forwarded,
+    timings,
+  };
+}
+
+/** Every ref of a push refused because upstream could not be refreshed (or the settings not read). */
+export function upstreamRefused(u: { ref: string; oldId: string; newId: string }, err: Error): RefDecision {
+  const row = tableRow('upstream-refused');
+  return {
+    ref: u.ref, oldId: u.oldId, newId: u.newId, verdict: 'reject', row: row.id, action: row.action,
+    reasons: [{ rule: 'upstream', message: `${errorMessage(err).split('\n')[0]}; not judged against a trusted branch that could not be refreshed`, ref: u.ref }],
+    remediation: 'nothing was accepted; push again in a minute, and if this repeats ask a person to check upstream and the gate\'s credential (patchgate repo sync NAME shows the error)',
+    outcomes: [], contract: { base: null, head: null }, ms: 0,
+  };
+}
+
+/**
+ * Upstream took updates that the gate then did not make (its own ref update failed, or the
+ * hook went away after the forward): an admin row records it, and the next fetch of this
+ * repository brings those refs from upstream, so the gate is repaired from upstream.
+ */
+export async function recordDiverged(audit: AuditSink, mirror: UpstreamMirror, s: { pushId: string; repo: string; repoDir: string; actor: string }, refs: Array<{ ref: string; oldId: string; newId: string }>): Promise<void> {
+  if (!refs.length) return;
+  for (const r of refs) mirror.markDiverged(s.repoDir, r.ref);
+  try {
+    await audit.appendAdmin({
+      actor: 'gate', action: 'upstream.diverged', subject: s.repo,
+      detail: { pushId: s.pushId, pusher: s.actor, refs: refs.map((r) => ({ ref: r.ref, old: r.oldId, new: r.newId })), repair: 'the next fetch from upstream (any push, or patchgate repo sync) sets these refs to upstream\'s' },
+    });
+  } catch (err) {
+    process.stderr.write(`patchgate: audit: could not record that upstream moved refs the gate did not (push ${s.pushId}): ${errorMessage(err)}\n`);
+  }
+}
