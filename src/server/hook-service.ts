@@ -64,6 +64,8 @@ export interface HookServiceOptions {
   beforeJudge?: () => Promise<void>;
   /** Rate limit of the `auth` rows the endpoint writes (tests shorten it). */
   authRows?: AuthRowLimits;
+  /** Called when a push passes the time limit (for the hook-timeout metric). */
+  onTimeout?: () => void;
 }
 
 interface HookRequest {
@@ -416,6 +418,7 @@ export class HookService {
     const timeout = new Promise<RefDecision[]>((resolve) => {
       timer = setTimeout(() => {
         const parsing = parsePool.pathsOf(cancel.signal);
+        this.opts.onTimeout?.();
         cancel.abort(new Error(`the hook time limit of ${this.opts.timeoutMs} ms passed`));
         resolve(updates.map((u) => timedOut(u, this.opts.timeoutMs, parsing)));
       }, this.opts.timeoutMs);
