@@ -9,12 +9,16 @@ import { UsageError } from '../errors.js';
 import { createRepo, ensureRepoConfig, normalizeRepoName, installHooks, resolveRepo } from '../server/repos.js';
 import { adminTokenPath } from '../server/admin-token.js';
 import type { Role } from '../policy/types.js';
+import { requireData } from './args.js';
+import type { ServeConfig } from '../server/serve-config.js';
 
 export function dbPath(data: string): string {
   return join(resolve(data), 'patchgate.db');
 }
 
-function withStore<T>(data: string, fn: (s: AuditStore) => T): T {
+/** Open the data folder's store; `existing`: refuse (exit 2) instead of creating an empty one. */
+function withStore<T>(data: string, fn: (s: AuditStore) => T, existing = false): T {
+  if (existing) requireData(data);
   const s = AuditStore.open(dbPath(data));
   try {
     return fn(s);
@@ -23,11 +27,18 @@ function withStore<T>(data: string, fn: (s: AuditStore) => T): T {
   }
 }
 
-export async function runServe(args: { data: string; port: number; host: string; tlsCert?: string; tlsKey?: string; hookTimeout: number }): Promise<void> {
+export async function runServe(args: ServeConfig): Promise<void> {
   const { startServer } = await import('../server/app.js');
-  const srv = await startServer({ dataDir: args.data, port: args.port, host: args.host, tlsCert: args.tlsCert, tlsKey: args.tlsKey, hookTimeoutMs: args.hookTimeout * 1000 });
+  const { createLogger } = await import('../log.js');
+  const logger = createLogger();
+  const srv = await startServer({
+    dataDir: args.data, port: args.port, host: args.host, tlsCert: args.tlsCert, tlsKey: args.tlsKey, hookTimeoutMs: args.hookTimeout * 1000,
+    logger, metricsPort: args.metricsPort, metricsHost: args.metricsHost,
+  });
   const say = (l: string) => process.stdout.write(l + '\n');
   say(`patchgate: serving ${resolve(args.data, 'repos')} at ${srv.url} (audit log ${dbPath(args.data)})`);
+  logger.info({ event: 'start', url: srv.url, data: resolve(args.data), metricsPort: srv.metricsPort, sources: args.sources }, 'serving');
+  if (srv.metricsPort !== null) say(`patchgate: metrics (no token) at http://${args.metricsHost}:${srv.metricsPort}/metrics`);
   if (srv.adminTokenFile) {
     // The secret itself never goes to the output: logs are kept and read more widely than the data folder.
     say(`patchgate: first start: an admin token was created and written to ${srv.adminTokenFile} (mode 0600).`);
@@ -74,21 +85,36 @@ export function runTokenCreate(args: { data: string; name: string; role: Role; r
 }
 
 export function runTokenList(args: { data: string; json: boolean }): string[] {
-  return withStore(args.data, (s) => new TokenStore(s).list().map((t) => (args.json ? JSON.stringify(t) : `${t.name}\t${t.role}\t${t.repos}\t${t.status}\tcreated ${t.created}${t.expires ? `\texpires ${t.expires}` : ''}`)));
+  return withStore(args.data, (s) => new TokenStore(s).list().map((t) => (args.json ? JSON.stringify(t) : `${t.name}\t${t.role}\t${t.repos}\t${t.status}\tcreated ${t.created}${t.expires ? `\texpires ${t.expires}` : ''}`)), true);
 }
 
 export function runTokenRevoke(args: { data: string; name: string }): string[] {
   return withStore(args.data, (s) => {
     new TokenStore(s).revoke(args.name, { actor: 'cli' });
     return [`token ${args.name} revoked`];
+  }, true);
+}
+
+/** A short object id, or `none` for an absent or all-zero id (a created or deleted ref). */
+function idOrNone(id: string | null | undefined, none: string): string {
+  return !id || /^0+$/.test(id) ? none : id.slice(0, 12);
+}
+
+/** A rule's details as `key=value` pairs, each value cut on its own (never JSON cut mid-string). */
+function detailsText(details: unknown): string {
+  if (!details || typeof details !== 'object') return '';
+  const parts = Object.entries(details as Record<string, unknown>).map(([k, v]) => {
+    const text = typeof v === 'string' ? v : JSON.stringify(v) ?? String(v);
+    return `${k}=${text.length > 60 ? `${text.slice(0, 57)}...` : text}`;
   });
+  return parts.length ? `  ${parts.join(' ')}` : '';
 }
 
 function textRow(r: AuditRow): string {
   const parts = [`#${r.id}`, r.time, r.kind];
   if (r.repo) parts.push(r.repo);
   if (r.actor) parts.push(r.actor + (r.role ? `(${r.role})` : ''));
-  if (r.ref) parts.push(`${r.ref} ${r.old?.slice(0, 12)}..${r.new?.slice(0, 12)}`);
+  if (r.ref) parts.push(`${r.ref} ${idOrNone(r.old, '(new)')}..${idOrNone(r.new, '(delete)')}`);
   if (r.verdict) parts.push(r.verdict.toUpperCase());
   if (r.decision) parts.push(`row=${r.decision}`);
   if (r.moved !== null && r.kind === 'ref') parts.push(r.moved ? 'moved' : 'not moved');
@@ -101,7 +127,12 @@ function textRow(r: AuditRow): string {
 export function runAudit(args: { data: string; json: boolean } & QueryOptions): string[] {
   const q: QueryOptions = {};
   for (const k of ['repo', 'actor', 'verdict', 'since', 'until', 'kind', 'limit'] as const) if (args[k] !== undefined) (q as Record<string, unknown>)[k] = args[k];
-  return withStore(args.data, (s) => s.query(q).map((r) => (args.json ? JSON.stringify(compactRow(r)) : textRow(r))));
+  return withStore(args.data, (s) => {
+    const rows = s.query(q).map((r) => (args.json ? JSON.stringify(compactRow(r)) : textRow(r)));
+    // Said where a person reads it; --json stays one object per line.
+    if (!args.json) rows.push(`(${rows.length} row(s)${args.kind === undefined ? '; confirm rows are hidden, --kind confirm shows them' : ''}; audit show ID for a push's trace)`);
+    return rows;
+  }, true);
 }
 
 /** The trace of every rule checked for one push (by push id) or one row (by number). */
@@ -123,20 +154,21 @@ export function runAuditShow(args: { data: string; id: string; json: boolean }):
       out.push(`  ${textRow(ref)}`);
       const rules = (ref.rules ?? []) as Array<{ rule: string; status: string; ms: number; findings: Array<{ message: string }>; remediation?: string; details?: unknown }>;
       for (const r of rules) {
-        out.push(`    ${r.rule.padEnd(12)} ${r.status.padEnd(8)} ${String(r.ms).padStart(5)} ms  ${r.findings.length} finding(s)${r.details ? `  ${JSON.stringify(r.details).slice(0, 200)}` : ''}`);
-        for (const f of r.findings.slice(0, 20)) out.push(`      - ${f.message}`);
+        out.push(`    ${r.rule.padEnd(12)} ${r.status.padEnd(8)} ${String(r.ms ?? 0).padStart(5)} ms  ${(r.findings ?? []).length} finding(s)${detailsText(r.details)}`);
+        for (const f of (r.findings ?? []).slice(0, 20)) out.push(`      - ${f.message}`);
         if (r.remediation) out.push(`      fix: ${r.remediation}`);
       }
     }
     for (const c of trace.confirms) out.push(`  ${textRow(c)}`);
     return out;
-  });
+  }, true);
 }
 
 export function runAuditVerify(args: { data: string }): { lines: string[]; ok: boolean } {
   return withStore(args.data, (s) => {
     const v = s.verify();
     if (v.ok) return { ok: true, lines: [`ok: ${v.rows} row(s), hash chain intact`] };
-    return { ok: false, lines: [`TAMPERED: first bad row ${v.firstBadId} of ${v.rows}: ${v.reason}`] };
-  });
+    // firstBadId is a row id; after a deletion it can be above the number of rows left.
+    return { ok: false, lines: [`TAMPERED: the chain breaks at row id ${v.firstBadId} (${v.rows} row(s) present): ${v.reason}`] };
+  }, true);
 }
