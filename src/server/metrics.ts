@@ -13,7 +13,7 @@ export interface GateMetrics {
   /** Push rows written to the audit log, by verdict and the rule that decided (`none` on accept). */
   pushes: Counter<'verdict' | 'rule'>;
   /** Seconds the policy took per push (the audit row's `timings.total`). */
-  judgeSeconds: Histogram<'verdict'>;
+  judgeSeconds: Histogram<string>;
   hookTimeouts: Counter<string>;
   auditWriteFailures: Counter<string>;
   /** HTTP requests answered, by route kind and status code. */
@@ -39,7 +39,7 @@ export function createMetrics(opts: MetricsOptions = {}): GateMetrics {
   const metrics: GateMetrics = {
     registry,
     pushes: new Counter({ name: `${p}pushes_total`, help: 'Pushes judged and written to the audit log, by verdict and deciding rule', labelNames: ['verdict', 'rule'] as const, registers }),
-    judgeSeconds: new Histogram({ name: `${p}judge_seconds`, help: 'Time the policy took per push', labelNames: ['verdict'] as const, buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers }),
+    judgeSeconds: new Histogram({ name: `${p}judge_seconds`, help: 'Time the policy took per push', buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers }),
     hookTimeouts: new Counter({ name: `${p}hook_timeouts_total`, help: 'Pushes refused because the policy passed the hook time limit', registers }),
     auditWriteFailures: new Counter({ name: `${p}audit_write_failures_total`, help: 'Push decisions the audit log could not record (each such push was refused)', registers }),
     requests: new Counter({ name: `${p}http_requests_total`, help: 'HTTP requests answered', labelNames: ['route', 'code'] as const, registers }),
@@ -81,7 +81,7 @@ export function observeAudit(audit: AuditStore, metrics: GateMetrics, log: Logge
       throw err;
     }
     metrics.pushes.inc({ verdict: input.verdict, rule });
-    metrics.judgeSeconds.observe({ verdict: input.verdict }, ms / 1000);
+    metrics.judgeSeconds.observe(ms / 1000);
     log.info(fields, `push ${input.verdict}`);
     return out;
   };
