@@ -169,6 +169,6 @@ export function runAuditVerify(args: { data: string }): { lines: string[]; ok: b
     const v = s.verify();
     if (v.ok) return { ok: true, lines: [`ok: ${v.rows} row(s), hash chain intact`] };
     // firstBadId is a row id; after a deletion it can be above the number of rows left.
-    return { ok: false, lines: [`TAMPERED: the chain breaks at row id ${v.firstBadId} (${v.rows} row(s) present): ${v.reason}`] };
+    return { ok: false, lines: [`TAMPERED: first bad row ${v.firstBadId} (a row id; ${v.rows} row(s) present): ${v.reason}`] };
   }, true);
 }
