@@ -28,6 +28,8 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/hooks ./hooks
 ENV NODE_ENV=production
+# Every CLI command in the container (docker compose exec gate node dist/cli.js ...) uses the served data folder.
+ENV PATCHGATE_DATA=/data
 USER node
 VOLUME /data
 EXPOSE 7005

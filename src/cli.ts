@@ -18,6 +18,9 @@ const ciCommand = () => import('./ci/command.js');
 const hostCommand = () => import('./host/command.js');
 const auditCp = () => import('./commands/audit-checkpoint.js');
 const upstream = () => import('./commands/upstream.js');
+const init = () => import('./commands/init.js');
+import { defaultData, packageVersion, parseDays, parsePositiveInt } from './commands/args.js';
+import { SERVE_SETTINGS, resolveServeConfig } from './server/serve-config.js';
 
 const io = { out: (l: string) => void process.stdout.write(l + '\n'), err: (l: string) => void process.stderr.write(l + '\n') };
 /** Arguments after `--`, as strings (yargs must not turn `1e3` into 1000). */
@@ -41,7 +44,7 @@ async function guarded(fn: () => Promise<number | void>): Promise<void> {
 }
 
 const repoOpt = { type: 'string', default: '.', describe: 'repository directory' } as const;
-const dataOpt = { type: 'string', default: './data', describe: 'data folder (repos, audit log, hook socket)' } as const;
+const dataOpt = { type: 'string', default: defaultData(), describe: 'data folder (repos, audit log, hook socket); env PATCHGATE_DATA' } as const;
 const auditOpt = { type: 'string', describe: 'audit log: sqlite:PATH or postgres://… (default: PATCHGATE_AUDIT_URL, else <data>/patchgate.db)' } as const;
 
 export function buildCli(argv: string[]): Argv {
@@ -59,6 +62,7 @@ export function buildCli(argv: string[]): Argv {
       const { runCheck, checkJson, checkExitCode, renderDecision } = await check();
       const d = await runCheck({ repo: resolve(a.repo), base: a.base, head: a.head, role: a.role, ref: a.ref });
       if (a.json) out([JSON.stringify(checkJson(d))]);
+      else if (d.row === 'gate-error' && /^0+$/.test(d.newId) && d.reasons[0]) out([`patchgate: ${d.reasons[0].message}`, `  next step: ${d.remediation}`]);
       else out(renderDecision(d));
       return checkExitCode(d);
     }))
@@ -84,6 +88,9 @@ export function buildCli(argv: string[]): Argv {
         return r.drift.length ? 1 : 0;
       }))
       .demandCommand(1, 'name a fixtures command: lock or verify'))
+    .command('init', 'scaffold ci/patchgate.json, ci/contract.allow, ci/fixtures.lock and the flake ledger in a work tree (never overwrites)', (y) => y
+      .option('repo', repoOpt),
+    (a) => guarded(async () => out(await (await init()).runInit({ repo: resolve(a.repo) }))))
     .command('ci', 'check, then run the tests with a recorded seed, apply the ledger, print the decision table; exit 0 green, 1 red, 2 error', (y) => y
       .option('repo', repoOpt)
       .option('base', { type: 'string', demandOption: true, describe: 'trusted revision' })
@@ -95,6 +102,8 @@ export function buildCli(argv: string[]): Argv {
       .option('write-baseline', { type: 'string', describe: 'after a green run, write the executed test ids here' })
       .option('data', { type: 'string', describe: 'also record the run in <data>/patchgate.db' })
       .option('today', { type: 'string', describe: 'YYYY-MM-DD for ledger expiry (default: today, UTC)' })
+      .usage('$0 ci --base REV --head REV [options] -- CMD...\n\nCMD (after --) runs the tests; it prints TAP on stdout, or writes --junit F.')
+      .example('$0 ci --base origin/main --head HEAD -- npx tap', 'judge HEAD, then run the suite with a recorded seed')
       .parserConfiguration({ 'populate--': true, 'parse-positional-numbers': false }),
     (a) => guarded(async () => (await ciCommand()).runCi({
       repo: resolve(a.repo), base: a.base, head: a.head, seed: a.seed, junit: a.junit, report: a.report,
@@ -121,18 +130,16 @@ export function buildCli(argv: string[]): Argv {
         repo: resolve(a.repo), nodeid: a.nodeid as string, seed: a.seed, reason: a.reason, expires: a.expires, today: a.today, rerun: afterDashes(a),
       }, io)))
       .demandCommand(1, 'name a ledger command: check or freeze'))
-    .command('serve', 'run the gate server', (y) => y
-      .option('data', dataOpt)
-      .option('port', { type: 'number', default: 7005 })
-      .option('host', { type: 'string', default: '127.0.0.1' })
-      .option('tls-cert', { type: 'string', describe: 'PEM certificate (with --tls-key) to serve HTTPS' })
-      .option('tls-key', { type: 'string' })
-      .option('hook-timeout', { type: 'number', default: 30, describe: 'seconds the policy may take per push before it is refused' })
-      .option('checkpoint-every', { type: 'number', default: 3600, describe: 'seconds between signed audit checkpoints (0: off)' })
-      .option('checkpoint-publish', { type: 'string', array: true, default: [] as string[], describe: 'git:REPO or file:PATH to publish checkpoints to (repeatable)' })
-      .option('audit', auditOpt),
+    .command('serve', 'run the gate server (every flag also from its PATCHGATE_* variable or a --config JSON file)', (y) => {
+      // No yargs defaults: serve-config.ts resolves flag > environment > config file > default.
+      for (const s of Object.values(SERVE_SETTINGS)) {
+        y.option(s.flag, { type: 'string', describe: `${s.describe}; env ${s.env}${'default' in s ? ` (default ${s.default})` : ''}` });
+      }
+      return y.option('config', { type: 'string', describe: 'JSON file with any of these flags as keys; env PATCHGATE_CONFIG' });
+    },
     (a) => guarded(async () => {
-      await (await admin()).runServe({ data: a.data, port: a.port, host: a.host, tlsCert: a.tlsCert, tlsKey: a.tlsKey, hookTimeout: a.hookTimeout, checkpointEvery: a.checkpointEvery, checkpointPublish: a.checkpointPublish as string[], audit: a.audit });
+      const flags = Object.fromEntries(Object.entries(SERVE_SETTINGS).map(([k, s]) => [k, a[s.flag] as string | undefined]));
+      await (await admin()).runServe(resolveServeConfig({ ...flags, config: a.config as string | undefined }));
       return undefined;
     }))
     .command('daemon', 'the hook daemon of a git-host node (GitLab, Gitea, GHES, gitolite): see docs/hosts.md', (y) => y
@@ -189,9 +196,9 @@ export function buildCli(argv: string[]): Argv {
         .positional('name', { type: 'string', demandOption: true })
         .option('role', { choices: ['agent', 'human', 'admin'] as const, demandOption: true })
         .option('repos', { type: 'string', describe: 'repository glob this token may use (default *)' })
-        .option('expires', { type: 'number', describe: 'days until the token expires' })
+        .option('expires', { type: 'string', describe: 'days until the token expires (fractions allowed)' })
         .option('data', dataOpt),
-      (a) => guarded(async () => out((await admin()).runTokenCreate({ data: a.data, name: a.name, role: a.role, repos: a.repos, expires: a.expires }))))
+      (a) => guarded(async () => out((await admin()).runTokenCreate({ data: a.data, name: a.name, role: a.role, repos: a.repos, expires: a.expires === undefined ? undefined : parseDays(a.expires, '--expires', 36_500) }))))
       .command('list', 'list tokens (never their secrets)', (y2) => y2.option('data', dataOpt).option('json', { type: 'boolean', default: false }),
         (a) => guarded(async () => out((await admin()).runTokenList({ data: a.data, json: a.json }))))
       .command('revoke <name>', 'revoke a token', (y2) => y2.positional('name', { type: 'string', demandOption: true }).option('data', dataOpt),
@@ -206,10 +213,10 @@ export function buildCli(argv: string[]): Argv {
         .option('since', { type: 'string', describe: 'ISO 8601 time' })
         .option('until', { type: 'string', describe: 'ISO 8601 time' })
         .option('kind', { choices: ['push', 'ref', 'auth', 'admin', 'ci', 'confirm'] as const })
-        .option('limit', { type: 'number', default: 100 })
+        .option('limit', { type: 'string', default: '100', describe: 'at most this many rows (1 to 1000000)' })
         .option('json', { type: 'boolean', default: false, describe: 'one JSON object per line' })
         .option('audit', auditOpt),
-      (a) => guarded(async () => out(await (await admin()).runAudit({ data: a.data, audit: a.audit, json: a.json, repo: a.repo, actor: a.actor, verdict: a.verdict, since: a.since, until: a.until, kind: a.kind, limit: a.limit }))))
+      (a) => guarded(async () => out(await (await admin()).runAudit({ data: a.data, audit: a.audit, json: a.json, repo: a.repo, actor: a.actor, verdict: a.verdict, since: a.since, until: a.until, kind: a.kind, limit: parsePositiveInt(a.limit, '--limit', 1_000_000) }))))
       .command('show <id>', 'the trace of every rule checked for a push (push id or row number)', (y2) => y2
         .positional('id', { type: 'string', demandOption: true })
         .option('data', dataOpt)
@@ -247,6 +254,7 @@ export function buildCli(argv: string[]): Argv {
         return r.ok ? 0 : 1;
       })))
     .demandCommand(1, 'name a command; see patchgate --help')
+    .recommendCommands()
     .strict()
     .fail((msg, err) => {
       if (err) throw err;
@@ -254,7 +262,7 @@ export function buildCli(argv: string[]): Argv {
       process.exit(2);
     })
     .help()
-    .version(false);
+    .version(packageVersion());
 }
 
 await buildCli(hideBin(process.argv)).parseAsync();

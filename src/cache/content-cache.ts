@@ -98,20 +98,31 @@ export class PersistentCache {
  * an error: the value is simply computed again.
  */
 export class ContentCache extends LruMap<string, unknown> {
+  /** Lookups answered from memory or disk, and lookups that had to be computed (for /metrics). */
+  hits = 0;
+  misses = 0;
   constructor(private readonly disk: PersistentCache | null, max = 200_000) {
     super(max);
   }
 
   override get(key: string): unknown {
     const hit = super.get(key);
-    if (hit !== undefined || !this.disk || key.startsWith('mem:')) return hit;
+    if (hit !== undefined || !this.disk || key.startsWith('mem:')) {
+      if (hit !== undefined) this.hits++;
+      else this.misses++;
+      return hit;
+    }
     let v: unknown;
     try {
       v = this.disk.get(key);
     } catch {
+      this.misses++;
       return undefined;
     }
-    if (v !== undefined) super.set(key, v);
+    if (v !== undefined) {
+      this.hits++;
+      super.set(key, v);
+    } else this.misses++;
     return v;
   }
 

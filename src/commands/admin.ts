@@ -10,12 +10,16 @@ import { UsageError } from '../errors.js';
 import { createRepo, ensureRepoConfig, normalizeRepoName, installHooks, resolveRepo } from '../server/repos.js';
 import { adminTokenPath } from '../server/admin-token.js';
 import type { Role } from '../policy/types.js';
+import { NoDataError, requireData } from './args.js';
+import type { ServeConfig } from '../server/serve-config.js';
 
 export function dbPath(data: string): string {
   return join(resolve(data), 'patchgate.db');
 }
 
-function withStore<T>(data: string, fn: (s: AuditStore) => T): T {
+/** Open the data folder's store; `existing`: refuse (exit 2) instead of creating an empty one. */
+function withStore<T>(data: string, fn: (s: AuditStore) => T, existing = false): T {
+  if (existing) requireData(data);
   const s = AuditStore.open(dbPath(data));
   try {
     return fn(s);
@@ -25,8 +29,11 @@ function withStore<T>(data: string, fn: (s: AuditStore) => T): T {
 }
 
 /** The decisions' log that `--audit URL` (or PATCHGATE_AUDIT_URL, else `<data>/patchgate.db`) names, open for `fn`. */
-async function withSink<T>(args: { data: string; audit?: string }, fn: (s: AuditSink) => Promise<T> | T): Promise<T> {
-  const s = await openAuditSink(parseAuditUrl(auditUrlOf(args.audit), args.data));
+async function withSink<T>(args: { data: string; audit?: string }, fn: (s: AuditSink) => Promise<T> | T, existing = false): Promise<T> {
+  const where = parseAuditUrl(auditUrlOf(args.audit), args.data);
+  // A command that only reads must not create an empty log where none was (a mistyped --data).
+  if (existing && where.kind === 'sqlite' && !existsSync(where.path)) throw new NoDataError(args.data);
+  const s = await openAuditSink(where);
   try {
     return await fn(s);
   } finally {
@@ -39,11 +46,19 @@ export function auditUrlOf(flag: string | undefined): string | undefined {
   return flag ?? (process.env[AUDIT_URL_ENV] || undefined);
 }
 
-export async function runServe(args: { data: string; port: number; host: string; tlsCert?: string; tlsKey?: string; hookTimeout: number; checkpointEvery?: number; checkpointPublish?: string[]; audit?: string }): Promise<void> {
+export async function runServe(args: ServeConfig): Promise<void> {
   const { startServer } = await import('../server/app.js');
-  const srv = await startServer({ dataDir: args.data, port: args.port, host: args.host, tlsCert: args.tlsCert, tlsKey: args.tlsKey, hookTimeoutMs: args.hookTimeout * 1000, checkpointEverySeconds: args.checkpointEvery, checkpointPublish: args.checkpointPublish, auditUrl: auditUrlOf(args.audit) });
+  const { createLogger } = await import('../log.js');
+  const logger = createLogger();
+  const srv = await startServer({
+    dataDir: args.data, port: args.port, host: args.host, tlsCert: args.tlsCert, tlsKey: args.tlsKey, hookTimeoutMs: args.hookTimeout * 1000,
+    logger, metricsPort: args.metricsPort, metricsHost: args.metricsHost,
+    checkpointEverySeconds: args.checkpointEvery, checkpointPublish: args.checkpointPublish, auditUrl: auditUrlOf(args.audit),
+  });
   const say = (l: string) => process.stdout.write(l + '\n');
   say(`patchgate: serving ${resolve(args.data, 'repos')} at ${srv.url} (audit log ${describeAudit(parseAuditUrl(auditUrlOf(args.audit), args.data))})`);
+  logger.info({ event: 'start', url: srv.url, data: resolve(args.data), metricsPort: srv.metricsPort, sources: args.sources }, 'serving');
+  if (srv.metricsPort !== null) say(`patchgate: metrics (no token) at http://${args.metricsHost}:${srv.metricsPort}/metrics`);
   if (srv.adminTokenFile) {
     // The secret itself never goes to the output: logs are kept and read more widely than the data folder.
     say(`patchgate: first start: an admin token was created and written to ${srv.adminTokenFile} (mode 0600).`);
@@ -90,21 +105,36 @@ export function runTokenCreate(args: { data: string; name: string; role: Role; r
 }
 
 export function runTokenList(args: { data: string; json: boolean }): string[] {
-  return withStore(args.data, (s) => new TokenStore(s).list().map((t) => (args.json ? JSON.stringify(t) : `${t.name}\t${t.role}\t${t.repos}\t${t.status}\tcreated ${t.created}${t.expires ? `\texpires ${t.expires}` : ''}`)));
+  return withStore(args.data, (s) => new TokenStore(s).list().map((t) => (args.json ? JSON.stringify(t) : `${t.name}\t${t.role}\t${t.repos}\t${t.status}\tcreated ${t.created}${t.expires ? `\texpires ${t.expires}` : ''}`)), true);
 }
 
 export function runTokenRevoke(args: { data: string; name: string }): string[] {
   return withStore(args.data, (s) => {
     new TokenStore(s).revoke(args.name, { actor: 'cli' });
     return [`token ${args.name} revoked`];
+  }, true);
+}
+
+/** A short object id, or `none` for an absent or all-zero id (a created or deleted ref). */
+function idOrNone(id: string | null | undefined, none: string): string {
+  return !id || /^0+$/.test(id) ? none : id.slice(0, 12);
+}
+
+/** A rule's details as `key=value` pairs, each value cut on its own (never JSON cut mid-string). */
+function detailsText(details: unknown): string {
+  if (!details || typeof details !== 'object') return '';
+  const parts = Object.entries(details as Record<string, unknown>).map(([k, v]) => {
+    const text = typeof v === 'string' ? v : JSON.stringify(v) ?? String(v);
+    return `${k}=${text.length > 60 ? `${text.slice(0, 57)}...` : text}`;
   });
+  return parts.length ? `  ${parts.join(' ')}` : '';
 }
 
 function textRow(r: AuditRow): string {
   const parts = [`#${r.id}`, r.time, r.kind];
   if (r.repo) parts.push(r.repo);
   if (r.actor) parts.push(r.actor + (r.role ? `(${r.role})` : ''));
-  if (r.ref) parts.push(`${r.ref} ${r.old?.slice(0, 12)}..${r.new?.slice(0, 12)}`);
+  if (r.ref) parts.push(`${r.ref} ${idOrNone(r.old, '(new)')}..${idOrNone(r.new, '(delete)')}`);
   if (r.verdict) parts.push(r.verdict.toUpperCase());
   if (r.decision) parts.push(`row=${r.decision}`);
   if (r.moved !== null && r.kind === 'ref') parts.push(r.moved ? 'moved' : 'not moved');
@@ -117,7 +147,12 @@ function textRow(r: AuditRow): string {
 export async function runAudit(args: { data: string; json: boolean; audit?: string } & QueryOptions): Promise<string[]> {
   const q: QueryOptions = {};
   for (const k of ['repo', 'actor', 'verdict', 'since', 'until', 'kind', 'limit'] as const) if (args[k] !== undefined) (q as Record<string, unknown>)[k] = args[k];
-  return withSink(args, async (s) => (await s.query(q)).map((r) => (args.json ? JSON.stringify(compactRow(r)) : textRow(r))));
+  return withSink(args, async (s) => {
+    const rows = (await s.query(q)).map((r) => (args.json ? JSON.stringify(compactRow(r)) : textRow(r)));
+    // Said where a person reads it; --json stays one object per line.
+    if (!args.json) rows.push(`(${rows.length} row(s)${args.kind === undefined ? '; confirm rows are hidden, --kind confirm shows them' : ''}; audit show ID for a push's trace)`);
+    return rows;
+  }, true);
 }
 
 /** The trace of every rule checked for one push (by push id) or one row (by number). */
@@ -139,20 +174,21 @@ export async function runAuditShow(args: { data: string; id: string; json: boole
       out.push(`  ${textRow(ref)}`);
       const rules = (ref.rules ?? []) as Array<{ rule: string; status: string; ms: number; findings: Array<{ message: string }>; remediation?: string; details?: unknown }>;
       for (const r of rules) {
-        out.push(`    ${r.rule.padEnd(12)} ${r.status.padEnd(8)} ${String(r.ms).padStart(5)} ms  ${r.findings.length} finding(s)${r.details ? `  ${JSON.stringify(r.details).slice(0, 200)}` : ''}`);
-        for (const f of r.findings.slice(0, 20)) out.push(`      - ${f.message}`);
+        out.push(`    ${r.rule.padEnd(12)} ${r.status.padEnd(8)} ${String(r.ms ?? 0).padStart(5)} ms  ${(r.findings ?? []).length} finding(s)${detailsText(r.details)}`);
+        for (const f of (r.findings ?? []).slice(0, 20)) out.push(`      - ${f.message}`);
         if (r.remediation) out.push(`      fix: ${r.remediation}`);
       }
     }
     for (const c of trace.confirms) out.push(`  ${textRow(c)}`);
     return out;
-  });
+  }, true);
 }
 
 export async function runAuditVerify(args: { data: string; audit?: string }): Promise<{ lines: string[]; ok: boolean }> {
   return withSink(args, async (s) => {
     const v = await s.verify();
     if (v.ok) return { ok: true, lines: [`ok: ${v.rows} row(s), hash chain intact`] };
-    return { ok: false, lines: [`TAMPERED: first bad row ${v.firstBadId} of ${v.rows}: ${v.reason}`] };
-  });
+    // firstBadId is a row id; after a deletion it can be above the number of rows left.
+    return { ok: false, lines: [`TAMPERED: first bad row ${v.firstBadId} (a row id; ${v.rows} row(s) present): ${v.reason}`] };
+  }, true);
 }

@@ -22,11 +22,14 @@ export async function runCheck(args: CheckArgs, cache?: Map<string, unknown>): P
   try {
     let base: string;
     let head: string;
+    let which = '--base';
     try {
       base = await git.resolveCommit(args.base);
+      which = '--head';
       head = await git.resolveCommit(args.head);
     } catch (err) {
-      const d = errorDecision({ ref: args.ref ?? 'HEAD', oldId: ZERO, newId: ZERO }, new Error(`cannot resolve revisions: ${errorMessage(err)}`, { cause: err }), Date.now());
+      const rev = which === '--base' ? args.base : args.head;
+      const d = errorDecision({ ref: args.ref ?? 'HEAD', oldId: ZERO, newId: ZERO }, new Error(`unknown revision ${JSON.stringify(rev)} (${which}) in ${args.repo}: ${errorMessage(err).split(': ').at(-1)}`, { cause: err }), Date.now());
       return { ...d, remediation: 'pass --base and --head revisions that exist in the repository (git fetch the trusted branch first)' };
     }
     // With --ref, judge it as the move base -> head; without, the work starts at the merge-base.

@@ -14,7 +14,10 @@ import { Git as GitServer } from 'node-git-server';
 import { AuditStore, newPushId, type QueryOptions } from '../audit/store.js';
 import { TokenStore, allowsRepo, type AuthenticatedToken } from '../audit/tokens.js';
 import { ConfigError, errorMessage, StartupError, UsageError } from '../errors.js';
-import { FailureLimiter, parseBasic, DEFAULT_LIMITER, type LimiterOptions } from './auth.js';
+import { FailureLimiter, parseCredentials, DEFAULT_LIMITER, type LimiterOptions } from './auth.js';
+import { silentLogger, type Logger } from '../log.js';
+import { createMetrics, observeAudit, type GateMetrics } from './metrics.js';
+import { noteRequest, observeRequest, sendMetrics, startMetricsListener } from './observe-http.js';
 import { HookService } from './hook-service.js';
 import { ContentCache, PersistentCache } from '../cache/content-cache.js';
 import { checkHooks, ensureRepoConfig, listRepos, normalizeRepoName, reposDir, resolveRepo, createRepo } from './repos.js';
@@ -48,6 +51,13 @@ export interface ServerOptions {
   /** Seconds between signed audit checkpoints (0: off; default 3600) and where they are published (src/audit/checkpoint-publish.ts). */
   checkpointEverySeconds?: number;
   checkpointPublish?: string[];
+  /** Structured log (one line per request and per push decision); default: silent. */
+  logger?: Logger;
+  /** The prom-client registry and metrics (default: a new one); GET /metrics with an admin token. */
+  metrics?: GateMetrics;
+  /** Also serve GET /metrics without a token on this port, bound to metricsHost (default 127.0.0.1). */
+  metricsPort?: number;
+  metricsHost?: string;
 }
 
 export interface RunningServer {
@@ -59,6 +69,9 @@ export interface RunningServer {
   sink: AuditSink;
   tokens: TokenStore;
   hooks: HookService;
+  metrics: GateMetrics;
+  /** The port of the separate metrics listener, when one was asked for. */
+  metricsPort: number | null;
   /** A one-time admin secret when this start created the first token (never printed). */
   firstAdminSecret: string | null;
   /** Where that secret was written (`<data>/admin-token`, mode 0600), or null. */
@@ -73,7 +86,9 @@ type Identity = AuthenticatedToken & { remoteAddr: string; userAgent: string | n
 const GIT_ROUTE = /^\/([^/]+)\.git\/(info\/refs|HEAD|git-upload-pack|git-receive-pack)$/;
 
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
-  const log = opts.log ?? ((l: string) => process.stderr.write(l + '\n'));
+  const logger = opts.logger ?? silentLogger();
+  const log = opts.log ?? (opts.logger ? (l: string) => logger.warn(l) : (l: string) => void process.stderr.write(l + '\n'));
+  const metrics = opts.metrics ?? createMetrics();
   // --- config
   const dataDir = resolve(opts.dataDir);
   if (!Number.isInteger(opts.port) || opts.port < 0 || opts.port > 65535) throw new ConfigError('--port', `not a port number: ${opts.port}`);
@@ -104,6 +119,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const dbPath = join(dataDir, 'patchgate.db');
     const audit = AuditStore.open(dbPath);
     undo.push(() => audit.close());
+    observeAudit(audit, metrics, logger);
     const dbIdentity = fileIdentity(dbPath);
     const tokens = new TokenStore(audit);
     // Unreachable PostgreSQL at start: the server does not start (it could only refuse every push).
@@ -127,7 +143,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const disk = new PersistentCache(join(dataDir, 'cache.db'));
     undo.push(() => disk.close());
     const cache = new ContentCache(disk);
-    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge, dataDir, upstreamFreshMs: opts.upstreamFreshMs });
+    metrics.watchCache(cache);
+    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge, dataDir, upstreamFreshMs: opts.upstreamFreshMs, onTimeout: () => metrics.hookTimeouts.inc() });
     undo.push(() => hooks.stop());
     await hooks.start();
     for (const name of listRepos(dataDir)) {
@@ -199,7 +216,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         send(res, 429, 'patchgate: too many failed logins from this address; wait and retry', { 'Retry-After': '600' });
         return null;
       }
-      const creds = parseBasic(req.headers.authorization);
+      const creds = parseCredentials(req.headers.authorization);
       if (!creds) {
         // git sends credentials only after a 401 challenge; a missing header is not a failure yet.
         send(res, 401, 'patchgate: authentication required (HTTP Basic, token as password)', { 'WWW-Authenticate': 'Basic realm="patchgate"' });
@@ -214,6 +231,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         return null;
       }
       limiter.succeed(addr);
+      noteRequest(req, { actor: token.name });
       return token;
     };
 
@@ -228,13 +246,16 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           if (v !== null) q[k] = v;
         }
         const limit = url.searchParams.get('limit');
-        if (limit !== null) q.limit = Number(limit);
+        if (limit !== null) {
+          if (!/^\d{1,7}$/.test(limit)) return send(res, 400, `patchgate: query parameter limit: must be an integer from 1 to 1000000 (got ${JSON.stringify(limit.slice(0, 40))})`);
+          q.limit = Number(limit);
+        }
         try {
           const rows = await sink.query(q);
           res.writeHead(200, { 'Content-Type': 'application/x-ndjson' });
           res.end(rows.map((r) => JSON.stringify(r) + '\n').join(''));
         } catch (err) {
-          if (err instanceof UsageError) return send(res, 400, `patchgate: ${err.message}`);
+          if (err instanceof UsageError) return send(res, 400, `patchgate: ${err.message.replace(/--([a-z-]+)/g, 'query parameter $1')}`);
           throw err;
         }
         return;
@@ -243,11 +264,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         if (token.role !== 'admin') return send(res, 403, 'patchgate: only admin tokens manage repositories');
         const name = url.searchParams.get('name') ?? '';
         try {
-          const dir = await createRepo(dataDir, name);
-          await sink.appendAdmin({ actor: token.name, action: 'repo.create', subject: normalizeRepoName(name), detail: { via: 'api' } });
-          return send(res, 201, `created ${dir}`);
+          await createRepo(dataDir, name);
+          const repoName = normalizeRepoName(name);
+          await sink.appendAdmin({ actor: token.name, action: 'repo.create', subject: repoName, detail: { via: 'api' } });
+          // The server's own paths stay on the server: the answer names the repository and its URL path.
+          return send(res, 201, `created repository ${repoName} (/${repoName}.git)`);
         } catch (err) {
-          if (err instanceof UsageError) return send(res, 400, `patchgate: ${err.message}`);
+          if (err instanceof UsageError) return send(res, 400, `patchgate: query parameter name: ${err.message.split(dataDir).join('<data>')}`);
           throw err;
         }
       }
@@ -266,6 +289,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       } catch {
         return send(res, 400, 'patchgate: bad repository name');
       }
+      noteRequest(req, { repo: name });
       const token = await authenticate(req, res, name);
       if (!token) return;
       if (!allowsRepo(token, name)) {
@@ -303,6 +327,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     };
 
     const onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+      observeRequest(req, res, logger, metrics);
       const isGit = GIT_ROUTE.test((req.url ?? '/').split('?')[0]!);
       guardRequest(req, res, front, isGit ? limits.requestTimeoutMs : limits.otherTimeoutMs);
       void (async () => {
@@ -312,6 +337,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           return send(res, down.length ? 503 : 200, down.length ? `down: ${down.join('; ')}` : 'ok');
         }
         if (draining) return send(res, 503, 'patchgate: shutting down; retry shortly', { Connection: 'close' });
+        if (url.pathname === '/metrics' && req.method === 'GET') {
+          const token = await authenticate(req, res, null);
+          if (!token) return;
+          if (token.role !== 'admin') return send(res, 403, 'patchgate: only admin tokens read /metrics (or scrape the --metrics-port listener)');
+          return sendMetrics(res, metrics);
+        }
         if (url.pathname.startsWith('/api/')) return handleApi(req, res, url);
         const m = GIT_ROUTE.exec(url.pathname);
         if (m) return handleGit(req, res, url, m);
@@ -355,6 +386,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       adminTokenFile = writeAdminToken(dataDir, firstAdminSecret, () => tokens.revoke('admin', { actor: 'serve (first start)' }));
     }
     const port = (server.address() as { port: number }).port;
+    let metricsPort: number | null = null;
+    let closeMetrics: (() => Promise<void>) | null = null;
+    if (opts.metricsPort !== undefined) {
+      const m = await startMetricsListener(opts.metricsHost ?? '127.0.0.1', opts.metricsPort, metrics, logger);
+      undo.push(() => m.close());
+      metricsPort = m.port;
+      closeMetrics = () => m.close();
+    }
     const url = `${opts.tlsCert ? 'https' : 'http'}://${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${port}`;
 
     // --- shutdown: refuse new work, let in-flight pushes finish, then close
@@ -367,6 +406,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       }
       server.closeAllConnections?.();
       checkpoints.stop();
+      await closeMetrics?.();
       await hooks.stop();
       if (sink !== audit) await sink.close();
       audit.close();
@@ -374,6 +414,6 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       lock.release();
     };
 
-    return { url, port, audit, sink, tokens, hooks, firstAdminSecret, adminTokenFile, close };
+    return { url, port, audit, sink, tokens, hooks, metrics, metricsPort, firstAdminSecret, adminTokenFile, close };
   }
 }

@@ -58,3 +58,14 @@ export class FailureLimiter {
     this.failures.delete(addr);
   }
 }
+
+/**
+ * The token from an `Authorization` header: HTTP Basic (any user name, the token as password,
+ * what git sends) or `Bearer TOKEN` (what API clients send; its user is reported as `bearer`).
+ */
+export function parseCredentials(header: string | undefined): BasicCredentials | null {
+  if (!header) return null;
+  const bearer = /^Bearer\s+([\x21-\x7e]+)\s*$/i.exec(header);
+  if (bearer) return { user: 'bearer', secret: bearer[1]! };
+  return parseBasic(header);
+}

@@ -92,6 +92,8 @@ export interface HookServiceOptions {
   dataDir?: string;
   /** An upstream fetch younger than this is reused by the next push (default FRESH_MS). */
   upstreamFreshMs?: number;
+  /** Called when a push passes the time limit (for the hook-timeout metric). */
+  onTimeout?: () => void;
 }
 
 export interface HookRequest {
@@ -503,6 +505,7 @@ export class HookService {
     const timeout = new Promise<RefDecision[]>((resolve) => {
       timer = setTimeout(() => {
         const parsing = parsePool.pathsOf(cancel.signal);
+        this.opts.onTimeout?.();
         cancel.abort(new Error(`the hook time limit of ${limitMs} ms passed`));
         resolve(updates.map((u) => timedOut(u, limitMs, parsing, s.timeoutMessage)));
       }, limitMs);

@@ -1,0 +1,88 @@
+// Prometheus metrics for the gate (prom-client): pushes by verdict and rule, judge time,
+// hook timeouts, audit write failures, cache hits, HTTP requests. One Registry per server,
+// made by createMetrics(), so `patchgate serve` and a `patchgate daemon` can each expose the
+// same names. observeAudit() counts pushes where they become audit rows, so the counters
+// equal the audit log's counts by construction (a failed write counts as a failure, not a push).
+
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { AuditStore, RecordPushInput } from '../audit/store.js';
+import type { Logger } from '../log.js';
+
+export interface GateMetrics {
+  registry: Registry;
+  /** Push rows written to the audit log, by verdict and the rule that decided (`none` on accept). */
+  pushes: Counter<'verdict' | 'rule'>;
+  /** Seconds the policy took per push (the audit row's `timings.total`). */
+  judgeSeconds: Histogram<string>;
+  hookTimeouts: Counter<string>;
+  auditWriteFailures: Counter<string>;
+  /** HTTP requests answered, by route kind and status code. */
+  requests: Counter<'route' | 'code'>;
+  /** Attach a cache whose `hits`/`misses` fields are read at every scrape. */
+  watchCache(cache: { hits: number; misses: number }): void;
+}
+
+export interface MetricsOptions {
+  /** Also collect Node's process metrics (default true). */
+  defaults?: boolean;
+  /** Metric name prefix (default `patchgate_`). */
+  prefix?: string;
+}
+
+export function createMetrics(opts: MetricsOptions = {}): GateMetrics {
+  const registry = new Registry();
+  const p = opts.prefix ?? 'patchgate_';
+  if (opts.defaults !== false) collectDefaultMetrics({ register: registry, prefix: p });
+  const caches: Array<{ hits: number; misses: number }> = [];
+  const sum = (k: 'hits' | 'misses') => caches.reduce((n, c) => n + c[k], 0);
+  const registers = [registry];
+  const metrics: GateMetrics = {
+    registry,
+    pushes: new Counter({ name: `${p}pushes_total`, help: 'Pushes judged and written to the audit log, by verdict and deciding rule', labelNames: ['verdict', 'rule'] as const, registers }),
+    judgeSeconds: new Histogram({ name: `${p}judge_seconds`, help: 'Time the policy took per push', buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers }),
+    hookTimeouts: new Counter({ name: `${p}hook_timeouts_total`, help: 'Pushes refused because the policy passed the hook time limit', registers }),
+    auditWriteFailures: new Counter({ name: `${p}audit_write_failures_total`, help: 'Push decisions the audit log could not record (each such push was refused)', registers }),
+    requests: new Counter({ name: `${p}http_requests_total`, help: 'HTTP requests answered', labelNames: ['route', 'code'] as const, registers }),
+    watchCache: (c) => void caches.push(c),
+  };
+  new Counter({ name: `${p}cache_hits_total`, help: 'Content cache lookups answered from memory or disk', registers, collect() { this.reset(); this.inc(sum('hits')); } });
+  new Counter({ name: `${p}cache_misses_total`, help: 'Content cache lookups that had to be computed', registers, collect() { this.reset(); this.inc(sum('misses')); } });
+  return metrics;
+}
+
+/** The rule that decided a push: the first failing rule of its first refused ref, `error` for a gate error, `none` on accept. */
+export function decidingRule(record: RecordPushInput): string {
+  if (record.verdict === 'accept') return 'none';
+  for (const ref of record.refs) {
+    if (ref.verdict === 'accept') continue;
+    const failing = (ref.rules as Array<{ rule?: unknown; status?: unknown }>).find((r) => r && r.status === 'fail');
+    if (ref.decision === 'gate-error' || !failing) return 'error';
+    return String(failing.rule);
+  }
+  return 'error';
+}
+
+/**
+ * Count and log every push decision where it becomes an audit row: wraps this store's
+ * recordPush (the one call every push verdict goes through). One log line per decision.
+ */
+export function observeAudit(audit: AuditStore, metrics: GateMetrics, log: Logger): void {
+  const record = audit.recordPush.bind(audit);
+  audit.recordPush = (input: RecordPushInput) => {
+    const rule = decidingRule(input);
+    const ms = Number((input.timings as Record<string, number> | undefined)?.total ?? 0);
+    const fields = { event: 'push', pushId: input.pushId, repo: input.repo, actor: input.actor, role: input.role, verdict: input.verdict, rule, ms, refs: input.refs.length };
+    let out: ReturnType<AuditStore['recordPush']>;
+    try {
+      out = record(input);
+    } catch (err) {
+      metrics.auditWriteFailures.inc();
+      log.error({ ...fields, verdict: 'reject', auditWrite: 'failed', err: { message: (err as Error).message } }, 'push refused: the audit log could not record its decision');
+      throw err;
+    }
+    metrics.pushes.inc({ verdict: input.verdict, rule });
+    metrics.judgeSeconds.observe(ms / 1000);
+    log.info(fields, `push ${input.verdict}`);
+    return out;
+  };
+}
