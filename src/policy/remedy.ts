@@ -50,3 +50,16 @@ export function noTrustedBranch(branch: string, mode: 'push' | 'check'): string 
     mode === 'push' ? 'then push again exactly as you did; the gate will judge your commits against it' : 'then re-run the check',
   ].join('\n');
 }
+
+/**
+ * The new commits do not grow from anything the agent is known to have (a root commit on a
+ * new branch while the trusted branch exists): the fix starts from the trusted branch, which
+ * the agent fetches first. The fetch is the one step that must name the remote.
+ */
+export function unrelatedStart(ctx: RuleContext): boolean {
+  return isZeroId(ctx.update.oldId) && !!ctx.trustedTip && ctx.newCommits.length > 0 && ctx.newCommits[0]!.parents.length === 0;
+}
+
+export function fetchTrusted(ctx: RuleContext): string {
+  return `your commits do not start from the trusted branch ${ctx.policy.trustedBranch}; fetch it first, from the same remote name or URL you pushed to: git fetch <the same remote or URL> ${shq(`refs/heads/${ctx.policy.trustedBranch}`)}`;
+}
