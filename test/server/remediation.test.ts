@@ -96,7 +96,7 @@ async function setup(t: T, extra: Record<string, string> = {}) {
 }
 
 /** Push, expect a refusal with `row`, run every printed command, push again: accepted. */
-async function refuseThenFix(t: T, a: Agent, secret: string, row: RegExp, opts: { fetch?: boolean; force?: boolean } = {}): Promise<string[]> {
+async function refuseThenFix(t: T, a: Agent, secret: string, row: RegExp, opts: { fetch?: boolean; force?: boolean; fix?: () => Promise<void> } = {}): Promise<string[]> {
   const first = await a.push(opts.force);
   t.not(first.code, 0, 'the first push is refused');
   const lines = remoteLines(first.stderr);
@@ -117,6 +117,8 @@ async function refuseThenFix(t: T, a: Agent, secret: string, row: RegExp, opts: 
     const r = await sh(a.dir, c);
     t.equal(r.code, 0, `as printed: ${c}${r.code ? `\n${r.out}` : ''}`);
   }
+  // What no command can do for the agent (restore a signature, fix a syntax error): it edits.
+  if (opts.fix) await opts.fix();
   t.match(lines.join('\n'), /push again exactly as you did/, 'says how to push again');
   const again = await a.push();
   t.equal(again.code, 0, 'the push after the fix is accepted', { lines: remoteLines(again.stderr) });
@@ -227,4 +229,25 @@ t.test('the trusted branch does not exist yet: a person pushes it first, then th
   t.match(tree.stdout, /src\/notes.txt/, 'the agent\'s work is kept');
   t.match(tree.stdout, /README.md/, 'on top of the trusted branch');
   t.notMatch(tree.stdout, /setup.cfg/, 'without its protected files');
+});
+
+t.test('a moved contract shows its rows, and the printed compare command runs (contract)', async (t) => {
+  const { gate, agent } = await setup(t);
+  const a = await agentClone(t, gate, agent, 'url');
+  await a.commit('api', { 'src/app.py': 'def add(a, b, c):\n    return a + b + c\n' });
+  const lines = await refuseThenFix(t, a, agent, /decision: contract digest changed, no allow-file row/, {
+    fix: () => a.commit('keep the signature', { 'src/app.py': 'def add(a, b):\n    return a + b + 0\n' }),
+  });
+  t.match(lines.join('\n'), /\[contract\] ~ src\/app.py::def add\(a, b\)\s+=>\s+src\/app.py::def add\(a, b, c\)/, 'the changed row is shown');
+  t.match(lines.join('\n'), /\$ git diff [0-9a-f]{40} HEAD -- ':\(literal\)src\/app.py'/);
+});
+
+t.test('a syntax error has its own row, not "contract digest changed" (contract)', async (t) => {
+  const { gate, agent } = await setup(t);
+  const a = await agentClone(t, gate, agent, 'name');
+  await a.commit('oops', { 'src/app.py': 'def add(a, b:\n    return a + b\n' });
+  const lines = await refuseThenFix(t, a, agent, /decision: contract source does not parse/, {
+    fix: () => a.commit('fix', { 'src/app.py': 'def add(a, b):\n    return b + a\n' }),
+  });
+  t.notMatch(lines.join('\n'), /contract digest changed/);
 });

@@ -87,7 +87,9 @@ export const contract: Rule = {
     const failed = findings.find((x) => x.messageId === 'parseFailed');
     if (failed) return `simplify ${failed.path} (for example less deeply nested code) and commit\n${again}`;
     const syntax = findings.find((x) => x.messageId === 'parseError');
-    if (syntax) return `fix the syntax error in ${syntax.path} line ${syntax.data.line} (see it with: git show HEAD:${shq(syntax.path ?? '')}) and commit\n${again}`;
+    if (syntax) {
+      return [`fix the syntax error in ${syntax.path} line ${syntax.data.line} and commit; the file as pushed:`, `${RUN}git show ${shq(`${syntax.commit ?? 'HEAD'}:${syntax.path ?? ''}`)}`, again].join('\n');
+    }
     const files = [...new Set(findings.map((f) => f.path).filter((p): p is string => !!p))];
     const base = ctx.trustedTip ? short(ctx.trustedTip) : 'the trusted branch';
     const spec = files.map((f) => shq(`:(literal)${f}`)).join(' ');
