@@ -85,6 +85,8 @@ export interface Reason {
   commit?: string;
   ref?: string;
   messageId?: string;
+  /** The decision-table row this finding fires. */
+  row?: string;
 }
 
 export interface RefDecision {
