@@ -14,6 +14,13 @@ export const DECISION_TABLE: readonly TableRow[] = [
   { id: 'push-too-large', observation: 'push over a size limit (objects, bytes, one blob)', result: 'fail', action: 'shrink or split the push; large files stay out of the repository' },
   { id: 'ref-not-allowed', observation: 'agent ref update not allowed (trusted branch, tag, delete, force)', result: 'fail', action: 'push a fast-forward to an agent branch' },
   { id: 'test-tree-write', observation: 'tests/ in the agent diff', result: 'fail', action: 'strip test edits; re-run' },
+  // --- issue 11: rows of a run the gate cannot vouch for, and of the src tamper scan (one block).
+  { id: 'src-tamper', observation: 'src/ code reaches into the test runner, its environment or process exit', result: 'fail', action: 'remove the construct named; fix the code, not the oracle' },
+  { id: 'report-forged', observation: "runner report disagrees with the gate's own stream or exit status, or no stream", result: 'fail', action: 'reject patch; the run is not evidence' },
+  { id: 'tree-tampered', observation: 'test tree or fixtures changed during the run', result: 'fail', action: 'reject patch; code under test may not touch the oracle' },
+  { id: 'order-dependent', observation: 'a test changed outcome between runs (shuffled order)', result: 'fail', action: 'remove state carried between tests; do not freeze' },
+  { id: 'holdout-red', observation: 'a held-out test failed', result: 'fail', action: 'reject patch; fix the bug for every input' },
+  // --- end of issue 11 rows
   { id: 'contract-red', observation: 'contract digest unchanged, properties red', result: 'fail', action: 'reject patch; do not freeze' },
   { id: 'contract-moved', observation: 'contract digest changed, no allow-file row', result: 'fail', action: 'human updates allow file and properties' },
   { id: 'fixture-drift', observation: 'fixture bytes ≠ lock', result: 'fail', action: 'human regenerates lock or rejects' },
@@ -32,6 +39,7 @@ export const RULE_ROW: Record<string, string> = {
   contract: 'contract-moved',
   fixtures: 'fixture-drift',
   ledger: 'ledger-invalid',
+  'tamper-scan': 'src-tamper',
 };
 
 export function tableRow(id: string): TableRow {
