@@ -77,7 +77,7 @@ export async function attachChannel(argv: string[], o: AttachOptions): Promise<A
     const rest = argv.slice(1);
     const reporters = rest.filter((a) => a === '--test-reporter' || a.startsWith('--test-reporter=')).length;
     const dests = rest.filter((a) => a === '--test-reporter-destination' || a.startsWith('--test-reporter-destination=')).length;
-    const extra = [`--test-reporter=${reporter}`, `--test-reporter-destination=/dev/fd/${CHANNEL_FD}`];
+    const extra = [`--test-reporter=${reporter}`, `--test-reporter-destination=/dev/null`];
     const tail: string[] = [];
     // node pairs reporters with destinations by position: ours first, the project's after.
     if (reporters === 0) tail.push('--test-reporter=tap', '--test-reporter-destination=stdout');

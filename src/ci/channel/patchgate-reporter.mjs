@@ -1,9 +1,24 @@
 // patchgate's node:test reporter. patchgate ci adds it with --test-reporter from a folder
-// outside the work tree, its destination a pipe the gate reads: each test's path of names
-// and outcome, then an end record. The gate cross-checks it against the TAP/JUnit report.
+// outside the work tree; it writes to fd 3, a socket the gate owns (its destination is
+// /dev/null): each test's path of names and outcome, then an end record. The gate
+// cross-checks the stream against the TAP/JUnit report.
+import { writeSync } from 'node:fs';
+
+function send(rec) {
+  const buf = Buffer.from(JSON.stringify(rec) + '\n');
+  let off = 0;
+  while (off < buf.length) {
+    try {
+      off += writeSync(3, buf, off);
+    } catch (e) {
+      if (e.code !== 'EAGAIN') throw e;
+    }
+  }
+}
+
 export default async function* patchgateReporter(source) {
   const stacks = new Map();
-  yield JSON.stringify({ t: 'start' }) + '\n';
+  send({ t: 'start' });
   for await (const e of source) {
     const d = e.data ?? {};
     if (e.type === 'test:start') {
@@ -16,8 +31,9 @@ export default async function* patchgateReporter(source) {
       const path = [...s.slice(0, d.nesting), d.name];
       const skipped = (d.skip !== undefined && d.skip !== false) || (d.todo !== undefined && d.todo !== false);
       const status = skipped ? 'skipped' : e.type === 'test:fail' ? 'failed' : 'passed';
-      yield JSON.stringify({ t: 'test', path, file: d.file ?? null, nesting: d.nesting, status }) + '\n';
+      send({ t: 'test', path, file: d.file ?? null, nesting: d.nesting, status });
     }
   }
-  yield JSON.stringify({ t: 'end' }) + '\n';
+  send({ t: 'end' });
+  yield '';
 }
