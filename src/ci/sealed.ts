@@ -43,13 +43,14 @@ async function fingerprint(root: string, guarded: (p: string) => boolean): Promi
 }
 
 /** Write `rev` into `root`, make the guarded paths read-only, fingerprint them. */
-export async function sealTree(git: Git, rev: string, policy: Policy, root: string): Promise<Seal> {
+export async function sealTree(git: Git, rev: string, policy: Policy, root: string, afterExport?: () => Promise<void>): Promise<Seal> {
   await git.exportTree(rev, root);
+  if (afterExport) await afterExport();
   const lock = await readLock(git, rev, policy.fixtures.lock);
   const locked = new Set(lock ? [...lock.keys()] : []);
   const lockedDirs = [...locked].map((p) => p.slice(0, p.lastIndexOf('/') + 1)).filter(Boolean);
   const prot = protectedMatcher([...policy.protected, ...policy.oracleFiles]);
-  const guarded = (p: string): boolean => prot(p) || locked.has(p) || lockedDirs.some((d) => p.startsWith(d) || `${p}/` === d);
+  const guarded = (p: string): boolean => p === '.patchgate-holdout' || p.startsWith('.patchgate-holdout/') || prot(p) || locked.has(p) || lockedDirs.some((d) => p.startsWith(d) || `${p}/` === d);
   const paths = await walk(root);
   // Files first, then folders deepest first: a read-only folder would stop the files' chmod.
   for (const p of paths) if (guarded(p)) {

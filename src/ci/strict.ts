@@ -50,8 +50,8 @@ export function shuffleSeed(seed: number, run: number): number {
 export async function sealedRun(o: StrictOptions, rev: string, name: string, opt: { shuffle?: number; collectOnly?: boolean; quiet?: boolean; argv?: string[]; extraFiles?: string } = {}): Promise<SealedRun> {
   const root = join(o.tmp, name, 'tree');
   await mkdir(root, { recursive: true });
-  const seal = await sealTree(o.git, rev, o.policy, root);
-  if (opt.extraFiles) await cp(opt.extraFiles, join(root, '.patchgate-holdout'), { recursive: true });
+  const extra = opt.extraFiles;
+  const seal = await sealTree(o.git, rev, o.policy, root, extra ? () => cp(extra, join(root, '.patchgate-holdout'), { recursive: true }) : undefined);
   // Paths into the agent's checkout are paths into the sealed copy.
   const base = (opt.argv ?? withSeed(o.cmd, o.seed)).map((a) => a.split(o.repo + '/').join(root + '/'));
   const att = await attachChannel(base, { dir: join(o.tmp, name, 'plugin'), seed: o.seed, shuffle: opt.shuffle, plugins: o.policy.ci.pytestPlugins, haveReport: !!o.junit && !opt.argv, collectOnly: opt.collectOnly });
