@@ -134,8 +134,9 @@ export function buildCli(argv: string[]): Argv {
       .command('create <name>', 'create a bare repository with the gate hooks installed', (y2) => y2
         .positional('name', { type: 'string', demandOption: true })
         .option('data', dataOpt)
-        .option('trusted', { type: 'string', default: 'main', describe: 'the trusted branch (the repo\'s HEAD)' }),
-      (a) => guarded(async () => out(await (await admin()).runRepoCreate({ data: a.data, name: a.name, trusted: a.trusted }))))
+        .option('trusted', { type: 'string', default: 'main', describe: 'the trusted branch (the repo\'s HEAD)' })
+        .option('holdout-of', { type: 'string', describe: 'held-out tests of repository NAME: agent tokens can neither read nor list it' }),
+      (a) => guarded(async () => out(await (await admin()).runRepoCreate({ data: a.data, name: a.name, trusted: a.trusted, ...(a.holdoutOf ? { holdoutOf: a.holdoutOf } : {}) }))))
       .command('hooks <name>', 'reinstall patchgate\'s hooks in a repository', (y2) => y2
         .positional('name', { type: 'string', demandOption: true })
         .option('data', dataOpt),
