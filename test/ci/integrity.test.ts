@@ -124,3 +124,16 @@ t.test('node:test: process.exit(0) at import makes the tests vanish; no --baseli
   const ok = await ci({ repo: r.dir, seed: '3', report: join(d, 'r.json'), cmd: [NODE, '--test', 'tests/'] });
   exits(t, ok, 0);
 });
+
+t.test('a command patchgate cannot attach its reporter to is red, even when it exits 0 with a passing report: report-forged (no-stream)', async (t) => {
+  const r = TestRepo.init(t).at(T0);
+  r.commit('project', { 'src/calc.mjs': 'export const x = 1;\n', 'tests/x.test.mjs': "import test from 'node:test';\ntest('x', () => {});\n" });
+  r.checkout('agent', true).commit('agent', { 'src/calc.mjs': 'export const x = 1; // honest\n' });
+  const d = tempDir(t);
+  const tap = 'TAP version 13\nok 1 - x\n1..1\n';
+  const res = await ci({ repo: r.dir, seed: '3', report: join(d, 'r.json'), cmd: ['/bin/sh', '-c', `printf '${tap.replace(/\n/g, '\\n')}'`] });
+  exits(t, res, 1);
+  const rep = reportOf(d);
+  t.equal(rep.row, 'report-forged');
+  t.ok(rep.reasons.some((x) => x.kind === 'no-stream' && /neither pytest nor node/.test(x.message)));
+});
