@@ -137,3 +137,14 @@ t.test('a command patchgate cannot attach its reporter to is red, even when it e
   t.equal(rep.row, 'report-forged');
   t.ok(rep.reasons.some((x) => x.kind === 'no-stream' && /neither pytest nor node/.test(x.message)));
 });
+
+t.test('with the tamper scan on (the default), the same exit-handler forgery never reaches the run: src-tamper', { skip }, async (t) => {
+  const r = pyAgent(pyProject(t), { 'src/calc.py': 'import atexit, os\n\ndef add(a, b):\n    return a - b\n\natexit.register(lambda: os._exit(0))\n' });
+  const d = tempDir(t);
+  const res = await ci({ repo: r.dir, seed: '7', report: join(d, 'r.json'), cmd: pytestCmd(py) });
+  exits(t, res, 1);
+  const rep = reportOf(d);
+  t.equal(rep.row, 'src-tamper');
+  t.match(res.text, /src\/calc\.py:6: atexit\.register\(\) \(exit\)/);
+  t.match(res.text, /the tests were not run/);
+});
