@@ -73,8 +73,9 @@ export const tamperScan: Rule = {
           try {
             hits = lines.size === 0 ? [] : py ? await scanPython(text, ch.path, lines) : scanTypeScript(text, ch.path, lines);
           } catch (e) {
-            // Source that does not parse is the contract rule's refusal; this rule cannot judge it.
-            if (e instanceof ContractParseError) hits = [];
+            // Source that does not parse is the contract rule's refusal (same roots, same grammars).
+            // typescript-estree's syntax errors are TSError; the contract rule refuses that file with its line.
+            if (e instanceof ContractParseError || (e as Error)?.name === 'TSError') hits = [];
             else throw new Error(`${ch.path} could not be scanned: ${(e as Error).message}`, { cause: e });
           }
           memo.set(key, hits);
