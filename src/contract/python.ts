@@ -2329,3 +2329,11 @@ export function seedOrder(paths: string[]): string[] {
 export function seedDigest(rows: string[]): string {
   return createHash('sha256').update(rows.join('\n'), 'utf8').digest('hex');
 }
+
+/** A tree-sitter parse of Python source for other static readers (the tamper scan). */
+export async function pythonTree(text: string): Promise<Tree> {
+  await initPython();
+  const tree = requireParser().parse(text);
+  if (!tree) throw new Error('tree-sitter returned no tree');
+  return tree;
+}

@@ -33,6 +33,15 @@ export const DECISION_TABLE: readonly TableRow[] = [
   { id: 'odd-mode', observation: 'tree entry with mode digits git never writes', result: 'fail', action: 'commit the work again through git add; re-push', rule: 'write-block', findings: ['oddMode'] },
   { id: 'source-unparsable', observation: 'contract source does not parse', result: 'fail', action: 'fix the syntax error; re-push', rule: 'contract', findings: ['parseError'] },
   { id: 'source-too-large', observation: 'contract source too large or too slow to parse', result: 'fail', action: 'shrink or split the file; re-push', rule: 'contract', findings: ['tooLarge', 'parseFailed'] },
+  // --- issue 11: rows of a run the gate cannot vouch for, and of the src tamper scan (one block).
+  { id: 'src-tamper', observation: 'src/ code reaches into the test runner, its environment or process exit', result: 'fail', action: 'remove the construct named; fix the code, not the oracle', rule: 'tamper-scan' },
+  { id: 'report-forged', observation: "runner report disagrees with the gate's own stream or exit status, or no stream", result: 'fail', action: 'reject patch; the run is not evidence' },
+  { id: 'tree-tampered', observation: 'test tree or fixtures changed during the run', result: 'fail', action: 'reject patch; code under test may not touch the oracle' },
+  { id: 'order-dependent', observation: 'a test changed outcome between runs (shuffled order)', result: 'fail', action: 'remove state carried between tests; do not freeze' },
+  { id: 'holdout-red', observation: 'a held-out test failed', result: 'fail', action: 'reject patch; fix the bug for every input' },
+  { id: 'oracle-shrank', observation: 'a trusted test vanished, or became skipped or xfailed', result: 'fail', action: 'reject patch; the tests the trusted branch has must run and pass' },
+  { id: 'report-missing', observation: 'no usable test report (missing, stale, unreadable, incomplete or empty)', result: 'fail', action: 'run the command that writes the report; a run without one is not evidence' },
+  // --- end of issue 11 rows
   { id: 'contract-red', observation: 'contract digest unchanged, properties red', result: 'fail', action: 'reject patch; do not freeze' },
   { id: 'contract-moved', observation: 'contract digest changed, no allow-file row', result: 'fail', action: 'human updates allow file and properties', rule: 'contract' },
   { id: 'fixture-drift', observation: 'fixture bytes ≠ lock', result: 'fail', action: 'human regenerates lock or rejects', rule: 'fixtures' },
@@ -52,6 +61,7 @@ export const RULE_ROW: Record<string, string> = {
   contract: 'contract-moved',
   fixtures: 'fixture-drift',
   ledger: 'ledger-invalid',
+  'tamper-scan': 'src-tamper',
 };
 
 export function tableRow(id: string): TableRow {
