@@ -100,6 +100,8 @@ export function buildCli(argv: string[]): Argv {
       .option('report', { type: 'string', describe: 'write a JSON report here' })
       .option('baseline', { type: 'string', describe: 'test ids of the last green run of the base (JSON)' })
       .option('write-baseline', { type: 'string', describe: 'after a green run, write the executed test ids here' })
+      .option('holdout', { type: 'string', describe: 'a folder of held-out tests, run against the judged src/ after the visible suite' })
+      .option('runs', { type: 'number', describe: 'runs of the suite, later ones shuffled (default: policy ci.runs, 2)' })
       .option('data', { type: 'string', describe: 'also record the run in <data>/patchgate.db' })
       .option('today', { type: 'string', describe: 'YYYY-MM-DD for ledger expiry (default: today, UTC)' })
       .usage('$0 ci --base REV --head REV [options] -- CMD...\n\nCMD (after --) runs the tests; it prints TAP on stdout, or writes --junit F.')
@@ -107,7 +109,7 @@ export function buildCli(argv: string[]): Argv {
       .parserConfiguration({ 'populate--': true, 'parse-positional-numbers': false }),
     (a) => guarded(async () => (await ciCommand()).runCi({
       repo: resolve(a.repo), base: a.base, head: a.head, seed: a.seed, junit: a.junit, report: a.report,
-      baseline: a.baseline, writeBaseline: a.writeBaseline, data: a.data, today: a.today, cmd: afterDashes(a),
+      baseline: a.baseline, writeBaseline: a.writeBaseline, data: a.data, today: a.today, cmd: afterDashes(a), ...(a.holdout ? { holdout: a.holdout } : {}), ...(a.runs !== undefined ? { runs: a.runs } : {}),
     }, io)))
     .command('ledger', 'the flake ledger: `ledger check`, `ledger freeze`', (y) => y
       .command('check', 'validate the flake ledger; exit 1 when a row is invalid', (y2) => y2
@@ -160,10 +162,11 @@ export function buildCli(argv: string[]): Argv {
         .option('trusted', { type: 'string', default: 'main', describe: 'the trusted branch (the repo\'s HEAD)' })
         .option('upstream', { type: 'string', describe: 'the team\'s real remote (https URL, may carry user:token@); accepted pushes are forwarded there' })
         .option('upstream-credential-file', { type: 'string', describe: 'file whose first line is the upstream token (or user:token); stored mode 0600' })
-        .option('mode', { choices: ['enforce', 'evaluate'] as const, describe: 'evaluate: judge and audit, accept would-be refusals (default enforce)' }),
+        .option('mode', { choices: ['enforce', 'evaluate'] as const, describe: 'evaluate: judge and audit, accept would-be refusals (default enforce)' })
+        .option('holdout-of', { type: 'string', describe: 'held-out tests of repository NAME: agent tokens can neither read nor list it' }),
       (a) => guarded(async () => out(a.upstream !== undefined || a.mode !== undefined || a.upstreamCredentialFile !== undefined
         ? await (await upstream()).runRepoCreateUpstream({ data: a.data, name: a.name, trusted: a.trusted, upstream: a.upstream, credentialFile: a.upstreamCredentialFile, mode: a.mode })
-        : await (await admin()).runRepoCreate({ data: a.data, name: a.name, trusted: a.trusted }))))
+        : await (await admin()).runRepoCreate({ data: a.data, name: a.name, trusted: a.trusted, ...(a.holdoutOf ? { holdoutOf: a.holdoutOf } : {}) }))))
       .command('upstream <name> <url>', 'set the upstream remote (`none` removes it), then fetch its trusted branch', (y2) => y2
         .positional('name', { type: 'string', demandOption: true })
         .positional('url', { type: 'string', demandOption: true })

@@ -39,6 +39,8 @@ export interface CommandResult {
   /** Set when the command could not be started (not found, not executable). */
   spawnError?: string;
   stdout: string;
+  /** What the child wrote on fd 3 (with `channel`). */
+  channel?: string;
   ms: number;
 }
 
@@ -49,6 +51,10 @@ export interface RunOptions {
   onStderr?(line: string): void;
   /** Keep stdout (for a TAP report). */
   capture?: boolean;
+  /** Give the child a pipe on fd 3 (patchgate's reporter channel) and keep what it writes. */
+  channel?: boolean;
+  /** Use exactly `env`, not the gate's environment plus `env` (the sealed run). */
+  exactEnv?: boolean;
 }
 
 function lineSplitter(emit: ((line: string) => void) | undefined): { push(b: Buffer): void; end(): void } {
@@ -79,23 +85,27 @@ export function runCommand(argv: string[], opts: RunOptions): Promise<CommandRes
       resolve({ code: null, signal: null, spawnError: 'no command given', stdout: '', ms: 0 });
       return;
     }
-    const child = spawn(file, args, { cwd: opts.cwd, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'], shell: false });
+    const child = spawn(file, args, { cwd: opts.cwd, env: opts.exactEnv ? opts.env : { ...process.env, ...opts.env }, stdio: opts.channel ? ['ignore', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'], shell: false });
     const chunks: Buffer[] = [];
+    const chan: Buffer[] = [];
+    const fd3 = opts.channel ? (child.stdio[3] as NodeJS.ReadableStream | null) : null;
+    fd3?.on('data', (b: Buffer) => chan.push(b));
+    fd3?.on('error', () => {});
     const out = lineSplitter(opts.onStdout);
     const err = lineSplitter(opts.onStderr);
     let spawnError: string | undefined;
-    child.stdout.on('data', (b: Buffer) => {
+    child.stdout!.on('data', (b: Buffer) => {
       if (opts.capture) chunks.push(b);
       out.push(b);
     });
-    child.stderr.on('data', (b: Buffer) => err.push(b));
+    child.stderr!.on('data', (b: Buffer) => err.push(b));
     child.on('error', (e) => {
       spawnError = `cannot run ${file}: ${e.message}`;
     });
     child.on('close', (code, signal) => {
       out.end();
       err.end();
-      resolve({ code, signal, ...(spawnError ? { spawnError } : {}), stdout: Buffer.concat(chunks).toString('utf8'), ms: Date.now() - started });
+      resolve({ code, signal, ...(spawnError ? { spawnError } : {}), stdout: Buffer.concat(chunks).toString('utf8'), ...(opts.channel ? { channel: Buffer.concat(chan).toString('utf8') } : {}), ms: Date.now() - started });
     });
   });
 }

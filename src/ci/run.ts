@@ -4,7 +4,7 @@
 
 import { mkdtemp, readFile, rm, stat, writeFile, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { checkJson, runCheck } from '../commands/check.js';
 import { errorMessage, UsageError } from '../errors.js';
 import { fixtureDigest, readLock } from '../fixtures/lock.js';
@@ -18,6 +18,7 @@ import { applyLedger, loadLedgerAt, type LedgerApplication } from './apply-ledge
 import { compareBaseline, readBaseline, writeBaseline, type Baseline } from './baseline.js';
 import { parseSeed, randomSeed, runCommand, seedEnv, showArgv, withSeed } from './process.js';
 import { parseJUnitReport, parseTap, type ParsedReport, type TestResult } from './reports.js';
+import { checkStream, holdoutArgv, orderChanges, sealedRun, shuffleSeed, trustedIds, type SealedRun, type StrictFinding, type StrictOptions } from './strict.js';
 
 export interface CiOptions {
   repo: string;
@@ -31,6 +32,10 @@ export interface CiOptions {
   data?: string;
   cmd: string[];
   today?: string;
+  /** A folder of held-out tests (issue 11): run against the judged src/ after the visible suite. */
+  holdout?: string;
+  /** Runs of the suite (default: the policy's ci.runs); later runs are shuffled. */
+  runs?: number;
 }
 
 export interface CiIo {
@@ -41,7 +46,8 @@ export interface CiIo {
 export type ReasonKind =
   | 'check' | 'ledger-invalid' | 'failed' | 'new-seed' | 'expired' | 'fixture-mismatch'
   | 'no-report' | 'stale-report' | 'unreadable-report' | 'incomplete-report' | 'empty-report'
-  | 'seed-file' | 'command-failed' | 'vanished' | 'skipped' | 'error';
+  | 'seed-file' | 'command-failed' | 'vanished' | 'skipped' | 'error'
+  | StrictFinding['kind'];
 
 export interface CiReason {
   kind: ReasonKind;
@@ -198,7 +204,9 @@ export async function executeCi(args: CiOptions, io: CiIo): Promise<CiReport> {
       report.base = baseId;
       report.head = headId;
       const policy = await loadPolicy(git, baseId);
-      await assertWorkTree(git, headId);
+      const strict = policy.ci.integrity === 'strict';
+      // A sealed run reads the judged tree from git objects; only the old in-checkout run needs the checkout at head.
+      if (!strict) await assertWorkTree(git, headId);
 
       // 2. The ledger of the judged revision, revalidated, and the fixture digest it binds to.
       const ledger = await loadLedgerAt(git, headId, policy.ledger.path, policy.ledger.maxDays);
@@ -224,11 +232,22 @@ export async function executeCi(args: CiOptions, io: CiIo): Promise<CiReport> {
       junitPath = args.junit ? resolve(repo, args.junit) : null;
       // A report from an earlier run must never be read as this run's: remove it first.
       if (junitPath) await rm(junitPath, { force: true });
+      if (args.junit && isAbsolute(args.junit)) await rm(args.junit, { force: true });
       runArgv = withSeed(args.cmd, seed);
       report.results = null;
       const runStarted = Date.now();
-      io.out(`patchgate: running ${showArgv(runArgv)} (cwd ${repo}, PATCHGATE_SEED=${seed})`);
-      const res = await runCommand(runArgv, { cwd: repo, env: seedEnv(seed, seedFile), onStdout: io.out, onStderr: io.err, capture: !junitPath });
+      const so: StrictOptions = { git, policy, repo, cmd: args.cmd, seed, tmp, ...(args.junit ? { junit: args.junit } : {}), io };
+      let sealed: SealedRun | null = null;
+      let res;
+      if (strict) {
+        sealed = await sealedRun(so, headId, 'run1');
+        res = sealed.res;
+        runArgv = sealed.argv;
+        junitPath = sealed.junit;
+      } else {
+        io.out(`patchgate: running ${showArgv(runArgv)} (cwd ${repo}, PATCHGATE_SEED=${seed})`);
+        res = await runCommand(runArgv, { cwd: repo, env: seedEnv(seed, seedFile), onStdout: io.out, onStderr: io.err, capture: !junitPath });
+      }
       report.command = { argv: runArgv, exitCode: res.code, signal: res.signal, ms: res.ms };
       if (res.spawnError) {
         report.verdict = 'error';
@@ -243,27 +262,30 @@ export async function executeCi(args: CiOptions, io: CiIo): Promise<CiReport> {
       const exists = async (p: string): Promise<boolean> => (await git.pathId(headId, p))?.type === 'blob';
       if (junitPath) {
         const st = await stat(junitPath).catch(() => null);
-        if (!st) red(ctx, 'no-report', 'contract-red', `no JUnit report at ${junitPath}: the command did not write one, so nothing shows the tests passed`);
-        else if (st.mtimeMs < runStarted - 2000) red(ctx, 'stale-report', 'contract-red', `the JUnit report ${junitPath} is older than this run`);
+        if (!st) red(ctx, 'no-report', 'report-missing', `no JUnit report at ${junitPath}: the command did not write one, so nothing shows the tests passed`);
+        else if (st.mtimeMs < runStarted - 2000) red(ctx, 'stale-report', 'report-missing', `the JUnit report ${junitPath} is older than this run`);
         else {
           try {
             parsed = await parseJUnitReport(await readFile(junitPath, 'utf8'), exists);
           } catch (e) {
-            red(ctx, 'unreadable-report', 'contract-red', `the JUnit report ${junitPath} cannot be read: ${errorMessage(e)}`);
+            red(ctx, 'unreadable-report', 'report-missing', `the JUnit report ${junitPath} cannot be read: ${errorMessage(e)}`);
           }
         }
       } else {
         parsed = parseTap(res.stdout);
       }
       if (parsed) {
-        for (const p of parsed.problems) red(ctx, 'incomplete-report', 'contract-red', `the ${parsed.format === 'tap' ? 'TAP stream' : 'JUnit report'} is incomplete: ${p}`);
+        for (const p of parsed.problems) red(ctx, 'incomplete-report', 'report-missing', `the ${parsed.format === 'tap' ? 'TAP stream' : 'JUnit report'} is incomplete: ${p}`);
         const counts = { passed: 0, failed: 0, skipped: 0 };
         for (const t of parsed.tests) counts[t.status]++;
         report.results = { format: parsed.format, source: junitPath ?? 'stdout', total: parsed.tests.length, ...counts, duplicates: parsed.duplicates };
         io.out(`patchgate: ${parsed.format === 'junit' ? `JUnit report ${junitPath}` : 'TAP on stdout'}: ${parsed.tests.length} test(s), ${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped`);
         if (parsed.duplicates.length) io.out(`patchgate: note: ${parsed.duplicates.length} test id(s) occur more than once; later copies are named "id #2", ...: ${parsed.duplicates.slice(0, 5).join(', ')}`);
-        if (!parsed.tests.length && !parsed.problems.length) red(ctx, 'empty-report', 'contract-red', `the ${parsed.format === 'tap' ? 'TAP stream' : 'JUnit report'} lists no tests: an empty run shows nothing`);
+        if (!parsed.tests.length && !parsed.problems.length) red(ctx, 'empty-report', 'report-missing', `the ${parsed.format === 'tap' ? 'TAP stream' : 'JUnit report'} lists no tests: an empty run shows nothing`);
       }
+
+      // 4b. The strict run: the gate's own stream, the sealed tree, shuffled reruns, the trusted ids, held-out tests.
+      if (sealed) await strictChecks(ctx, so, sealed, parsed, { headId, baseId, ledgerRows, digest, today, policyRuns: policy.ci.runs, autoBaseline: policy.ci.baseline === 'auto' && !baseline });
 
       // 5. Seeds per test, then the ledger for each failure.
       const sidecar = await readSeedFile(seedFile);
@@ -292,8 +314,8 @@ export async function executeCi(args: CiOptions, io: CiIo): Promise<CiReport> {
         const cmp = compareBaseline(baseline, tests);
         report.baseline.vanished = cmp.vanished;
         report.baseline.skipped = cmp.skipped;
-        for (const id of cmp.vanished) red(ctx, 'vanished', 'contract-red', `${id} ran in the baseline but is missing from this run: the oracle shrank`, id);
-        for (const id of cmp.skipped) red(ctx, 'skipped', 'contract-red', `${id} ran in the baseline but was skipped in this run: the oracle shrank`, id);
+        for (const id of cmp.vanished) red(ctx, 'vanished', 'oracle-shrank', `${id} ran in the baseline but is missing from this run: the oracle shrank`, id);
+        for (const id of cmp.skipped) red(ctx, 'skipped', 'oracle-shrank', `${id} ran in the baseline but was skipped in this run: the oracle shrank`, id);
         if (!cmp.vanished.length && !cmp.skipped.length) io.out(`patchgate: baseline: all ${new Set(baseline.tests).size} baseline test(s) ran`);
       }
       for (const r of report.reasons) if (r.kind !== 'failed' && r.kind !== 'new-seed' && r.kind !== 'expired' && r.kind !== 'fixture-mismatch') io.out(`patchgate: ${r.message}`);
@@ -320,6 +342,69 @@ export async function executeCi(args: CiOptions, io: CiIo): Promise<CiReport> {
     return finish(ctx);
   } finally {
     if (tmp) await rm(tmp, { recursive: true, force: true }).catch(() => {});
+  }
+}
+
+async function strictChecks(ctx: Ctx, so: StrictOptions, first: SealedRun, parsed: ParsedReport | null, o: { headId: string; baseId: string; ledgerRows: Awaited<ReturnType<typeof loadLedgerAt>>['rows']; digest: string; today: Date; policyRuns: number; autoBaseline: boolean }): Promise<void> {
+  const { io, args } = ctx;
+  const add = (f: StrictFinding) => red(ctx, f.kind, f.row, f.message, f.test);
+  first.findings.forEach(add);
+  const streamFindings = checkStream(first, parsed?.tests ?? null);
+  streamFindings.forEach(add);
+  const ok = first.stream && !streamFindings.some((f) => f.kind === 'no-stream');
+  if (ok) io.out(`patchgate: patchgate's reporter: ${first.stream!.tests.length} test(s) streamed${streamFindings.length ? `, ${streamFindings.length} disagreement(s) with the report` : ', in agreement with the report and the exit status'}`);
+  // Order and repetition: later runs shuffled from the seed (pytest through patchgate's plugin).
+  const runs = args.runs ?? o.policyRuns;
+  const kind = (await import('./channel.js')).runnerKind(args.cmd).kind;
+  if (ok && runs > 1 && kind !== 'pytest') io.out(`patchgate: note: the shuffled rerun needs pytest (node:test runs each file in its own process); ran once`);
+  if (ok && kind === 'pytest') {
+    for (let i = 2; i <= runs; i++) {
+      const sh = shuffleSeed(so.seed, i);
+      io.out(`patchgate: run ${i} of ${runs}, order shuffled with seed ${sh}`);
+      const again = await sealedRun(so, o.headId, `run${i}`, { shuffle: sh, quiet: true });
+      again.findings.forEach(add);
+      checkStream(again, null).forEach(add);
+      if (!again.stream?.ended) continue;
+      for (const c of orderChanges(first.stream!, again.stream)) {
+        const app = applyLedger([{ id: c.id, seed: String(so.seed) }], o.ledgerRows, o.digest, o.today)[0];
+        if (app?.outcome === 'frozen') {
+          io.out(`patchgate: ${c.id} changed outcome in run ${i}, frozen in the ledger until ${app.ledger!.expires}`);
+          continue;
+        }
+        red(ctx, 'order-dependent', 'order-dependent', `${c.id} ${c.from} in run 1 but ${c.to} in run ${i} (order shuffled with seed ${sh}): its outcome depends on the tests before it (state carried between tests); replay: patchgate ci --seed ${so.seed} ...`, c.id);
+      }
+    }
+  }
+  // The baseline without a green run: the ids of the trusted tree.
+  if (ok && o.autoBaseline) {
+    const t = await trustedIds(so, o.baseId);
+    if (t.problem) red(ctx, 'no-stream', 'report-forged', `${t.problem}: without the trusted ids nothing shows the oracle did not shrink (give --baseline FILE, or fix the trusted branch)`);
+    else {
+      const seen = new Map(first.stream!.tests.map((x) => [x.id, x.status]));
+      const vanished = t.ids.filter((id) => !seen.has(id));
+      const skipped = t.ids.filter((id) => seen.get(id) === 'skipped');
+      ctx.report.baseline = { path: `(trusted tree ${o.baseId.slice(0, 12)}${t.cached ? ', cached' : ''})`, tests: t.ids.length, vanished, skipped };
+      for (const id of vanished) red(ctx, 'vanished', 'oracle-shrank', `${id} exists on the trusted branch but did not run here: the oracle shrank (did the code exit, skip or fail to import?)`, id);
+      for (const id of skipped) red(ctx, 'skipped', 'oracle-shrank', `${id} exists on the trusted branch but was skipped or xfailed here: the oracle shrank`, id);
+      if (!vanished.length && !skipped.length) io.out(`patchgate: baseline: all ${t.ids.length} test(s) of the trusted tree ran`);
+    }
+  }
+  // Held-out tests: ids only, never their source or output.
+  if (ok && args.holdout) {
+    const dir = resolve(args.holdout);
+    const argv = await holdoutArgv(args.cmd, dir);
+    if (!argv) red(ctx, 'holdout-no-stream', 'holdout-red', 'the held-out tests need pytest or node as the test command');
+    else {
+      const h = await sealedRun(so, o.headId, 'holdout', { argv, quiet: true, extraFiles: dir });
+      h.findings.forEach(add);
+      const s = h.stream;
+      if (!s?.started || !s.ended || !s.tests.length) red(ctx, 'holdout-no-stream', 'holdout-red', 'the held-out tests produced no complete stream: they cannot vouch for the patch');
+      else {
+        const bad = s.tests.filter((x) => x.status !== 'passed');
+        for (const x of bad) red(ctx, 'holdout-failed', 'holdout-red', `held-out test ${x.id} ${x.status}: the patch does not hold for inputs the visible tests do not show`, x.id);
+        io.out(`patchgate: held-out tests: ${s.tests.length - bad.length} of ${s.tests.length} passed`);
+      }
+    }
   }
 }
 

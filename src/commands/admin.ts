@@ -7,7 +7,7 @@ import { AuditStore, compactRow, type AuditRow, type QueryOptions } from '../aud
 import { AUDIT_URL_ENV, describeAudit, openAuditSink, parseAuditUrl, type AuditSink } from '../audit/sink.js';
 import { TokenStore } from '../audit/tokens.js';
 import { UsageError } from '../errors.js';
-import { createRepo, ensureRepoConfig, normalizeRepoName, installHooks, resolveRepo } from '../server/repos.js';
+import { createRepo, ensureRepoConfig, normalizeRepoName, installHooks, markHoldout, resolveRepo } from '../server/repos.js';
 import { adminTokenPath } from '../server/admin-token.js';
 import type { Role } from '../policy/types.js';
 import { NoDataError, requireData } from './args.js';
@@ -81,8 +81,13 @@ export async function runServe(args: ServeConfig): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
-export async function runRepoCreate(args: { data: string; name: string; trusted: string }): Promise<string[]> {
+export async function runRepoCreate(args: { data: string; name: string; trusted: string; holdoutOf?: string }): Promise<string[]> {
+  if (args.holdoutOf !== undefined && !resolveRepo(resolve(args.data), normalizeRepoName(args.holdoutOf))) throw new UsageError(`--holdout-of: no repository ${args.holdoutOf}`);
   const dir = await createRepo(resolve(args.data), args.name, args.trusted);
+  if (args.holdoutOf !== undefined) {
+    markHoldout(dir, normalizeRepoName(args.holdoutOf));
+    withStore(args.data, (s) => s.appendAdmin({ actor: 'cli', action: 'repo.holdout', subject: normalizeRepoName(args.name), detail: { of: normalizeRepoName(args.holdoutOf!) } }));
+  }
   withStore(args.data, (s) => s.appendAdmin({ actor: 'cli', action: 'repo.create', subject: normalizeRepoName(args.name), detail: { dir, trusted: args.trusted } }));
   return [`created ${dir} (trusted branch ${args.trusted}, hooks installed, receive.fsckObjects on, packs over 1 GiB refused)`];
 }

@@ -81,7 +81,12 @@ async function fileRows(git: Git, cache: Map<string, unknown>, e: TreeEntry, for
   } catch (err) {
     throw new ContractParseError(e.path, 1, 1, 'not valid UTF-8', { cause: err });
   }
-  const rows = await parsePool.rows(format, e.path, source);
+  const parsed = await parsePool.rows(format, e.path, source);
+  // v1: a file's rows are a set. A declaration written twice (a duplicate `declare module`
+  // augmentation, an overload repeated) counts once, and order never counts, so two trees
+  // have equal digests exactly when their row sets are equal, and a digest that moved always
+  // has a `+`, `-` or `~` row to show. The seed format keeps the seed's rows as they are.
+  const rows = format === 'v1' ? [...new Set(parsed)].sort() : parsed;
   cache.set(key, rows);
   return rows;
 }

@@ -14,7 +14,7 @@ import { Language, Parser, Query, type Node, type Tree } from 'web-tree-sitter';
 import { ContractParseError } from '../errors.js';
 
 /** Bumped whenever the rows produced for the same source could change. */
-export const PY_EXTRACTOR_VERSION = 1;
+export const PY_EXTRACTOR_VERSION = 2;
 
 // ---------------------------------------------------------------------------------------
 // Grammar loading
@@ -2181,7 +2181,13 @@ export function extractPythonV1(source: string, path: string): string[] {
   const text = source.charCodeAt(0) === 0xfeff ? source.slice(1) : source;
   return withTree(text, path, 'v1', ({ parsed, lower }) => {
     const rows = new Set<string>();
+    // A private module (`_parser.py`, or any file under a `_pkg/` folder) is not public API:
+    // its names count only where a public module exports them (the `export` rows there).
+    // It is still parsed, so a syntax error refuses the push as anywhere else.
+    if (isPrivateModule(path)) return [];
     const exported = moduleAll(parsed.root, lower);
+    const reexportsImports = !exported && /(^|\/)__init__\.pyi?$/.test(path);
+    const imported = new Set<string>();
     const exportSet = exported ? new Set(exported) : null;
     const definedAtTop = new Set<string>();
     const decoText = (decorators: Node[]): string =>
@@ -2231,10 +2237,29 @@ export function extractPythonV1(source: string, path: string): string[] {
             if (isModule) definedAtTop.add(name);
             if (!isPublic(name) || name === '__all__') continue;
             const right = e.childForFieldName('right');
+            const annotation = unparse(lower.expr(type));
             // Class-level values are defaults of dataclass-like constructors; module-level
-            // values are data, so only their annotation counts.
-            const value = !isModule && right ? ' = ' + unparse(lower.expr(right)) : '';
-            rows.add(`${path}::${prefix}${name}: ${unparse(lower.expr(type))}${value}`);
+            // values are data, so only their annotation counts, except a type alias
+            // (`X: TypeAlias = ...`), which is API through its value.
+            const alias = /^(?:(?:typing|typing_extensions|t)\.)?TypeAlias$/.test(annotation);
+            const value = (!isModule || alias) && right ? ' = ' + unparse(lower.expr(right)) : '';
+            rows.add(`${path}::${prefix}${name}: ${annotation}${value}`);
+          }
+        } else if (stmt.type === 'type_alias_statement') {
+          // `type X[T] = ...` (PEP 695): API through its value, like `X: TypeAlias = ...`.
+          const left = stmt.childForFieldName('left');
+          const right = stmt.childForFieldName('right');
+          const head = left ? unparse(lower.expr(left)) : '';
+          const name = nfkc(head.replace(/\[.*$/s, ''));
+          if (isModule) definedAtTop.add(name);
+          if (!name || !isPublic(name) || !right) return;
+          rows.add(`${path}::type ${prefix}${head} = ${unparse(lower.expr(right))}`);
+        } else if (isModule && reexportsImports && stmt.type === 'import_from_statement') {
+          // A package's __init__.py without __all__ exports what it imports (griffe reads it so).
+          for (const n of stmt.childrenForFieldName('name')) {
+            if (!n) continue;
+            const bound = n.type === 'aliased_import' ? n.childForFieldName('alias')?.text : n.text.split('.').pop();
+            if (bound && !bound.startsWith('_')) imported.add(nfkc(bound));
           }
         } else if (stmt.type === 'if_statement' || stmt.type === 'try_statement') {
           for (const block of conditionalBlocks(stmt)) visit(block, prefix, isModule);
@@ -2246,8 +2271,18 @@ export function extractPythonV1(source: string, path: string): string[] {
     if (exported) {
       for (const name of exported) if (!definedAtTop.has(name)) rows.add(`${path}::export ${name}`);
     }
+    for (const name of imported) if (!definedAtTop.has(name)) rows.add(`${path}::export ${name}`);
     return [...rows].sort(codePointCompare);
   });
+}
+
+/**
+ * Private by convention (PEP 8): a module or package whose name starts with `_`, other than
+ * dunder names such as `__init__.py` and `__main__.py`.
+ */
+export function isPrivateModule(path: string): boolean {
+  const parts = path.replace(/\.pyi?$/, '').split('/');
+  return parts.some((p) => p.startsWith('_') && !(p.startsWith('__') && p.endsWith('__')));
 }
 
 /** Class bases and keywords as visit_ClassDef prints them. */
@@ -2293,4 +2328,12 @@ export function seedOrder(paths: string[]): string[] {
 /** sha256 hex of rows.join('\n') encoded UTF-8 (the seed's contract_digest). */
 export function seedDigest(rows: string[]): string {
   return createHash('sha256').update(rows.join('\n'), 'utf8').digest('hex');
+}
+
+/** A tree-sitter parse of Python source for other static readers (the tamper scan). */
+export async function pythonTree(text: string): Promise<Tree> {
+  await initPython();
+  const tree = requireParser().parse(text);
+  if (!tree) throw new Error('tree-sitter returned no tree');
+  return tree;
 }

@@ -9,7 +9,7 @@ import { ContractParseError } from '../errors.js';
 export const TS_EXTENSIONS: readonly string[] = Object.freeze(['.ts', '.tsx', '.mts', '.cts', '.js', '.mjs', '.cjs']);
 
 /** Bump whenever the row format changes: it keys cached contract digests. */
-export const TS_EXTRACTOR_VERSION = 2;
+export const TS_EXTRACTOR_VERSION = 3;
 
 /** True when the path has a TS/JS extension this extractor handles ('.d.ts' counts as '.ts'). */
 export function isTypeScriptPath(path: string): boolean {

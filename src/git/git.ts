@@ -430,6 +430,52 @@ export class Git {
     return entries;
   }
 
+  /**
+   * Write the tree of `rev` into `dir` (which must exist) from git objects: no checkout, no
+   * index, no hooks, no filters. Regular and executable files and symlinks are written;
+   * gitlinks are skipped. Used by `patchgate ci` for its sealed copy of a pushed tree.
+   */
+  async exportTree(rev: string, dir: string): Promise<string[]> {
+    const { mkdir, writeFile, symlink } = await import('node:fs/promises');
+    const { join, dirname, resolve, sep } = await import('node:path');
+    const root = resolve(dir);
+    const written: string[] = [];
+    for (const e of await this.lsTree(rev, { recursive: true })) {
+      if (e.kind === 'gitlink' || e.type !== 'blob') continue;
+      const target = resolve(join(root, e.path));
+      if (!target.startsWith(root + sep)) throw new GitError(['ls-tree', rev], 0, `tree entry ${JSON.stringify(e.path)} leaves the folder`);
+      await mkdir(dirname(target), { recursive: true });
+      const data = await this.readBlob(e.id);
+      if (!data) throw new GitError(['cat-file', '--batch'], 0, `blob ${e.id} of ${e.path} is missing`);
+      if (e.kind === 'symlink') await symlink(data.toString('utf8'), target);
+      else await writeFile(target, data, { mode: e.kind === 'executable' ? 0o755 : 0o644 });
+      written.push(e.path);
+    }
+    return written;
+  }
+
+  /**
+   * The 1-based line numbers of blob `newId` that are new relative to blob `oldId` (all of
+   * them when `oldId` is null): what a push added or changed in one file.
+   */
+  async addedLines(oldId: string | null, newId: string): Promise<Set<number>> {
+    const lines = new Set<number>();
+    if (oldId === null) {
+      const data = await this.readBlob(newId);
+      const n = data ? data.toString('utf8').split('\n').length : 0;
+      for (let i = 1; i <= n; i++) lines.add(i);
+      return lines;
+    }
+    if (oldId === newId) return lines;
+    const { stdout } = await this.run(['diff', '--no-color', '--no-ext-diff', '--no-textconv', '-U0', oldId, newId]);
+    for (const m of stdout.toString('utf8').matchAll(/^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@/gm)) {
+      const start = Number(m[1]);
+      const count = m[2] === undefined ? 1 : Number(m[2]);
+      for (let i = start; i < start + count; i++) lines.add(i);
+    }
+    return lines;
+  }
+
   /** The object id (and type and size in bytes) at `rev:path`, or of `rev` itself when path is null; null when absent. */
   async pathId(rev: string, path: string | null): Promise<{ id: string; type: string; size: number } | null> {
     const r = await this.batchReader().header(path === null ? rev : `${rev}:${path}`);

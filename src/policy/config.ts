@@ -67,6 +67,22 @@ const PolicySchema = z.strictObject({
     path: z.string().min(1).default('ci/flake-ledger.jsonl'),
     maxDays: z.number().int().positive().max(3650).default(30),
   }).prefault({}),
+  // --- patchgate ci's integrity (issue 11): the sealed run, patchgate's own reporter, reruns, the baseline.
+  ci: z.strictObject({
+    /** strict: sealed tree, gate-owned reporter stream, scrubbed env. off: the run as before issue 11 (in the checkout). */
+    integrity: z.enum(['strict', 'off']).default('strict'),
+    /** Runs of the suite; the second and later in an order shuffled from the seed (pytest). */
+    runs: z.number().int().min(1).max(10).default(2),
+    /** pytest plugins loaded with -p (entry-point autoload is off). */
+    pytestPlugins: globList.default([]),
+    /** auto: the test ids of the trusted tree are the baseline when no --baseline is given. */
+    baseline: z.enum(['auto', 'off']).default('auto'),
+  }).prefault({}),
+  /** Rule tamper-scan: each check 'refuse' (default), 'advisory' (audited, not refused) or 'off'. */
+  tamperScan: z.strictObject({
+    checks: z.record(z.string(), z.enum(['refuse', 'advisory', 'off'])).default({}),
+  }).prefault({}),
+  // --- end of ci integrity
   // --- push size limits (pack bombs): checked first, for everyone, before any rule reads a blob.
   limits: z.strictObject({
     /** Bytes a push may bring (its pack, as stored in the quarantine). git's receive.maxInputSize is the hard cap above it. */

@@ -1,30 +1,57 @@
-// The seed's decision table, extended with the rows patchgate adds (refs, ledger, error).
-// A verdict names the first row that fired and its next action; CI prints the whole table
-// with that row marked, so reviewers never reconstruct the policy from chat.
+// The seed's decision table, extended with the rows patchgate adds: one row per kind of
+// finding, so a refusal's label says what actually happened (a symlink is not "tests/ in the
+// agent diff", a syntax error is not "contract digest changed"). A verdict names the first
+// row that fired, in table order, and its next action; CI prints the whole table with the
+// fired rows marked, so reviewers never reconstruct the policy from chat.
+//
+// To add a row: add ONE entry below, at the place its precedence belongs, naming the rule
+// and the message ids (finding kinds) it covers. The seed's rows keep their wording.
 
 export interface TableRow {
   id: string;
   observation: string;
   result: 'fail' | 'skip once' | 'pass';
   action: string;
+  /** The rule whose findings fire this row (absent: rows CI or the engine fires by id). */
+  rule?: string;
+  /** The finding kinds (message ids, or `messageId:category` for a finding that carries data.category) of `rule`; absent = any. */
+  findings?: readonly string[];
 }
 
 export const DECISION_TABLE: readonly TableRow[] = [
-  { id: 'gate-error', observation: 'the gate could not decide (error, timeout, bad policy)', result: 'fail', action: 'nothing was accepted; retry, and if it persists a person reads the audit log' },
-  { id: 'upstream-refused', observation: 'upstream refused the forward, or could not be reached', result: 'fail', action: 'nothing moved on the gate or upstream; do what upstream says, then push again' },
-  { id: 'push-too-large', observation: 'push over a size limit (objects, bytes, one blob)', result: 'fail', action: 'shrink or split the push; large files stay out of the repository' },
-  { id: 'ref-not-allowed', observation: 'agent ref update not allowed (trusted branch, tag, delete, force)', result: 'fail', action: 'push a fast-forward to an agent branch' },
-  { id: 'test-tree-write', observation: 'tests/ in the agent diff', result: 'fail', action: 'strip test edits; re-run' },
+  { id: 'gate-error', observation: 'the gate could not decide (error, timeout, bad policy)', result: 'fail', action: 'nothing was accepted; retry, and if it persists a person reads the audit log', rule: 'error' },
+  { id: 'upstream-refused', observation: 'upstream refused the forward, or could not be reached', result: 'fail', action: 'nothing moved on the gate or upstream; do what upstream says, then push again', rule: 'upstream' },
+  { id: 'push-too-large', observation: 'push over a size limit (objects or bytes)', result: 'fail', action: 'split the push; generated or vendored files stay out of it', rule: 'limits', findings: ['tooManyObjects', 'tooManyBytes'] },
+  { id: 'blob-too-large', observation: 'a new file over limits.maxBlobBytes', result: 'fail', action: 'take the large file out of every new commit; re-push', rule: 'limits', findings: ['blobTooLarge'] },
+  { id: 'no-trusted-branch', observation: 'the trusted branch does not exist on the gate yet', result: 'fail', action: 'a person pushes the trusted branch first; then re-push', rule: 'trusted' },
+  { id: 'ref-not-allowed', observation: 'agent ref update not allowed (trusted branch, tag, delete, force)', result: 'fail', action: 'push a fast-forward to an agent branch', rule: 'refs' },
+  { id: 'test-tree-write', observation: 'tests/ in the agent diff', result: 'fail', action: 'strip test edits; re-run', rule: 'write-block', findings: ['protectedPath:test'] },
+  { id: 'protected-path', observation: 'policy, CI, lock or runner file in the agent diff', result: 'fail', action: 'strip those edits; a person changes them', rule: 'write-block', findings: ['protectedPath'] },
+  { id: 'outside-writable', observation: 'path outside `writable` in the agent diff', result: 'fail', action: 'strip those edits or move the change under `writable`', rule: 'write-block', findings: ['notWritable'] },
+  { id: 'link-not-allowed', observation: 'symlink or submodule in the agent diff', result: 'fail', action: 'replace it with a regular file or drop it', rule: 'write-block', findings: ['symlink', 'submodule'] },
+  { id: 'bad-path-name', observation: 'path name with a control character', result: 'fail', action: 'rename the file; re-push', rule: 'write-block', findings: ['controlChar'] },
+  { id: 'odd-mode', observation: 'tree entry with mode digits git never writes', result: 'fail', action: 'commit the work again through git add; re-push', rule: 'write-block', findings: ['oddMode'] },
+  { id: 'source-unparsable', observation: 'contract source does not parse', result: 'fail', action: 'fix the syntax error; re-push', rule: 'contract', findings: ['parseError'] },
+  { id: 'source-too-large', observation: 'contract source too large or too slow to parse', result: 'fail', action: 'shrink or split the file; re-push', rule: 'contract', findings: ['tooLarge', 'parseFailed'] },
+  // --- issue 11: rows of a run the gate cannot vouch for, and of the src tamper scan (one block).
+  { id: 'src-tamper', observation: 'src/ code reaches into the test runner, its environment or process exit', result: 'fail', action: 'remove the construct named; fix the code, not the oracle', rule: 'tamper-scan' },
+  { id: 'report-forged', observation: "runner report disagrees with the gate's own stream or exit status, or no stream", result: 'fail', action: 'reject patch; the run is not evidence' },
+  { id: 'tree-tampered', observation: 'test tree or fixtures changed during the run', result: 'fail', action: 'reject patch; code under test may not touch the oracle' },
+  { id: 'order-dependent', observation: 'a test changed outcome between runs (shuffled order)', result: 'fail', action: 'remove state carried between tests; do not freeze' },
+  { id: 'holdout-red', observation: 'a held-out test failed', result: 'fail', action: 'reject patch; fix the bug for every input' },
+  { id: 'oracle-shrank', observation: 'a trusted test vanished, or became skipped or xfailed', result: 'fail', action: 'reject patch; the tests the trusted branch has must run and pass' },
+  { id: 'report-missing', observation: 'no usable test report (missing, stale, unreadable, incomplete or empty)', result: 'fail', action: 'run the command that writes the report; a run without one is not evidence' },
+  // --- end of issue 11 rows
   { id: 'contract-red', observation: 'contract digest unchanged, properties red', result: 'fail', action: 'reject patch; do not freeze' },
-  { id: 'contract-moved', observation: 'contract digest changed, no allow-file row', result: 'fail', action: 'human updates allow file and properties' },
-  { id: 'fixture-drift', observation: 'fixture bytes ≠ lock', result: 'fail', action: 'human regenerates lock or rejects' },
-  { id: 'ledger-invalid', observation: 'flake ledger row invalid (no digest or expiry, too far, revived)', result: 'fail', action: 'human fixes the ledger' },
+  { id: 'contract-moved', observation: 'contract digest changed, no allow-file row', result: 'fail', action: 'human updates allow file and properties', rule: 'contract' },
+  { id: 'fixture-drift', observation: 'fixture bytes ≠ lock', result: 'fail', action: 'human regenerates lock or rejects', rule: 'fixtures' },
+  { id: 'ledger-invalid', observation: 'flake ledger row invalid (no digest or expiry, too far, revived)', result: 'fail', action: 'human fixes the ledger', rule: 'ledger' },
   { id: 'frozen-flake', observation: 'same nodeid+seed+digest, before expiry', result: 'skip once', action: 'calendar the expiry' },
   { id: 'new-seed', observation: 'same nodeid, new seed', result: 'fail', action: 'treat as new bug' },
   { id: 'accept', observation: 'no row fired', result: 'pass', action: 'merge may proceed' },
 ];
 
-/** The table row a failing rule maps to. */
+/** The row a rule maps to when nothing more specific is known (kept for callers that name a rule only). */
 export const RULE_ROW: Record<string, string> = {
   error: 'gate-error',
   upstream: 'upstream-refused',
@@ -34,12 +61,29 @@ export const RULE_ROW: Record<string, string> = {
   contract: 'contract-moved',
   fixtures: 'fixture-drift',
   ledger: 'ledger-invalid',
+  'tamper-scan': 'src-tamper',
 };
 
 export function tableRow(id: string): TableRow {
   const r = DECISION_TABLE.find((x) => x.id === id);
   if (!r) throw new Error(`unknown decision row ${id}`);
   return r;
+}
+
+/**
+ * The row one finding fires: the first row of its rule that lists the finding's kind
+ * (`messageId:category` before `messageId`), else the rule's catch-all row, else the rule's
+ * first row. A rule without rows is a gate error: a refusal never goes unlabelled.
+ */
+export function rowForFinding(rule: string, messageId: string, category?: string): TableRow {
+  const own = DECISION_TABLE.filter((r) => r.rule === rule);
+  const keyed = category ? own.find((r) => r.findings?.includes(`${messageId}:${category}`)) : undefined;
+  return keyed ?? own.find((r) => r.findings?.includes(messageId)) ?? own.find((r) => !r.findings) ?? own[0] ?? tableRow('gate-error');
+}
+
+/** Of several fired row ids, the one that decides: the first in table order. */
+export function decidingRow(fired: readonly string[]): TableRow {
+  return DECISION_TABLE.find((r) => fired.includes(r.id)) ?? tableRow('accept');
 }
 
 /** The table as text, the fired rows marked with `>>`. */

@@ -7,9 +7,10 @@ import { errorMessage } from '../errors.js';
 import { throwIfCancelled } from '../cancel.js';
 import { loadPolicy, type Policy } from './config.js';
 import { linearBase } from './ancestry.js';
-import { RULE_ROW, tableRow } from './decision-table.js';
+import { tableRow } from './decision-table.js';
+import { decide } from './deciding.js';
 import { PRE_RULES, RULES } from './rules/index.js';
-import type { Reason, RefDecision, RefUpdate, Role, Rule, RuleContext, RuleOutcome, UpdateKind } from './types.js';
+import type { RefDecision, RefUpdate, Role, Rule, RuleContext, RuleOutcome, UpdateKind } from './types.js';
 import { formatMessage, short } from './types.js';
 
 export interface JudgeOptions {
@@ -138,16 +139,11 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
       head: (contractOutcome?.details?.head as string | null | undefined) ?? null,
     };
     const failing = outcomes.filter((o) => o.status === 'fail');
-    const reasons: Reason[] = failing.flatMap((o) => o.findings.map((f) => ({
-      rule: o.rule, message: f.message, messageId: f.messageId, ref: update.ref,
-      ...(f.path !== undefined ? { path: f.path } : {}), ...(f.commit !== undefined ? { commit: f.commit } : {}),
-    })));
-    const first = failing[0];
-    const row = tableRow(first ? RULE_ROW[first.rule]! : 'accept');
+    const { reasons, row, remediation } = decide(ctx, failing);
     return {
       ref: update.ref, oldId: update.oldId, newId: update.newId,
-      verdict: first ? 'reject' : 'accept', row: row.id, action: row.action,
-      remediation: first?.remediation ?? '', reasons, outcomes, contract, ms: Date.now() - started, commitsMs,
+      verdict: failing.length ? 'reject' : 'accept', row: row.id, action: row.action,
+      remediation, reasons, outcomes, contract, ms: Date.now() - started, commitsMs,
     };
   } catch (err) {
     return errorDecision(update, err, started, outcomes);
@@ -170,6 +166,10 @@ export function renderDecision(d: RefDecision, actor?: string): string[] {
   for (const r of shown) lines.push(`  [${r.rule}] ${r.message}`);
   if (d.reasons.length > shown.length) lines.push(`  ... and ${d.reasons.length - shown.length} more`);
   lines.push(`  decision: ${row.observation} -> ${row.result} -> ${row.action}`);
-  if (d.remediation) lines.push(`  next step: ${d.remediation}`);
+  if (d.remediation) {
+    const [first, ...rest] = d.remediation.split('\n');
+    lines.push(`  next step: ${first}`);
+    for (const l of rest) lines.push(`    ${l}`);
+  }
   return lines;
 }

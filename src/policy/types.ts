@@ -5,7 +5,7 @@ import type { Git, CommitInfo, Change, OddMode } from '../git/git.js';
 import type { Policy } from './config.js';
 
 export type Role = 'agent' | 'human' | 'admin';
-export type RuleId = 'limits' | 'refs' | 'write-block' | 'contract' | 'fixtures' | 'ledger';
+export type RuleId = 'limits' | 'refs' | 'write-block' | 'contract' | 'fixtures' | 'tamper-scan' | 'ledger';
 
 export interface RefUpdate {
   ref: string;
@@ -85,6 +85,8 @@ export interface Reason {
   commit?: string;
   ref?: string;
   messageId?: string;
+  /** The decision-table row this finding fires. */
+  row?: string;
 }
 
 export interface RefDecision {

@@ -20,7 +20,7 @@ import { createMetrics, observeAudit, type GateMetrics } from './metrics.js';
 import { noteRequest, observeRequest, sendMetrics, startMetricsListener } from './observe-http.js';
 import { HookService } from './hook-service.js';
 import { ContentCache, PersistentCache } from '../cache/content-cache.js';
-import { checkHooks, ensureRepoConfig, listRepos, normalizeRepoName, reposDir, resolveRepo, createRepo } from './repos.js';
+import { checkHooks, ensureRepoConfig, listRepos, normalizeRepoName, reposDir, resolveRepo, createRepo, holdoutOf } from './repos.js';
 import { writeAdminToken } from './admin-token.js';
 import { DEFAULT_LIMITS, exchangeOf, guardRequest, preparePost, prepareGet, trackChild, type FrontDeps, type RequestLimits } from './git-front.js';
 import { refreshForClone, warmWithUpstream } from '../upstream/serve.js';
@@ -298,6 +298,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       }
       const repoDir = resolveRepo(dataDir, name);
       if (!repoDir) return send(res, 404, `patchgate: no repository ${name}`);
+      // Held-out tests (issue 11): to an agent token the repository does not exist, whatever its grant.
+      if (token.role === 'agent' && holdoutOf(repoDir) !== null) {
+        audit.appendAuthFailure({ remoteAddr: req.socket.remoteAddress ?? null, user: token.name, repo: name, reason: 'agent token on a held-out repository' });
+        return send(res, 404, `patchgate: no repository ${name}`);
+      }
       const state = checkHooks(repoDir);
       if (!state.ok) return send(res, 503, `patchgate: repository ${name} is not served: ${state.reason}`);
       const service = m[2] === 'info/refs' ? url.searchParams.get('service') : m[2];

@@ -4,7 +4,7 @@
 // never served. Each repository also gets git's own push limits (REPO_GIT_CONFIG), at
 // creation, on `repo hooks NAME` and at server start.
 
-import { existsSync, readFileSync, realpathSync, readdirSync, copyFileSync, chmodSync, statSync, mkdirSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync, readdirSync, copyFileSync, chmodSync, statSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Git } from '../git/git.js';
@@ -94,6 +94,22 @@ export async function createRepo(dataDir: string, rawName: string, trustedBranch
   await ensureRepoConfig(dir);
   installHooks(dir);
   return dir;
+}
+
+/** The marker of a held-out repository (issue 11): agent tokens can neither read nor list it. */
+export const HOLDOUT_MARKER = 'patchgate-holdout-of';
+
+/** The repository whose held-out tests `repoDir` keeps, or null when it is an ordinary one. */
+export function holdoutOf(repoDir: string): string | null {
+  try {
+    return readFileSync(join(repoDir, HOLDOUT_MARKER), 'utf8').trim() || null;
+  } catch {
+    return null;
+  }
+}
+
+export function markHoldout(repoDir: string, of: string): void {
+  writeFileSync(join(repoDir, HOLDOUT_MARKER), `${of}\n`);
 }
 
 export function installHooks(repoDir: string): void {

@@ -86,10 +86,14 @@ export function tempDir(t: Tap, prefix = 'pg-ci-'): string {
   return d;
 }
 
+/** The policy of the pre-issue-11 run: in the checkout, PATCHGATE_SEED exported, no reporter stream. */
+export const LEGACY_POLICY = JSON.stringify({ ci: { integrity: 'off' } }) + '\n';
+
 /** The project on `main` (a person's commit at T0), plus `extra` files. */
 export function project(t: Tap, extra: Record<string, string | null> = {}): TestRepo {
   const r = TestRepo.init(t).at(T0);
-  r.commit('project', { 'src/calc.mjs': CALC(), 'tests/calc.test.mjs': CALC_TEST, 'tests/flaky.test.mjs': FLAKY_TEST, 'tests/all.test.mjs': ALL_TESTS, ...extra });
+  // These tests cover the in-checkout run (ci.integrity "off"); test/ci/integrity.test.ts covers the strict default.
+  r.commit('project', { 'src/calc.mjs': CALC(), 'tests/calc.test.mjs': CALC_TEST, 'tests/flaky.test.mjs': FLAKY_TEST, 'tests/all.test.mjs': ALL_TESTS, 'ci/patchgate.json': LEGACY_POLICY, ...extra });
   return r;
 }
 

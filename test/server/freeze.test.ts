@@ -71,7 +71,7 @@ const BIG_CASES = [
   {
     mb: 50,
     reason: (head: string) => new RegExp(`\\[limits\\] commit ${head.slice(0, 12)} adds src/big\\.ts, a blob of 50 MiB, over limits\\.maxBlobBytes \\(32 MiB\\)`),
-    next: /next step: .*src\/big\.ts/,
+    next: /next step: take the large files out of your new commits[\s\S]*\$ git restore [^\n]*src\/big\.ts/,
   },
   {
     mb: 5,

@@ -88,10 +88,11 @@ t.test('a huge, highly compressible blob is refused from its header, never read'
   const grew = process.resourceUsage().maxRSS - rss0;
   t.not(r.code, 0);
   t.match(r.stderr, new RegExp(`\\[limits\\] commit ${bomb.slice(0, 12)} adds src/data/zeros\\.bin, a blob of 64 MiB, over limits\\.maxBlobBytes \\(1\\.0 MiB\\)`));
-  t.match(r.stderr, /next step: large files do not belong in the repository: take them out of every new commit and push again \(git reset --soft [0-9a-f]{40} && git restore --source=[0-9a-f]{40} --staged --worktree -- ':\(literal\)src\/data\/zeros\.bin'/);
+  t.match(r.stderr, /next step: take the large files out of your new commits[^\n]*\nremote:\s+\$ git reset --soft [0-9a-f]{40}\s*\nremote:\s+\$ git restore --source=[0-9a-f]{40} --staged --worktree -- ':\(literal\)src\/data\/zeros\.bin'/);
+  t.match(r.stderr, /decision: a new file over limits.maxBlobBytes/);
   t.equal(await refIn(bare, 'refs/heads/agent/work'), null);
   const { row, rules } = lastRef(gate);
-  t.equal(row.decision, 'push-too-large');
+  t.equal(row.decision, 'blob-too-large');
   t.match(rules[0], { rule: 'limits', status: 'fail', details: { largestBlob: 64 * 1024 * 1024 } });
   t.ok(rules.slice(1).every((x) => x.status === 'skipped'), 'no other rule ran, so no rule read the blob');
   t.comment(`max RSS of the test process (which hosts the gate) grew by ${Math.round(grew / 1024)} MiB during the push`);
@@ -166,7 +167,7 @@ t.test('policy: limits defaults, validation, and `check` applies the blob limit 
   r.checkout('big', true).commit('big', { 'src/blob.txt': 'y'.repeat(5000) });
   const d = await runCheck({ repo: r.dir, base: 'main', head: 'big', role: 'agent' });
   t.equal(d.verdict, 'reject');
-  t.equal(d.row, 'push-too-large');
+  t.equal(d.row, 'blob-too-large');
   t.match(d.reasons[0], { rule: 'limits', path: 'src/blob.txt', message: /a blob of 4\.9 KiB, over limits\.maxBlobBytes \(1000 bytes\)/ });
   // The pinned `check --json` shape keeps its closed list of rule names.
   const json = checkJson(d) as { reasons: Array<{ rule: string; limit?: boolean }> };

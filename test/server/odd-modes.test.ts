@@ -126,9 +126,12 @@ t.test('the printed fix for odd modes alone, run as printed, gives an accepted p
   w.git('checkout', '-q', '-f', 'agent/x');
   const r = await gitAsync(w.dir, ['push', gate.remote('app', 'agent-1', agent), 'agent/x']);
   t.not(r.code, 0);
-  const next = /next step: commit the work again with git's own index and push: (.*)$/m.exec(r.stderr);
-  t.ok(next, 'a rebuild command is printed');
-  w.git('remote', 'add', 'origin', gate.remote('app', 'agent-1', agent));
+  t.match(r.stderr, /decision: tree entry with mode digits git never writes/);
+  t.match(r.stderr, /next step: commit the work again through git's own index/);
+  // The commands printed after `$ `, then the agent's own push again (the gate prints no remote).
+  const cmds = r.stderr.split('\n').map((l) => l.replace(/^remote:\s*/, '').trim()).filter((l) => l.startsWith('$ ')).map((l) => l.slice(2));
+  t.ok(cmds.length >= 3, 'a rebuild command is printed');
+  const next = [null, `${cmds.join(' && ')} && git push ${gate.remote('app', 'agent-1', agent)} HEAD:refs/heads/agent/x`];
   // Async: the gate runs in this process, so a synchronous push would block it.
   const fixed = await new Promise<number>((resolve) => {
     execFile('bash', ['-c', next![1]!], { cwd: w.dir, env: { ...process.env, ...GIT_ENV, GIT_ASKPASS: 'true' } }, (err, _o, e) => {

@@ -7,7 +7,8 @@ import { contractOf, contractRows, diffContracts, parseAllowFile, type Contract 
 import { isZeroId } from '../../git/git.js';
 import { mergeBaseWithTrusted } from '../ancestry.js';
 import type { Finding, Rule } from '../types.js';
-import { short } from '../types.js';
+import { shq, short } from '../types.js';
+import { pushAgain, RUN } from '../remedy.js';
 
 export const contract: Rule = {
   id: 'contract',
@@ -78,18 +79,24 @@ export const contract: Rule = {
     return { findings, details: { ...details, diff } };
   },
   remediation(ctx, findings) {
+    const again = pushAgain(ctx);
     const big = findings.find((x) => x.messageId === 'tooLarge');
     if (big) {
-      return `shrink or split ${big.path} below ${big.data.limit} bytes (generated code belongs outside ${ctx.policy.contract.roots.join(', ')}), commit, and push again; if a file that large is intended, a person can raise contract.maxSourceBytes in ci/patchgate.json on ${ctx.policy.trustedBranch}`;
+      return `shrink or split ${big.path} below ${big.data.limit} bytes (generated code belongs outside ${ctx.policy.contract.roots.join(', ')}), commit (git commit -a --amend if it came in your last commit); if a file that large is intended, a person raises contract.maxSourceBytes in ci/patchgate.json on ${ctx.policy.trustedBranch}\n${again}`;
     }
     const failed = findings.find((x) => x.messageId === 'parseFailed');
-    if (failed) return `simplify ${failed.path} (for example less deeply nested code), commit, and push again`;
-    if (findings.some((f) => f.messageId === 'parseError')) {
-      const f = findings.find((x) => x.messageId === 'parseError')!;
-      return `fix the syntax error in ${f.path} line ${f.data.line}, commit, and push again`;
+    if (failed) return `simplify ${failed.path} (for example less deeply nested code) and commit\n${again}`;
+    const syntax = findings.find((x) => x.messageId === 'parseError');
+    if (syntax) {
+      return [`fix the syntax error in ${syntax.path} line ${syntax.data.line} and commit; the file as pushed:`, `${RUN}git show ${shq(`${syntax.commit ?? 'HEAD'}:${syntax.path ?? ''}`)}`, again].join('\n');
     }
     const files = [...new Set(findings.map((f) => f.path).filter((p): p is string => !!p))];
     const base = ctx.trustedTip ? short(ctx.trustedTip) : 'the trusted branch';
-    return `keep every public signature as it was (see the rows above): restore the old signatures in ${files.join(', ') || 'the changed files'} (compare with: git diff ${base} HEAD -- ${files.join(' ') || 'src/'}), commit, and push again; if the API change is intended, a person must add the new digest to ${ctx.policy.contract.allowFile} on ${ctx.policy.trustedBranch} and write tests for it`;
+    const spec = files.map((f) => shq(`:(literal)${f}`)).join(' ');
+    const steps = [`keep every public signature as it was (the rows above: - removed, + added, ~ changed): restore the old signatures in ${files.join(', ') || 'the changed files'} and commit; compare with:`];
+    if (ctx.trustedTip && files.length) steps.push(`${RUN}git diff ${ctx.trustedTip} HEAD -- ${spec}`);
+    else steps.push(`compare with the trusted branch ${base}: git diff <its commit> HEAD -- ${ctx.policy.contract.roots.join(' ')}`);
+    steps.push(`if the API change is intended, a person must add the new digest to ${ctx.policy.contract.allowFile} on ${ctx.policy.trustedBranch} and write tests for it`, again);
+    return steps.join('\n');
   },
 };

@@ -6,6 +6,7 @@ import { gitSource, readLock, verifyLock } from '../../fixtures/lock.js';
 import { isZeroId } from '../../git/git.js';
 import type { Rule } from '../types.js';
 import { shq, short } from '../types.js';
+import { pushAgain, remedy } from '../remedy.js';
 
 export const fixtures: Rule = {
   id: 'fixtures',
@@ -35,7 +36,13 @@ export const fixtures: Rule = {
   remediation(ctx, findings) {
     const paths = [...new Set(findings.map((f) => f.path!))];
     if (ctx.role === 'agent' && ctx.trustedTip) {
-      return `put the fixtures back as the trusted branch has them: git restore --source=${short(ctx.trustedTip)} --staged --worktree -- ${paths.map((p) => shq(`:(literal)${p}`)).join(' ')} && git commit -m 'restore locked fixtures' and push again; if the fixture must change, a person regenerates the lock (patchgate fixtures lock DIR)`;
+      const spec = paths.map((p) => shq(`:(literal)${p}`)).join(' ');
+      // A fixture the trusted branch lacks is removed; one it has is put back as it was.
+      return remedy(
+        'put the fixtures back as the trusted branch has them (if a fixture must change, a person regenerates the lock: patchgate fixtures lock DIR):',
+        [`git restore --source=${ctx.trustedTip} --staged --worktree -- ${spec}`, `git commit -m ${shq('restore locked fixtures')}`],
+        pushAgain(ctx),
+      );
     }
     return `regenerate the lock from the fixture folders (a person's step): patchgate fixtures lock ${[...new Set(paths.map((p) => p.slice(0, p.lastIndexOf('/')) || '.'))].join(' ')} && git add ${ctx.policy.fixtures.lock} && git commit; or restore the fixtures`;
   },

@@ -10,9 +10,10 @@ import { contract } from './contract.js';
 import { fixtures } from './fixtures.js';
 import { ledger } from './ledger.js';
 import { limits } from './limits.js';
+import { tamperScan } from './tamper-scan.js';
 
 export const PRE_RULES = [limits] as const satisfies readonly Rule[];
 
-export const RULES = [refs, writeBlock, contract, fixtures, ledger] as const satisfies readonly Rule[];
+export const RULES = [refs, writeBlock, contract, fixtures, tamperScan, ledger] as const satisfies readonly Rule[];
 
 export const RULE_IDS: readonly RuleId[] = [...PRE_RULES, ...RULES].map((r) => r.id);

@@ -6,7 +6,8 @@ import { isZeroId } from '../../git/git.js';
 import { parseLedger, validateRows } from '../../ledger/ledger.js';
 import { ledgerHistoryAt } from '../ancestry.js';
 import type { Rule } from '../types.js';
-import { short } from '../types.js';
+import { shq, short } from '../types.js';
+import { pushAgain, remedy } from '../remedy.js';
 
 export const ledger: Rule = {
   id: 'ledger',
@@ -37,7 +38,11 @@ export const ledger: Rule = {
   remediation(ctx) {
     const path = ctx.policy.ledger.path;
     if (ctx.role === 'agent' && ctx.trustedTip) {
-      return `the ledger is a person's file: git restore --source=${short(ctx.trustedTip)} --staged --worktree -- ${path} && git commit -m 'restore flake ledger' and push again`;
+      return remedy(
+        'the flake ledger is a person\'s file: put it back as the trusted branch has it:',
+        [`git restore --source=${ctx.trustedTip} --staged --worktree -- ${shq(`:(literal)${path}`)}`, `git commit -m ${shq('restore flake ledger')}`],
+        pushAgain(ctx),
+      );
     }
     return `fix or remove the listed rows of ${path} (patchgate ledger check shows them), commit, and push again`;
   },

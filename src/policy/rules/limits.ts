@@ -9,6 +9,7 @@ import { isZeroId } from '../../git/git.js';
 import type { Finding, Rule } from '../types.js';
 import { short } from '../types.js';
 import { stripCommand } from './write-block.js';
+import { pushAgain } from '../remedy.js';
 
 /** Bytes for people: 1536 -> "1.5 KiB". */
 export function formatBytes(n: number): string {
@@ -65,8 +66,8 @@ export const limits: Rule = {
     const raise = 'if a person decides the repository should take it, they raise `limits` in ci/patchgate.json on the trusted branch first';
     const paths = [...new Set(findings.filter((f) => f.messageId === 'blobTooLarge').map((f) => f.path!))];
     if (paths.length) {
-      return `large files do not belong in the repository: take them out of every new commit and push again (${stripCommand(ctx, paths).replace(/^strip the edits and push again: /, '')}); ${raise}`;
+      return `${stripCommand(ctx, paths, 'the large files')}\nlarge files do not belong in the repository; ${raise}`;
     }
-    return `split the work into smaller pushes (fewer commits and objects per push), or drop generated or vendored files from it; ${raise}`;
+    return `split the work into smaller pushes (fewer commits and objects per push), or drop generated or vendored files from it; ${raise}\n${pushAgain(ctx)}`;
   },
 };

@@ -6,10 +6,10 @@
 // stored with mode digits git never writes is refused: it only serves to hide something.
 
 import { WRITTEN_MODE } from '../../git/modes.js';
-import { isZeroId } from '../../git/git.js';
 import { firstMatch, protectedMatcher, writableMatcher } from '../match.js';
 import type { Finding, Rule, RuleContext } from '../types.js';
 import { shq, short } from '../types.js';
+import { fetchTrusted, noTrustedBranch, pushAgain, remedy, startingPoint, unrelatedStart } from '../remedy.js';
 
 export const writeBlock: Rule = {
   id: 'write-block',
@@ -30,14 +30,16 @@ export const writeBlock: Rule = {
     const isWritable = writableMatcher(policy.writable);
     const findings: Finding[] = [];
     let paths = 0;
+    const touched = new Set<string>();
     for (const commit of ctx.newCommits) {
       for (const c of await ctx.changes(commit)) {
         paths++;
         const verb = c.status === 'A' ? 'adds' : c.status === 'D' ? 'deletes' : c.oldMode !== c.newMode && c.oldId === c.newId ? 'changes the mode of' : 'modifies';
         const base = { commit: commit.id, path: c.path };
         const data = { commit: short(commit.id), path: c.path, verb };
+        touched.add(c.path);
         if (isProtected(c.path)) {
-          findings.push({ ...base, messageId: 'protectedPath', data: { ...data, pattern: firstMatch(protectedPatterns, c.path, true) ?? '?' } });
+          findings.push({ ...base, messageId: 'protectedPath', data: { ...data, pattern: firstMatch(protectedPatterns, c.path, true) ?? '?', category: isTestPath(c.path) ? 'test' : 'config' } });
         } else if (!isWritable(c.path)) {
           findings.push({ ...base, messageId: 'notWritable', data: { ...data, writable: policy.writable.join(', ') } });
         }
@@ -50,25 +52,71 @@ export const writeBlock: Rule = {
         findings.push({ commit: commit.id, path: o.path, messageId: 'oddMode', data: { commit: short(commit.id), path: o.path, mode: o.mode, kind, written: WRITTEN_MODE[o.kind] } });
       }
     }
+    const blocked = new Set(findings.map((f) => f.path));
+    if (findings.length && [...touched].every((p) => blocked.has(p))) for (const f of findings) f.data.onlyBlocked = 1;
     return { findings, details: { commits: ctx.newCommits.length, paths } };
   },
   remediation(ctx, findings) {
     if (findings.every((f) => f.messageId === 'oddMode')) return rebuildCommand(ctx);
-    return stripCommand(ctx, [...new Set(findings.map((f) => f.path!).filter(Boolean))]);
+    const paths = [...new Set(findings.map((f) => f.path!).filter(Boolean))];
+    // Every path the new commits touch is blocked: after stripping there is nothing to commit.
+    if (findings.some((f) => f.data.onlyBlocked === 1)) return dropCommand(ctx);
+    return stripCommand(ctx, paths);
   },
 };
+
+/** Test trees and test or runner files: the seed's "tests/ in the agent diff" row. Other protected paths are policy, CI, lock or config files. */
+const TEST_PATTERNS = [
+  'tests/**', 'test/**', '**/tests/**', '**/test/**', 'conftest.py', '**/conftest.py', '**/*.test.*', '**/*.spec.*',
+  '**/__tests__/**', '**/__mocks__/**', '**/test_*.py', '**/*_test.py', '**/setupTests.*',
+];
+
+export function isTestPath(path: string): boolean {
+  return protectedMatcher(TEST_PATTERNS)(path);
+}
 
 /**
  * The commands that rebuild the agent's work as one commit without the offending paths:
  * go back to where the branch started, keep the rest of the work staged, put the paths
  * back as they were there, commit, and push again.
  */
-export function stripCommand(ctx: RuleContext, paths: string[]): string {
+export function stripCommand(ctx: RuleContext, paths: string[], what = 'the edits listed above'): string {
   const start = startingPoint(ctx);
+  if (!start) return noTrustedBranch(ctx.policy.trustedBranch, ctx.mode);
+  if (unrelatedStart(ctx)) return rebaseOnTrusted(ctx, paths);
   const spec = paths.slice(0, 20).map((p) => shq(`:(literal)${p}`)).join(' ');
-  const branch = ctx.update.ref.replace(/^refs\/heads\//, '');
-  const push = ctx.mode === 'push' ? ` && git push origin HEAD:${shq(branch)}` : '';
-  return `strip the edits and push again: git reset --soft ${start} && git restore --source=${start} --staged --worktree -- ${spec} && git commit -m ${shq('agent patch (protected paths restored)')}${push}`;
+  const more = paths.length > 20 ? ` (then the same for the other ${paths.length - 20} paths listed above)` : '';
+  return remedy(
+    `take ${what} out of your new commits, keeping the rest of the work as one commit on ${short(start)}${more}:`,
+    [`git reset --soft ${start}`, `git restore --source=${start} --staged --worktree -- ${spec}`, `git commit -m ${shq('agent patch (protected paths restored)')}`],
+    pushAgain(ctx),
+  );
+}
+
+/**
+ * A root commit on a new branch: rebuild it on the trusted branch, keeping only what the
+ * agent wrote under `writable` (and not the blocked paths listed).
+ */
+function rebaseOnTrusted(ctx: RuleContext, paths: string[]): string {
+  const isWritable = writableMatcher(ctx.policy.writable);
+  const excludes = ctx.policy.writable.map((w) => shq(`:(exclude,glob)${w}`)).join(' ');
+  const inside = paths.filter((p) => isWritable(p)).slice(0, 20).map((p) => shq(`:(literal)${p}`));
+  const cmds = ['git reset -q --soft FETCH_HEAD', `git restore --source=FETCH_HEAD --staged --worktree -- . ${excludes}`];
+  if (inside.length) cmds.push(`git restore --source=FETCH_HEAD --staged --worktree -- ${inside.join(' ')}`);
+  cmds.push(`git commit -m ${shq('agent patch (on the trusted branch)')}`);
+  return [fetchTrusted(ctx), ...remedy('then keep only your work under `writable`, minus the paths listed above, as one commit on it:', cmds, pushAgain(ctx)).split('\n')].join('\n');
+}
+
+/** Every change of the push is blocked: drop the commits (a strip would leave nothing to commit). */
+export function dropCommand(ctx: RuleContext): string {
+  const start = startingPoint(ctx);
+  if (!start) return noTrustedBranch(ctx.policy.trustedBranch, ctx.mode);
+  const pre = unrelatedStart(ctx) ? `${fetchTrusted(ctx)}\n` : '';
+  return pre + remedy(
+    `every change in your new commits is to a path you may not write, so there is nothing to keep: drop those commits (a person makes such changes):`,
+    [`git reset --hard ${unrelatedStart(ctx) ? 'FETCH_HEAD' : start}`],
+    pushAgain(ctx),
+  );
 }
 
 /**
@@ -77,14 +125,12 @@ export function stripCommand(ctx: RuleContext, paths: string[]): string {
  */
 export function rebuildCommand(ctx: RuleContext): string {
   const start = startingPoint(ctx);
-  const branch = ctx.update.ref.replace(/^refs\/heads\//, '');
-  const push = ctx.mode === 'push' ? ` && git push origin HEAD:${shq(branch)}` : '';
-  return `commit the work again with git's own index and push: git reset -q ${start} && git add -A && git commit -m ${shq('agent patch (modes as git writes them)')}${push}`;
+  if (!start) return noTrustedBranch(ctx.policy.trustedBranch, ctx.mode);
+  return remedy(
+    `commit the work again through git's own index, which writes only the modes git writes:`,
+    [`git reset -q ${start}`, 'git add -A', `git commit -m ${shq('agent patch (modes as git writes them)')}`],
+    pushAgain(ctx),
+  );
 }
 
-/** Where the agent's new work begins: the ref's old tip, else the first new commit's parent. */
-export function startingPoint(ctx: RuleContext): string {
-  if (!isZeroId(ctx.update.oldId)) return ctx.update.oldId;
-  const first = ctx.newCommits[0];
-  return first?.parents[0] ?? ctx.trustedTip ?? 'HEAD~1';
-}
+export { startingPoint };

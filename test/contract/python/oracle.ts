@@ -93,7 +93,7 @@ print(json.dumps(out))
  * Input: [[path, source], ...]; output: per file a sorted list of rows or {"error"}.
  */
 export const V1_ORACLE = String.raw`
-import ast, json, sys, warnings
+import ast, json, re, sys, warnings
 warnings.simplefilter("ignore")
 
 def literal_names(node):
@@ -130,9 +130,16 @@ def module_all(module):
                 opaque = True
     return None if opaque else names
 
+def is_private(path):
+    parts = re.sub(r"\.pyi?$", "", path).split("/")
+    return any(p.startswith("_") and not (p.startswith("__") and p.endswith("__")) for p in parts)
+
 def rows_of(path, source):
     module = ast.parse(source)
+    if is_private(path): return []
     exported = module_all(module)
+    reexports = exported is None and re.search(r"(^|/)__init__\.pyi?$", path) is not None
+    imported = set()
     rows, defined = set(), set()
     def decos(node):
         return "".join("@" + ast.unparse(d) + " " for d in node.decorator_list)
@@ -159,8 +166,19 @@ def rows_of(path, source):
                 name = s.target.id
                 if is_module: defined.add(name)
                 if not public(name) or name == "__all__": continue
-                value = " = " + ast.unparse(s.value) if (s.value is not None and not is_module) else ""
+                alias = re.match(r"^(?:(?:typing|typing_extensions|t)\.)?TypeAlias$", ast.unparse(s.annotation)) is not None
+                value = " = " + ast.unparse(s.value) if (s.value is not None and (not is_module or alias)) else ""
                 rows.add(f"{path}::{prefix}{name}: {ast.unparse(s.annotation)}{value}")
+            elif hasattr(ast, "TypeAlias") and isinstance(s, ast.TypeAlias):
+                name = s.name.id
+                if is_module: defined.add(name)
+                if not public(name): continue
+                params = "[" + ", ".join(ast.unparse(p) for p in s.type_params) + "]" if s.type_params else ""
+                rows.add(f"{path}::type {prefix}{name}{params} = {ast.unparse(s.value)}")
+            elif isinstance(s, ast.ImportFrom) and is_module and reexports:
+                for a in s.names:
+                    bound = a.asname or a.name.split(".")[-1]
+                    if bound != "*" and not bound.startswith("_"): imported.add(bound)
             elif isinstance(s, ast.If):
                 visit(s.body, prefix, is_module)
                 visit(s.orelse, prefix, is_module)
@@ -173,6 +191,8 @@ def rows_of(path, source):
     if exported is not None:
         for name in exported:
             if name not in defined: rows.add(f"{path}::export {name}")
+    for name in imported:
+        if name not in defined: rows.add(f"{path}::export {name}")
     return sorted(rows)
 
 out = []

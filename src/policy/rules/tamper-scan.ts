@@ -1,0 +1,94 @@
+// Rule `tamper-scan` (issue 11): the path rules keep an agent off the oracle, but code under
+// src/ can still fool the oracle while it runs. This rule reads the blobs an agent's push adds
+// or changes under the contract roots (never runs them), parses them with the grammars the
+// contract rule uses, and refuses, on the changed lines only, constructs that reach into the
+// test runner: runner or assertion internals, interpreter walks, runner/gate environment,
+// exits at import or in exit handlers, report file names, constant __eq__, package metadata.
+
+import { ContractParseError } from '../../errors.js';
+import { isTypeScriptPath } from '../../contract/typescript.js';
+import { isZeroId } from '../../git/git.js';
+import type { Finding, Rule } from '../types.js';
+import { short } from '../types.js';
+import { TAMPER_CHECKS, type TamperCheck, type TamperHit } from '../tamper/checks.js';
+import { scanPython } from '../tamper/scan-python.js';
+import { scanTypeScript } from '../tamper/scan-typescript.js';
+
+const ADVICE: Record<TamperCheck, string> = {
+  'runner-internals': 'code under test may not import or patch the test runner or assertion library',
+  'interpreter-walk': 'code under test may not walk the interpreter or inspect its callers',
+  'env-read': 'code under test may not read the test runner\'s or the gate\'s variables',
+  exit: 'code under test may not exit the process at import time or in an exit handler',
+  'report-write': 'code under test may not name test report files',
+  'constant-eq': 'an equality that returns a constant makes every assertion pass',
+  'package-metadata': 'package metadata under a source root can register a runner plugin',
+};
+
+function underRoots(path: string, roots: string[]): boolean {
+  return roots.some((r) => {
+    const root = r.endsWith('/') ? r : `${r}/`;
+    return root === './' || path.startsWith(root);
+  });
+}
+
+export const tamperScan: Rule = {
+  id: 'tamper-scan',
+  description: 'New or changed code under the contract roots may not reach into the test runner, its environment, process exit or report files.',
+  waivedForHumans: true,
+  messages: {
+    hit: 'commit {commit}: {path}:{line}: {construct} ({check}): {advice}',
+    metadata: 'commit {commit}: {path}: package metadata under a source root ({check}): {advice}',
+  },
+  async check(ctx) {
+    if (isZeroId(ctx.update.newId) || ctx.role !== 'agent') return { findings: [], details: { skipped: ctx.role !== 'agent' ? 'not an agent' : 'delete' } };
+    const mode = (c: TamperCheck) => ctx.policy.tamperScan.checks[c] ?? 'refuse';
+    const roots = ctx.policy.contract.roots;
+    const findings: Finding[] = [];
+    const advisory: Array<Record<string, string | number>> = [];
+    const memo = ctx.cache;
+    const add = (commit: string, path: string, h: { check: TamperCheck; line?: number; construct?: string }) => {
+      const m = mode(h.check);
+      if (m === 'off') return;
+      const data = { commit: short(commit), path, line: h.line ?? 0, construct: h.construct ?? '', check: h.check, advice: ADVICE[h.check] };
+      if (m === 'advisory') advisory.push(data);
+      else findings.push({ messageId: h.line === undefined ? 'metadata' : 'hit', path, commit, data });
+    };
+    let scanned = 0;
+    for (const commit of ctx.newCommits) {
+      for (const ch of await ctx.changes(commit)) {
+        if (ch.status === 'D' || !underRoots(ch.path, roots)) continue;
+        if (/(^|\/)[^/]+\.(dist-info|egg-info)(\/|$)|\.pth$/i.test(ch.path)) {
+          add(commit.id, ch.path, { check: 'package-metadata' });
+          continue;
+        }
+        const py = ch.path.endsWith('.py');
+        if ((!py && !isTypeScriptPath(ch.path)) || (ch.newKind !== 'regular' && ch.newKind !== 'executable')) continue;
+        const oldId = ch.status === 'A' || ch.oldKind === 'symlink' || !ch.oldId || isZeroId(ch.oldId) ? null : ch.oldId;
+        const key = `tamper:1:${oldId}:${ch.newId}:${py ? 'py' : 'ts'}`;
+        let hits = memo.get(key) as TamperHit[] | undefined;
+        if (!hits) {
+          const lines = await ctx.git.addedLines(oldId, ch.newId);
+          const blob = await ctx.git.readBlob(ch.newId);
+          const text = blob ? blob.toString('utf8') : '';
+          try {
+            hits = lines.size === 0 ? [] : py ? await scanPython(text, ch.path, lines) : scanTypeScript(text, ch.path, lines);
+          } catch (e) {
+            // Source that does not parse is the contract rule's refusal (same roots, same grammars).
+            // typescript-estree's syntax errors are TSError; the contract rule refuses that file with its line.
+            if (e instanceof ContractParseError || (e as Error)?.name === 'TSError') hits = [];
+            else throw new Error(`${ch.path} could not be scanned: ${(e as Error).message}`, { cause: e });
+          }
+          memo.set(key, hits);
+          scanned++;
+        }
+        for (const h of hits) add(commit.id, ch.path, h);
+      }
+    }
+    return { findings, details: { scanned, advisory, checks: Object.fromEntries(TAMPER_CHECKS.map((c) => [c, mode(c)])) } };
+  },
+  remediation(ctx, findings) {
+    const where = [...new Set(findings.map((f) => (f.data.line ? `${f.path}:${f.data.line}` : f.path!)))].slice(0, 6).join(', ');
+    const base = ctx.trustedTip ? short(ctx.trustedTip) : 'main';
+    return `remove the constructs named above (${where}); fix the behaviour the tests check instead of the tests' view of it, commit, and push again (see the changed lines with: git diff ${base} HEAD -- ${[...new Set(findings.map((f) => f.path!))].slice(0, 6).join(' ')}); if one is truly needed, a person can make that check advisory in ci/patchgate.json (tamperScan.checks) on ${ctx.policy.trustedBranch}`;
+  },
+};

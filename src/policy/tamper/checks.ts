@@ -1,0 +1,23 @@
+// The checks of rule tamper-scan (issue 11) and what they share: the finding shape, the
+// names and literals that mark the test runner, its environment and its report files.
+
+export const TAMPER_CHECKS = ['runner-internals', 'interpreter-walk', 'env-read', 'exit', 'report-write', 'constant-eq', 'package-metadata'] as const;
+export type TamperCheck = (typeof TAMPER_CHECKS)[number];
+
+export interface TamperHit {
+  check: TamperCheck;
+  line: number;
+  construct: string;
+}
+
+/** Environment variables of test runners and of the gate. */
+export const RUNNER_ENV = /^(PYTEST_|_PYTEST|PATCHGATE_|NODE_TEST|JEST_WORKER|VITEST|TAP_|HYPOTHESIS_)/;
+/** File names of runner reports and caches. */
+export const REPORT_NAME = /junit|\.pytest_cache|lastfailed|test-results|TEST-[^/]*\.xml|patchgate[^/]*\.json/i;
+
+export const PY_RUNNER_MODULES = /^(_pytest|pytest|pluggy|py\.test)(\.|$)/;
+export const PY_PATCH_TARGET = /^(unittest|pytest|_pytest|pluggy|TestCase|builtins\.__import__)(\.|$)/;
+export const PY_WALK = new Set(['gc.get_objects', 'gc.get_referrers', 'gc.get_referents', 'sys._getframe', 'sys._current_frames', 'inspect.stack', 'inspect.getouterframes', 'inspect.getframeinfo', 'inspect.trace', 'traceback.extract_stack', 'traceback.walk_stack']);
+// A caller's locals are where its expected values live; f_back/f_globals alone (click's version_option reads the caller's __name__) are not refused.
+export const PY_FRAME_ATTRS = new Set(['f_locals']);
+export const JS_RUNNER_MODULES = /^(node:)?(test|assert)(\/strict)?$|^(tap|vitest|jest|mocha|chai|uvu|ava)(\/|$)|^@(jest|vitest|tapjs)\//;

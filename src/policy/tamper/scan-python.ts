@@ -1,0 +1,99 @@
+// The tamper scan of Python source: a tree-sitter walk (never an import or a run) that
+// reports, on the given lines only, the constructs by which code under test can fool its
+// tests (runner internals, interpreter walks, runner environment, exits, report files,
+// constant equality).
+
+import type { Node } from 'web-tree-sitter';
+import { pythonTree } from '../../contract/python.js';
+import { PY_FRAME_ATTRS, PY_PATCH_TARGET, PY_RUNNER_MODULES, PY_WALK, REPORT_NAME, RUNNER_ENV, type TamperHit } from './checks.js';
+
+function inFunction(n: Node): boolean {
+  for (let p = n.parent; p; p = p.parent) if (p.type === 'function_definition' || p.type === 'lambda') return true;
+  return false;
+}
+
+function underMainGuard(n: Node): boolean {
+  for (let p = n.parent; p; p = p.parent) {
+    if (p.type === 'if_statement' && /__name__\s*==\s*["']__main__["']/.test(p.childForFieldName('condition')?.text ?? '')) return true;
+  }
+  return false;
+}
+
+function stringValue(n: Node): string {
+  return n.children.filter((c) => c?.type === 'string_content').map((c) => c!.text).join('');
+}
+
+const CONSTANT = new Set(['true', 'false', 'none', 'integer', 'float']);
+
+function constantReturn(fn: Node): boolean {
+  const body = fn.childForFieldName('body');
+  if (!body) return false;
+  const stmts = body.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment').filter((c) => !(c.type === 'expression_statement' && c.namedChildren[0]?.type === 'string'));
+  if (stmts.length !== 1 || stmts[0]!.type !== 'return_statement') return false;
+  const v = stmts[0]!.namedChildren[0];
+  return !!v && (CONSTANT.has(v.type) || (v.type === 'not_operator' && CONSTANT.has(v.namedChildren[0]?.type ?? '')));
+}
+
+export async function scanPython(text: string, path: string, lines: Set<number>): Promise<TamperHit[]> {
+  const tree = await pythonTree(text);
+  const hits: TamperHit[] = [];
+  const isMain = /(^|\/)__main__\.py$/.test(path);
+  const hit = (n: Node, check: TamperHit['check'], construct: string) => {
+    const line = n.startPosition.row + 1;
+    if (lines.has(line)) hits.push({ check, line, construct });
+  };
+  const walk = (n: Node) => {
+    switch (n.type) {
+      case 'import_statement':
+      case 'import_from_statement': {
+        const mods = n.type === 'import_from_statement' ? [n.childForFieldName('module_name')?.text ?? ''] : n.namedChildren.map((c) => (c?.type === 'aliased_import' ? c.childForFieldName('name')?.text : c?.text) ?? '');
+        for (const m of mods) if (PY_RUNNER_MODULES.test(m)) hit(n, 'runner-internals', `import of ${m}`);
+        break;
+      }
+      case 'function_definition': {
+        const name = n.childForFieldName('name')?.text ?? '';
+        if (/^pytest_/.test(name)) hit(n, 'runner-internals', `pytest hook ${name}()`);
+        if ((name === '__eq__' || name === '__ne__' || name === '__hash__') && constantReturn(n)) hit(n, 'constant-eq', `${name} that returns a constant`);
+        break;
+      }
+      case 'assignment': {
+        const left = n.childForFieldName('left')?.text ?? '';
+        const right = n.childForFieldName('right');
+        if (PY_PATCH_TARGET.test(left)) hit(n, 'runner-internals', `assignment to ${left}`);
+        if (left === 'pytest_plugins') hit(n, 'runner-internals', 'pytest_plugins');
+        if (/(^|\.)__(eq|ne|hash)__$/.test(left) && right?.type === 'lambda' && CONSTANT.has(right.childForFieldName('body')?.type ?? '')) hit(n, 'constant-eq', `${left} = a lambda that returns a constant`);
+        break;
+      }
+      case 'call': {
+        const fn = n.childForFieldName('function')?.text ?? '';
+        const args = n.childForFieldName('arguments')?.namedChildren ?? [];
+        if (PY_WALK.has(fn)) hit(n, 'interpreter-walk', `${fn}()`);
+        if (fn === 'setattr' && PY_PATCH_TARGET.test(args[0]?.text ?? '')) hit(n, 'runner-internals', `setattr(${args[0]!.text}, ...)`);
+        if (fn === 'os._exit' || fn === 'atexit.register' || fn === 'os.abort') hit(n, 'exit', `${fn}()`);
+        else if (/^(sys\.exit|exit|quit|os\.kill)$/.test(fn) && !inFunction(n) && !underMainGuard(n) && !isMain) hit(n, 'exit', `${fn}() at import time`);
+        break;
+      }
+      case 'decorator':
+        if (/^@\s*atexit\.register/.test(n.text)) hit(n, 'exit', '@atexit.register');
+        break;
+      case 'attribute': {
+        const attr = n.childForFieldName('attribute')?.text ?? '';
+        if (PY_FRAME_ATTRS.has(attr)) hit(n, 'interpreter-walk', `frame attribute .${attr}`);
+        break;
+      }
+      case 'string': {
+        const v = stringValue(n);
+        if (RUNNER_ENV.test(v)) hit(n, 'env-read', `runner or gate variable ${JSON.stringify(v.slice(0, 40))}`);
+        else if (REPORT_NAME.test(v)) hit(n, 'report-write', `report file name ${JSON.stringify(v.slice(0, 60))}`);
+        break;
+      }
+    }
+    for (const c of n.children) if (c) walk(c);
+  };
+  try {
+    walk(tree.rootNode);
+  } finally {
+    tree.delete();
+  }
+  return hits;
+}
