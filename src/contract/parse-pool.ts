@@ -22,6 +22,9 @@ import { extractRows, type RowsFormat } from './extract.js';
 
 interface Job {
   id: number;
+  /** `rows`: contract rows; `tamper`: the tamper scan of `lines` (src/policy/tamper/), hits as JSON rows. */
+  kind?: 'rows' | 'tamper';
+  lines?: number[];
   format: RowsFormat;
   path: string;
   source: string;
@@ -132,6 +135,25 @@ class ParsePool {
     }
     return new Promise((resolve, reject) => {
       const job: Job = { id: this.nextId++, format, path, source, resolve, reject, signal, done: false };
+      if (signal) {
+        job.onAbort = () => this.cancel(job, cancelledBy(signal));
+        signal.addEventListener('abort', job.onAbort, { once: true });
+      }
+      this.queue.push(job);
+      this.schedule();
+    });
+  }
+
+  /**
+   * The tamper scan of one decoded file (src/policy/rules/tamper-scan.ts) on a worker thread,
+   * cancelled like a parse: for an isolated pool (the daemon), where a large file must not hold
+   * the event loop. Resolves to the hits as JSON strings.
+   */
+  tamperScan(path: string, source: string, lines: Set<number>, signal: AbortSignal | undefined = currentSignal()): Promise<string[]> {
+    if (!this.isolation) return Promise.reject(new ParseWorkerError(path, 'the tamper scan runs on a worker only in an isolated pool'));
+    if (signal?.aborted) return Promise.reject(cancelledBy(signal));
+    return new Promise((resolve, reject) => {
+      const job: Job = { id: this.nextId++, kind: 'tamper', lines: [...lines], format: 'v1', path, source, resolve, reject, signal, done: false };
       if (signal) {
         job.onAbort = () => this.cancel(job, cancelledBy(signal));
         signal.addEventListener('abort', job.onAbort, { once: true });
@@ -283,7 +305,7 @@ class ParsePool {
       }, limit);
       job.timer.unref();
     }
-    slot.worker.postMessage({ id: job.id, format: job.format, path: job.path, source: job.source });
+    slot.worker.postMessage({ id: job.id, kind: job.kind ?? 'rows', lines: job.lines, format: job.format, path: job.path, source: job.source });
   }
 
   private armIdle(): void {

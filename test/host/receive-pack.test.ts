@@ -110,7 +110,8 @@ for (const h of HOSTS) {
     t.not(no.code, 0, 'agent tests/ push refused');
     t.match(no.stderr, /! \[remote rejected\] agent\/bad -> agent\/bad \(pre-receive hook declined\)/);
     t.match(no.stderr, /remote: .*\[write-block\] commit [0-9a-f]{12} modifies protected path tests\/test_app.py/);
-    t.match(no.stderr, /remote: .*next step: .*git restore --source=/);
+    t.match(no.stderr, /remote: .*next step: /);
+    t.match(no.stderr, /remote: .*\$ git (reset --hard|restore --source=)/, 'with a command to run');
     t.equal(await refIn(bare, 'refs/heads/agent/bad'), null);
 
     // An unknown name is an agent: the strict path.

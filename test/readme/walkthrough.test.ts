@@ -91,7 +91,9 @@ t.test('the README walk-through runs as written and ends in a refused agent push
   t.equal(run.code, 0, `the walk-through exits 0:\n${run.out}`);
   t.match(run.out, new RegExp(`REJECT refs/heads/agent/fix \\(new\\)\\.\\.[0-9a-f]{12} for agent-1`), 'the agent push is refused');
   t.match(run.out, /\[write-block\] commit [0-9a-f]{12} modifies protected path tests\/test_app\.py/);
-  t.match(run.out, /next step: .*git push origin HEAD:agent\/fix/, 'the remediation pushes to the remote the walk-through set up');
+  t.match(run.out, /next step: .*drop those commits/, 'a protected-only push is told to drop its commits');
+  t.match(run.out, /\$ git reset --hard [0-9a-f]{40}/, 'with the command');
+  t.match(run.out, /git push <the same remote or URL> HEAD:refs\/heads\/agent\/fix/, 'and where to push again, without the token');
   t.match(run.out, /pre-receive hook declined/);
   t.match(run.out, /refused, as it should be/);
   const pushId = /push (\S+) audited/.exec(run.out)?.[1];

@@ -13,6 +13,7 @@ import { short } from '../types.js';
 import { TAMPER_CHECKS, type TamperCheck, type TamperHit } from '../tamper/checks.js';
 import { scanPython } from '../tamper/scan-python.js';
 import { scanTypeScript } from '../tamper/scan-typescript.js';
+import { parsePool } from '../../contract/parse-pool.js';
 
 const ADVICE: Record<TamperCheck, string> = {
   'runner-internals': 'code under test may not import or patch the test runner or assertion library',
@@ -30,6 +31,9 @@ function underRoots(path: string, roots: string[]): boolean {
     return root === './' || path.startsWith(root);
   });
 }
+
+/** Files up to this many characters are scanned on the calling thread (as parse-pool's inline parses). */
+const INLINE_SCAN_CHARS = 16 * 1024;
 
 export const tamperScan: Rule = {
   id: 'tamper-scan',
@@ -67,11 +71,20 @@ export const tamperScan: Rule = {
         const key = `tamper:1:${oldId}:${ch.newId}:${py ? 'py' : 'ts'}`;
         let hits = memo.get(key) as TamperHit[] | undefined;
         if (!hits) {
+          // A file over contract.maxSourceBytes is never read or parsed here: the contract rule
+          // (same roots) refuses it from its size, and parsing it would hold the event loop.
+          const size = (await ctx.git.pathId(ch.newId, null))?.size ?? Infinity;
+          if (size > ctx.policy.contract.maxSourceBytes) continue;
           const lines = await ctx.git.addedLines(oldId, ch.newId);
           const blob = await ctx.git.readBlob(ch.newId);
           const text = blob ? blob.toString('utf8') : '';
           try {
-            hits = lines.size === 0 ? [] : py ? await scanPython(text, ch.path, lines) : scanTypeScript(text, ch.path, lines);
+            // In the daemon a file above the inline size is scanned on a parse worker, which the
+            // hook time limit can stop: a large file never holds the event loop.
+            const onWorker = parsePool.isolated && text.length > INLINE_SCAN_CHARS;
+            hits = lines.size === 0 ? []
+              : onWorker ? (await parsePool.tamperScan(ch.path, text, lines)).map((r: string) => JSON.parse(r) as TamperHit)
+                : py ? await scanPython(text, ch.path, lines) : scanTypeScript(text, ch.path, lines);
           } catch (e) {
             // Source that does not parse is the contract rule's refusal (same roots, same grammars).
             // typescript-estree's syntax errors are TSError; the contract rule refuses that file with its line.
