@@ -7,9 +7,11 @@ import http from 'node:http';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { AuditStore } from '../audit/store.js';
+import type { AuditStore } from '../audit/store.js';
+import { openAuditSink, parseAuditUrl, type AuditSink } from '../audit/sink.js';
+import { sinkHealth } from '../server/audit-health.js';
 import { ContentCache, PersistentCache } from '../cache/content-cache.js';
-import { ConfigError, StartupError, errorMessage } from '../errors.js';
+import { StartupError, errorMessage } from '../errors.js';
 import { HookService } from '../server/hook-service.js';
 import { lockDataDir } from '../server/datadir-lock.js';
 import { auditHealth, fileIdentity, hookHealth } from '../server/health.js';
@@ -19,21 +21,12 @@ import { hostSession } from './identity.js';
 
 export interface RunningDaemon {
   hooks: HookService;
-  audit: AuditStore;
+  audit: AuditSink;
   metrics: DaemonMetrics;
   /** http://HOST:PORT of /healthz and /metrics */
   monitorUrl: string;
   health(): Promise<string[]>;
   close(): Promise<void>;
-}
-
-/** The audit store a config names. PostgreSQL is another module's (branch pg); until then it is refused at start. */
-function openAudit(url: string): { audit: AuditStore; path: string } {
-  if (url.startsWith('sqlite:')) {
-    const path = url.slice('sqlite:'.length);
-    return { audit: AuditStore.open(path), path };
-  }
-  throw new ConfigError('audit', 'postgres:// needs the PostgreSQL audit sink, which this build does not have yet; use sqlite:PATH');
 }
 
 export async function startDaemon(cfg: DaemonConfig, opts: { log?: (l: string) => void; beforeJudge?: () => Promise<void> } = {}): Promise<RunningDaemon> {
@@ -42,9 +35,12 @@ export async function startDaemon(cfg: DaemonConfig, opts: { log?: (l: string) =
   const lock = lockDataDir(cfg.data);
   const undo: Array<() => unknown> = [() => lock.release()];
   try {
-    const { audit, path: dbPath } = openAudit(cfg.audit);
+    // The same log the gate server uses: SQLite under the data folder, or one PostgreSQL log
+    // that every node of the host appends to (src/audit/sink.ts).
+    const where = parseAuditUrl(cfg.audit, cfg.data, 'audit');
+    const audit = await openAuditSink(where);
     undo.push(() => audit.close());
-    const dbIdentity = fileIdentity(dbPath);
+    const dbIdentity = where.kind === 'sqlite' ? fileIdentity(where.path) : null;
     const disk = new PersistentCache(join(cfg.data, 'cache.db'), log);
     undo.push(() => disk.close());
     const metrics = new DaemonMetrics();
@@ -59,7 +55,10 @@ export async function startDaemon(cfg: DaemonConfig, opts: { log?: (l: string) =
     // node should too: a cold 10k-file repository does not parse within 4.5 s).
     if (cfg.warm.length) void hooks.warmed.then(() => log(`patchgate daemon: cache warm-up of ${cfg.warm.length} repositor${cfg.warm.length === 1 ? 'y' : 'ies'} finished`));
 
-    const health = async (): Promise<string[]> => [await hookHealth(hooks), auditHealth(audit, dbPath, dbIdentity)].filter((d): d is string => d !== null);
+    const health = async (): Promise<string[]> => [
+      await hookHealth(hooks),
+      where.kind === 'sqlite' ? auditHealth(audit as AuditStore, where.path, dbIdentity!) : await sinkHealth(audit),
+    ].filter((d): d is string => d !== null);
     const monitor = http.createServer((req, res) => {
       void (async () => {
         const path = (req.url ?? '/').split('?')[0];

@@ -90,8 +90,8 @@ t.test('the CLI refuses a bad config and a postgres audit it does not have, exit
   t.match(bad.stderr, /CONFIG: .*humns/);
   writeFileSync(join(dir, 'pg.json'), JSON.stringify({ data: join(dir, 'd'), audit: 'postgres://u:s3cret@127.0.0.1/db', monitor: '127.0.0.1:0' }));
   const pg = await run(['daemon', '--config', join(dir, 'pg.json')]);
-  t.equal(pg.code, 2);
-  t.match(pg.stderr, /CONFIG: audit: postgres/);
+  t.equal(pg.code, 2, 'an unreachable PostgreSQL log stops the start');
+  t.equal(pg.stderr.trim().split('\n').length, 1, 'with one line');
   t.notMatch(pg.stderr, /s3cret/, 'the URL password is not printed');
   const host = await run(['hook', 'install', '--host', 'svn', '--config', join(dir, 'pg.json'), dir]);
   t.equal(host.code, 2, 'an unknown host is refused');
