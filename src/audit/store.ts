@@ -225,6 +225,24 @@ export type VerifyResult =
 
 type Migration = (db: Database.Database) => void;
 
+/** The events indexes of schema 1, made again when migration 4 rebuilds the table. */
+const EVENT_INDEXES = `
+  CREATE INDEX events_time       ON events (time);
+  CREATE INDEX events_repo_time  ON events (repo, time);
+  CREATE INDEX events_actor_time ON events (actor, time);
+  CREATE INDEX events_verdict_time ON events (verdict, time);
+  CREATE INDEX events_kind_time  ON events (kind, time);
+  CREATE INDEX events_push       ON events (push_id, ref) WHERE push_id IS NOT NULL;
+`;
+
+/** The triggers that make events append-only (schema 1; again after migration 4). */
+const APPEND_ONLY_TRIGGERS = `
+  CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+    BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END;
+  CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+    BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END;
+`;
+
 /**
  * Ordered; migration i brings `PRAGMA user_version` from i to i + 1. Each runs in its own
  * IMMEDIATE transaction together with the user_version bump. Append only: never edit a
@@ -264,22 +282,14 @@ export const MIGRATIONS: readonly Migration[] = [
         prev_hash     TEXT NOT NULL,
         hash          TEXT NOT NULL
       ) STRICT;
-      CREATE INDEX events_time       ON events (time);
-      CREATE INDEX events_repo_time  ON events (repo, time);
-      CREATE INDEX events_actor_time ON events (actor, time);
-      CREATE INDEX events_verdict_time ON events (verdict, time);
-      CREATE INDEX events_kind_time  ON events (kind, time);
-      CREATE INDEX events_push       ON events (push_id, ref) WHERE push_id IS NOT NULL;
+      ${EVENT_INDEXES}
       CREATE TABLE chain_head (
         singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
         last_id   INTEGER NOT NULL,
         last_hash TEXT NOT NULL
       ) STRICT;
       INSERT INTO chain_head (singleton, last_id, last_hash) VALUES (1, 0, '${ZERO_HASH}');
-      CREATE TRIGGER events_no_update BEFORE UPDATE ON events
-        BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END;
-      CREATE TRIGGER events_no_delete BEFORE DELETE ON events
-        BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END;
+      ${APPEND_ONLY_TRIGGERS}
       CREATE TRIGGER chain_head_no_delete BEFORE DELETE ON chain_head
         BEGIN SELECT RAISE(ABORT, 'chain_head is required'); END;
     `);
@@ -319,17 +329,9 @@ export const MIGRATIONS: readonly Migration[] = [
       INSERT INTO events_v4 SELECT * FROM events;
       DROP TABLE events;
       ALTER TABLE events_v4 RENAME TO events;
-      CREATE INDEX events_time       ON events (time);
-      CREATE INDEX events_repo_time  ON events (repo, time);
-      CREATE INDEX events_actor_time ON events (actor, time);
-      CREATE INDEX events_verdict_time ON events (verdict, time);
-      CREATE INDEX events_kind_time  ON events (kind, time);
-      CREATE INDEX events_push       ON events (push_id, ref) WHERE push_id IS NOT NULL;
+      ${EVENT_INDEXES}
       CREATE INDEX events_kind_time_cover ON events (kind, time, verdict, decision, actor, repo);
-      CREATE TRIGGER events_no_update BEFORE UPDATE ON events
-        BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END;
-      CREATE TRIGGER events_no_delete BEFORE DELETE ON events
-        BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END;
+      ${APPEND_ONLY_TRIGGERS}
     `);
   },
 ];

@@ -18,6 +18,7 @@ import { auditHealth, fileIdentity, hookHealth } from '../server/health.js';
 import type { DaemonConfig } from './config.js';
 import { DaemonMetrics } from './daemon-metrics.js';
 import { hostSession } from './identity.js';
+import { runUndo } from '../undo.js';
 
 export interface RunningDaemon {
   hooks: HookService;
@@ -101,13 +102,7 @@ export async function startDaemon(cfg: DaemonConfig, opts: { log?: (l: string) =
     };
     return { hooks, audit, metrics, monitorUrl, health, close };
   } catch (err) {
-    for (const f of undo.reverse()) {
-      try {
-        await f();
-      } catch {
-        // best effort: the start already failed with `err`
-      }
-    }
+    await runUndo(undo);
     throw err;
   }
 }

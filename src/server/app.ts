@@ -30,6 +30,7 @@ import { createWeb, isWebPath } from '../web/routes.js';
 import { startCheckpointSchedule } from '../audit/checkpoint-schedule.js';
 import { openAuditSink, parseAuditUrl, type AuditSink } from '../audit/sink.js';
 import { sinkHealth } from './audit-health.js';
+import { runUndo } from '../undo.js';
 
 export interface ServerOptions {
   dataDir: string;
@@ -104,13 +105,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   try {
     return await startLocked();
   } catch (err) {
-    for (const f of undo.reverse()) {
-      try {
-        await f();
-      } catch {
-        // best effort: the start already failed with `err`
-      }
-    }
+    await runUndo(undo);
     throw err;
   }
 
