@@ -175,7 +175,7 @@ async function run(t: Tap): Promise<void> {
     t.match(text, 'write-block', 'every rule of the trace');
     t.match(text, /refs\/heads\/agent\/evil/);
     t.match(text, `tests/${EVIL}`, 'the agent-written path is shown as text');
-    t.match(text, /next step: .*git restore/, 'the remediation the agent got');
+    t.match(text, /next step: [\s\S]*\$ git (restore|reset --hard)/, 'the remediation the agent got');
     t.equal(await page.$$eval('main img', (x) => x.length), 0, 'no <img> was made from it');
     const rulesShown = await page.$$eval('table.rules tbody tr td:first-child', (tds) => tds.map((td) => td.textContent));
     t.ok(rulesShown.length >= 3 && rulesShown.includes('write-block') && rulesShown.includes('refs'), `rules listed: ${rulesShown.join(', ')}`);
