@@ -455,17 +455,11 @@ export class Git {
   }
 
   /**
-   * The 1-based line numbers of blob `newId` that are new relative to blob `oldId` (all of
-   * them when `oldId` is null): what a push added or changed in one file.
+   * The 1-based line numbers of blob `newId` that are new relative to blob `oldId`: what a
+   * push added or changed in one file.
    */
-  async addedLines(oldId: string | null, newId: string): Promise<Set<number>> {
+  async addedLines(oldId: string, newId: string): Promise<Set<number>> {
     const lines = new Set<number>();
-    if (oldId === null) {
-      const data = await this.readBlob(newId);
-      const n = data ? data.toString('utf8').split('\n').length : 0;
-      for (let i = 1; i <= n; i++) lines.add(i);
-      return lines;
-    }
     if (oldId === newId) return lines;
     const { stdout } = await this.run(['diff', '--no-color', '--no-ext-diff', '--no-textconv', '-U0', oldId, newId]);
     for (const m of stdout.toString('utf8').matchAll(/^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@/gm)) {

@@ -4,13 +4,13 @@
 
 import t from 'tap';
 import net from 'node:net';
-import { execFile } from 'node:child_process';
+
 import { rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describeAudit, parseAuditUrl, redactUrl } from '../../src/audit/sink.js';
 import { ConfigError } from '../../src/errors.js';
 import { tempDir } from '../helpers/repo.js';
-import { CLI, serveExpectingExit } from '../helpers/serve.js';
+import { cliRun, serveExpectingExit } from '../helpers/serve.js';
 
 /** A port nothing listens on (bound, then released). */
 function closedPort(): Promise<number> {
@@ -54,9 +54,8 @@ t.test('an unreachable PostgreSQL: serve does not start, audit verify fails; one
   t.equal(s.code, 2, 'serve exits 2');
   t.match(s.output, /^patchgate: cannot open the audit log postgres:\/\/gate:\*\*\*@127\.0\.0\.1:\d+\/patchgate: .*ECONNREFUSED/m);
   t.notMatch(s.output, /hunter2/, 'no password in the output');
-  const v = await new Promise<{ code: number; out: string }>((res) =>
-    execFile(process.execPath, [CLI, 'audit', 'verify', '--data', join(data, 'x')], { env: { ...process.env, PATCHGATE_AUDIT_URL: url } }, (err, stdout, stderr) =>
-      res({ code: err ? Number((err as { code?: number }).code) : 0, out: stdout + stderr })));
+  const r = await cliRun(['audit', 'verify', '--data', join(data, 'x')], { env: { ...process.env, PATCHGATE_AUDIT_URL: url } });
+  const v = { code: r.code, out: r.stdout + r.stderr };
   t.equal(v.code, 2, 'audit verify exits 2 (an error, not "intact" and not "tampered")');
   t.equal(v.out.trim().split('\n').length, 1, 'one line');
   t.notMatch(v.out, /hunter2/);

@@ -3,21 +3,17 @@
 // `patchgate init` on an empty project, on one with tests/fixtures, and on an existing one.
 
 import t from 'tap';
-import { execFile } from 'node:child_process';
+
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CLI } from '../helpers/serve.js';
+import { cliRun } from '../helpers/serve.js';
 import { TestRepo, tempDir } from '../helpers/repo.js';
 
 interface Out { code: number; first: string; stdout: string; stderr: string }
 
-function cli(args: string[], env: NodeJS.ProcessEnv = {}, cwd?: string): Promise<Out> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { cwd, env: { ...process.env, PATCHGATE_DATA: '', ...env } }, (err, stdout, stderr) => {
-      const code = err ? ((err as { code?: number }).code ?? 1) : 0;
-      resolve({ code, stdout, stderr, first: (stdout.trim() || stderr.trim()).split('\n')[0] ?? '' });
-    });
-  });
+async function cli(args: string[], env: NodeJS.ProcessEnv = {}, cwd?: string): Promise<Out> {
+  const { code, stdout, stderr } = await cliRun(args, { cwd, env: { ...process.env, PATCHGATE_DATA: '', ...env } });
+  return { code, stdout, stderr, first: (stdout.trim() || stderr.trim()).split('\n')[0] ?? '' };
 }
 
 t.test('the table: good, missing and bad arguments', async (t) => {

@@ -1,7 +1,7 @@
 // `node dist/cli.js serve` as a real child process, for what only a process can show: its
 // exit code, a second server on the same data folder, kill -9, SIGSTOP/SIGCONT.
 
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { spawn, execFile, execFileSync, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 
 export const CLI = join(import.meta.dirname, '..', '..', 'dist', 'cli.js');
@@ -59,4 +59,21 @@ export function serveExpectingExit(data: string, args: string[], deadlineMs = 30
 /** A CLI command on the data folder; returns the last line of stdout. */
 export function cli(...args: string[]): string {
   return execFileSync(process.execPath, [CLI, ...args], { encoding: 'utf8' }).trim().split('\n').pop()!;
+}
+
+export interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * `node dist/cli.js ARGS` without blocking this process (gate servers may run in it); never
+ * throws on a non-zero exit. `env` is the child's whole environment (default: this process's).
+ */
+export function cliRun(args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<CliRun> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [CLI, ...args], { encoding: 'utf8', env: opts.env ?? process.env, cwd: opts.cwd }, (err, stdout, stderr) =>
+      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
+  });
 }

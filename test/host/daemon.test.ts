@@ -5,14 +5,14 @@
 
 import t from 'tap';
 import http from 'node:http';
-import { execFile } from 'node:child_process';
+
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { installHostHooks } from '../../src/host/install.js';
 import { refIn } from '../helpers/gate.js';
 import { tempDir } from '../helpers/repo.js';
-import { CLI } from '../helpers/serve.js';
+import { CLI, cliRun } from '../helpers/serve.js';
 import { gitWithEnv, seededBare, startTestDaemon } from '../helpers/host.js';
 
 function get(url: string): Promise<{ status: number; body: string }> {
@@ -83,7 +83,7 @@ t.test('a failed audit write refuses an otherwise good push (written before it i
 
 t.test('the CLI refuses a bad config and a postgres audit it does not have, exit 2, one line', async (t) => {
   const dir = tempDir('pg-cfg-');
-  const run = (args: string[]) => new Promise<{ code: number; stderr: string }>((resolve) => execFile(process.execPath, [CLI, ...args], (err, _o, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stderr })));
+  const run = (args: string[]) => cliRun(args);
   writeFileSync(join(dir, 'bad.json'), JSON.stringify({ data: dir, humns: ['x'] }));
   const bad = await run(['daemon', '--config', join(dir, 'bad.json')]);
   t.equal(bad.code, 2);

@@ -5,21 +5,17 @@
 // the API, and API errors that name query parameters and no server paths.
 
 import t from 'tap';
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { CLI } from '../helpers/serve.js';
+import { CLI, cliRun } from '../helpers/serve.js';
 import { TestRepo, tempDir } from '../helpers/repo.js';
 import { gitAsync } from '../helpers/gate.js';
 
 const parsePrometheus = createRequire(import.meta.url)('parse-prometheus-text-format') as (text: string) => Array<{ name: string; type: string; metrics: Array<{ labels?: Record<string, string>; value?: string; buckets?: Record<string, string>; count?: string }> }>;
 
-function cliEnv(env: NodeJS.ProcessEnv, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { env }, (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
-  });
-}
+const cliEnv = (env: NodeJS.ProcessEnv, args: string[]) => cliRun(args, { env });
 
 t.test('serve from env vars: logs, metrics equal to the audit log, Bearer, API errors', async (t) => {
   const data = tempDir('pg-obs-');

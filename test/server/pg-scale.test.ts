@@ -4,13 +4,13 @@
 // the reason when PostgreSQL is not installed; failed instead in CI.
 
 import t from 'tap';
-import { execFile } from 'node:child_process';
+
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { needPostgres, startPostgres } from '../helpers/postgres.js';
 import { gitAsync } from '../helpers/gate.js';
 import { TestRepo, tempDir } from '../helpers/repo.js';
-import { CLI, serve } from '../helpers/serve.js';
+import { cliRun, serve } from '../helpers/serve.js';
 import { AuditStore } from '../../src/audit/store.js';
 import { TokenStore } from '../../src/audit/tokens.js';
 import { createRepo } from '../../src/server/repos.js';
@@ -20,13 +20,7 @@ const BASE = {
   'tests/test_app.py': 'from src.app import add\n\ndef test_add():\n    assert add(1, 2) == 3\n',
 };
 
-/** `node dist/cli.js ARGS` without blocking this process (gate servers run in it). */
-function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { env: { ...process.env, ...env } }, (err, stdout, stderr) =>
-      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
-  });
-}
+const cli = (args: string[], env: NodeJS.ProcessEnv = {}) => cliRun(args, { env: { ...process.env, ...env } });
 
 const why = needPostgres(t);
 if (why) {

@@ -3,20 +3,17 @@
 // sync, repo mode, audit --verdict would-reject. The credential is in no output.
 
 import t from 'tap';
-import { execFile } from 'node:child_process';
+
 import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CLI } from '../helpers/serve.js';
+import { cliRun } from '../helpers/serve.js';
 import { TestRepo, tempDir } from '../helpers/repo.js';
 import { refIn } from '../helpers/gate.js';
 import { startUpstream } from '../helpers/upstream.js';
 
-function cli(...args: string[]): Promise<{ code: number; out: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { encoding: 'utf8' }, (err, stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr });
-    });
-  });
+async function cli(...args: string[]): Promise<{ code: number; out: string }> {
+  const r = await cliRun(args);
+  return { code: r.code, out: r.stdout + r.stderr };
 }
 
 t.test('repo create --upstream, upstream, sync, mode; no secret in any output', async (t) => {

@@ -75,9 +75,10 @@ export const tamperScan: Rule = {
           // (same roots) refuses it from its size, and parsing it would hold the event loop.
           const size = (await ctx.git.pathId(ch.newId, null))?.size ?? Infinity;
           if (size > ctx.policy.contract.maxSourceBytes) continue;
-          const lines = await ctx.git.addedLines(oldId, ch.newId);
           const blob = await ctx.git.readBlob(ch.newId);
           const text = blob ? blob.toString('utf8') : '';
+          // A new file is new on every line; a changed one is diffed against its old blob.
+          const lines = oldId === null ? new Set(text.split('\n').map((_, i) => i + 1)) : await ctx.git.addedLines(oldId, ch.newId);
           try {
             // In the daemon a file above the inline size is scanned on a parse worker, which the
             // hook time limit can stop: a large file never holds the event loop.
