@@ -54,6 +54,7 @@ export async function runServe(args: ServeConfig): Promise<void> {
     dataDir: args.data, port: args.port, host: args.host, tlsCert: args.tlsCert, tlsKey: args.tlsKey, hookTimeoutMs: args.hookTimeout * 1000,
     logger, metricsPort: args.metricsPort, metricsHost: args.metricsHost,
     checkpointEverySeconds: args.checkpointEvery, checkpointPublish: args.checkpointPublish, auditUrl: auditUrlOf(args.audit),
+    ...(args.publicUrl ? { publicUrl: args.publicUrl } : {}),
   });
   const say = (l: string) => process.stdout.write(l + '\n');
   say(`patchgate: serving ${resolve(args.data, 'repos')} at ${srv.url} (audit log ${describeAudit(parseAuditUrl(auditUrlOf(args.audit), args.data))})`);

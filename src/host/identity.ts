@@ -3,6 +3,7 @@
 // path); no pusher at all, an unknown host, or a repository outside the configured roots
 // refuses. One place for the per-host variable names, used by the shims and the docs.
 
+import { hostRepoPath } from '../policy/push-target.js';
 import { realpathSync } from 'node:fs';
 import { basename, sep } from 'node:path';
 import picomatch from 'picomatch';
@@ -94,6 +95,7 @@ export function hostSession(hr: HookRequest, cfg: DaemonConfig): PushSession | s
     pid: hr.ppid, pushId: newPushId(), repo, repoDir, actor: user, role,
     remoteAddr: null, userAgent: `${host}${via ? ` via ${via}` : ''}${hr.id.userid ? ` (${host} user id ${hr.id.userid})` : ''}`.slice(0, 300),
     decisions: new Map(), confirmed: new Set(), auditAtJudge: true,
+    ...(hostRepoPath(repo) ? { pushTarget: { path: hostRepoPath(repo)! } } : {}),
     ...(timeoutMs !== undefined ? { timeoutMs, timeoutMessage: 'gate did not finish in time: ' } : {}),
   };
 }

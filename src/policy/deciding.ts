@@ -5,7 +5,7 @@
 // it, a person must push that branch first. Kept out of engine.ts so the engine stays small.
 
 import { decidingRow, rowForFinding, tableRow, type TableRow } from './decision-table.js';
-import { noTrustedBranch } from './remedy.js';
+import { dedupeSetup, noTrustedBranch } from './remedy.js';
 import type { Reason, RuleContext, RuleOutcome } from './types.js';
 
 export interface Decided {
@@ -22,12 +22,12 @@ export function decide(ctx: RuleContext, failing: RuleOutcome[]): Decided {
   })));
   if (!failing.length) return { reasons, row: tableRow('accept'), remediation: '' };
   if (ctx.role === 'agent' && ctx.mode === 'push' && !ctx.trustedTip) {
-    return { reasons, row: tableRow('no-trusted-branch'), remediation: noTrustedBranch(ctx.policy.trustedBranch, ctx.mode) };
+    return { reasons, row: tableRow('no-trusted-branch'), remediation: noTrustedBranch(ctx.policy.trustedBranch, ctx.mode, ctx.pushTarget) };
   }
   const row = decidingRow(reasons.map((r) => r.row!));
   // The remediation of the rule whose finding decided (rules run in table order, so it is
   // normally the first failing rule; a rule failing without findings falls back to that).
   const decidingRule = reasons.find((r) => r.row === row.id)?.rule ?? failing[0]!.rule;
   const outcome = failing.find((o) => o.rule === decidingRule) ?? failing[0]!;
-  return { reasons, row, remediation: outcome.remediation ?? '' };
+  return { reasons, row, remediation: dedupeSetup(outcome.remediation ?? '') };
 }

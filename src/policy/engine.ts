@@ -2,6 +2,7 @@
 // base..head range in `check`), and turns the outcomes into a decision. Any exception is a
 // rejection with rule `error`: the engine fails closed.
 
+import type { PushTarget } from './push-target.js';
 import { isZeroId, type Change, type CommitInfo, type Git, type OddMode } from '../git/git.js';
 import { errorMessage } from '../errors.js';
 import { throwIfCancelled } from '../cancel.js';
@@ -32,6 +33,8 @@ export interface JudgeOptions {
    * from stored ones and the new commits found without a rev-list (Git.pushedLine).
    */
   mainStore?: Git;
+  /** In a push: the address the agent pushed to, as far as the gate knows it (src/policy/push-target.ts). */
+  pushTarget?: PushTarget;
 }
 
 export function updateKind(u: RefUpdate): UpdateKind {
@@ -77,6 +80,7 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
     const ctx: RuleContext = {
       git: opts.git, policy, role: opts.role, mode: opts.mode, update, kind,
       trustedTip: opts.trustedTip, newCommits, cache: opts.cache ?? new Map(),
+      ...(opts.pushTarget ? { pushTarget: opts.pushTarget } : {}),
       // Only when new commits are those no ref reaches (a push): the ancestry shortcuts need it.
       linearBase: opts.exclude === undefined ? linearBase(newCommits, update.newId) : null,
       changes: async (commit) => {

@@ -1,12 +1,13 @@
 // Remediation text an agent can act on alone. A remediation is lines: an explanation, then
-// commands, each on its own line after `$ `, that run as printed in the agent's clone (they
-// name no remote), then how to push again. The hook never knows which remote name or URL the
-// agent pushed to (and must never echo a URL that carries a token), so the one push step
-// says: the same push as before, to the same remote name or URL, with the refspec spelled out.
+// commands, each on its own line after `$ `, that run as printed in the agent's clone, one
+// per shell. A step that talks to the gate (fetch, push) names the remote `patchgate-fix`,
+// which the command before it sets up from the agent's own remotes (src/policy/push-target.ts):
+// the hook never sees the remote name or the token, and must never print a URL with a token.
 
 import { isZeroId } from '../git/git.js';
+import { FIX_REMOTE, fixRemoteCommand, type PushTarget } from './push-target.js';
 import type { RuleContext } from './types.js';
-import { shq } from './types.js';
+import { short, shq } from './types.js';
 
 /** The prefix of a line that is a command to run as printed. */
 export const RUN = '$ ';
@@ -21,10 +22,39 @@ export function pushRefspec(ctx: RuleContext): string {
   return `HEAD:${ctx.update.ref.startsWith('refs/') ? ctx.update.ref : `refs/heads/${ctx.update.ref}`}`;
 }
 
-/** The closing line: push again exactly as before (no remote is printed: the gate does not know it, and a URL may hold a token). */
+/** The command that sets up `patchgate-fix` in the agent's clone (null: the gate does not know its address). */
+export function fixRemoteSetup(ctx: RuleContext): string | null {
+  return ctx.mode === 'push' ? fixRemoteCommand(ctx.pushTarget) : null;
+}
+
+/** The lines of one step that talks to the gate: the remote's set-up, then `git VERB patchgate-fix SPEC`. */
+export function gateStep(ctx: RuleContext, intro: string, verb: 'push' | 'fetch', spec: string): string {
+  const setup = fixRemoteSetup(ctx);
+  if (!setup) return `${intro}, to the same remote name or URL you pushed to: git ${verb} <the same remote or URL> ${shq(spec)}`;
+  return remedy(`${intro}, through the remote ${FIX_REMOTE} (the first command points it at your remote for this gate, or at the gate's URL; no token is printed):`, [setup, `git ${verb} ${FIX_REMOTE} ${shq(spec)}`]);
+}
+
+/** The closing lines: push the fixed work again (in check mode: run the check again). */
 export function pushAgain(ctx: RuleContext): string {
   if (ctx.mode !== 'push') return 'then re-run the check';
-  return `then push again exactly as you did, to the same remote name or URL: git push <the same remote or URL> ${shq(pushRefspec(ctx))}`;
+  return gateStep(ctx, 'then push again', 'push', pushRefspec(ctx));
+}
+
+/**
+ * Drop a repeated remote set-up line: two gate steps in one remediation (a fetch, later the
+ * push) each carry it so that each reads whole, but the agent needs to run it once.
+ */
+export function dedupeSetup(text: string): string {
+  const seen = new Set<string>();
+  return text
+    .split('\n')
+    .filter((l) => {
+      if (!l.startsWith(`${RUN}git config remote.${FIX_REMOTE}.url `)) return true;
+      if (seen.has(l)) return false;
+      seen.add(l);
+      return true;
+    })
+    .join('\n');
 }
 
 /** Assemble a remediation: explanation, commands to run as printed, the closing line. */
@@ -43,10 +73,11 @@ export function startingPoint(ctx: RuleContext): string | null {
  * The trusted branch is missing on the gate: there is nothing to judge against and nothing
  * to rebuild on, so no command of the agent's own can help. A person pushes it first.
  */
-export function noTrustedBranch(branch: string, mode: 'push' | 'check'): string {
+export function noTrustedBranch(branch: string, mode: 'push' | 'check', target?: PushTarget): string {
+  const where = target?.url ?? "<the gate's remote or URL>";
   return [
     `the trusted branch ${branch} does not exist on the gate yet, so nothing can be judged against it and no command of yours can fix this push`,
-    `a person (a human token) must push it first, from a clone of the project: git push <the gate's remote or URL> ${shq(`HEAD:refs/heads/${branch}`)}`,
+    `a person (a human token) must push it first, from a clone of the project: git push ${where} ${shq(`HEAD:refs/heads/${branch}`)}`,
     mode === 'push' ? 'then push again exactly as you did; the gate will judge your commits against it' : 'then re-run the check',
   ].join('\n');
 }
@@ -60,6 +91,14 @@ export function unrelatedStart(ctx: RuleContext): boolean {
   return isZeroId(ctx.update.oldId) && !!ctx.trustedTip && ctx.newCommits.length > 0 && ctx.newCommits[0]!.parents.length === 0;
 }
 
+/** The trusted commit a rebuild starts from: what the fetch step leaves in FETCH_HEAD; in check mode, --base itself. */
+export function trustedRev(ctx: RuleContext): string {
+  return ctx.mode === 'push' ? 'FETCH_HEAD' : (ctx.trustedTip ?? 'FETCH_HEAD');
+}
+
+/** The step that brings the trusted branch into the agent's clone (FETCH_HEAD); in check mode it is already there. */
 export function fetchTrusted(ctx: RuleContext): string {
-  return `your commits do not start from the trusted branch ${ctx.policy.trustedBranch}; fetch it first, from the same remote name or URL you pushed to: git fetch <the same remote or URL> ${shq(`refs/heads/${ctx.policy.trustedBranch}`)}`;
+  const intro = `your commits do not start from the trusted branch ${ctx.policy.trustedBranch}`;
+  if (ctx.mode !== 'push' && ctx.trustedTip) return `${intro} (${short(ctx.trustedTip)}); rebuild them on it:`;
+  return gateStep(ctx, `${intro}; fetch it first`, 'fetch', `refs/heads/${ctx.policy.trustedBranch}`);
 }

@@ -1,6 +1,7 @@
 // The shapes every rule shares: what a rule is given (a push context), what it reports
 // (findings with a message id), and what the engine makes of them (outcomes, a decision).
 
+import type { PushTarget } from './push-target.js';
 import type { Git, CommitInfo, Change, OddMode } from '../git/git.js';
 import type { Policy } from './config.js';
 
@@ -39,6 +40,8 @@ export interface RuleContext {
   oddModes(commit: CommitInfo): Promise<OddMode[]>;
   /** Shared caches that live as long as the daemon (contract rows, digests). */
   cache: Map<string, unknown>;
+  /** In a push: what the gate knows of the address the agent pushed to (never a credential), for the printed fix. */
+  pushTarget?: PushTarget;
 }
 
 export interface Finding {

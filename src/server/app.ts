@@ -5,6 +5,7 @@
 // sees a client's request: ./git-front.ts reads and checks the body and hands it a stand-in.
 // The data folder is locked for the server's life (./datadir-lock.ts).
 
+import { checkPublicUrl, requestPushUrl } from '../policy/push-target.js';
 import http from 'node:http';
 import type { ChildProcess } from 'node:child_process';
 import https from 'node:https';
@@ -59,6 +60,8 @@ export interface ServerOptions {
   /** Also serve GET /metrics without a token on this port, bound to metricsHost (default 127.0.0.1). */
   metricsPort?: number;
   metricsHost?: string;
+  /** The base URL clients use (behind a proxy); else the request's Host header. Printed in fixes, so no credentials. */
+  publicUrl?: string;
 }
 
 export interface RunningServer {
@@ -81,7 +84,7 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-type Identity = AuthenticatedToken & { remoteAddr: string; userAgent: string | null; repo: string; repoDir: string };
+type Identity = AuthenticatedToken & { remoteAddr: string; userAgent: string | null; repo: string; repoDir: string; pushUrl: string | null };
 
 /** `/NAME.git/<git route>` -> name and route. */
 const GIT_ROUTE = /^\/([^/]+)\.git\/(info\/refs|HEAD|git-upload-pack|git-receive-pack)$/;
@@ -97,6 +100,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) throw new ConfigError('--tls-cert/--tls-key', 'give both or neither');
   const limits: RequestLimits = { ...DEFAULT_LIMITS, ...opts.limits };
   const auditLocation = parseAuditUrl(opts.auditUrl, dataDir);
+  let publicUrl: string | undefined;
+  try {
+    publicUrl = opts.publicUrl === undefined ? undefined : checkPublicUrl(opts.publicUrl);
+  } catch (err) {
+    throw new ConfigError('--public-url', errorMessage(err));
+  }
   mkdirSync(reposDir(dataDir), { recursive: true });
 
   // --- one server per data folder; everything opened from here on is closed again if the start fails
@@ -169,6 +178,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           pid, pushId: newPushId(), repo: who.repo, repoDir: who.repoDir, actor: who.name, role: who.role,
           remoteAddr: who.remoteAddr, userAgent: who.userAgent, decisions: new Map(), confirmed: new Set(),
           atomic: exchangeOf(action.req)?.section?.caps.includes('atomic') ?? false,
+          ...(who.pushUrl ? { pushTarget: { url: who.pushUrl } } : {}),
         });
         ps.on('exit', () => {
           servicePids.delete(pid);
@@ -310,7 +320,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       if (draining) return send(res, 503, 'patchgate: shutting down; retry shortly', { Connection: 'close' });
       // Agents clone and fetch upstream's current trusted branch from the gate too.
       if (service === 'git-upload-pack' && m[2] === 'info/refs') await refreshForClone(hooks, dataDir, name, repoDir, log);
-      identities.set(view, { ...token, remoteAddr: req.socket.remoteAddress ?? 'unknown', userAgent: req.headers['user-agent'] ?? null, repo: name, repoDir });
+      // The URL the client addressed, without credentials: the printed fixes point a remote at it (src/policy/push-target.ts).
+      const pushUrl = requestPushUrl({ ...(publicUrl ? { publicUrl } : {}), ...(req.headers.host ? { host: req.headers.host } : {}), tls: opts.tlsCert !== undefined, rawName: m[1]! });
+      identities.set(view, { ...token, remoteAddr: req.socket.remoteAddress ?? 'unknown', userAgent: req.headers['user-agent'] ?? null, repo: name, repoDir, pushUrl });
       gitServer.handle(view, res);
     };
 

@@ -13,6 +13,7 @@
 // receive-pack exits. The shims wait for the daemon's own time limit plus a margin
 // (`hook.endpoint` carries it).
 
+import type { PushTarget } from '../policy/push-target.js';
 import http from 'node:http';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -57,6 +58,8 @@ export interface PushSession {
   /** This push's own time limit (the GHES budget), below the daemon's; its refusal says so. */
   timeoutMs?: number;
   timeoutMessage?: string;
+  /** What the gate knows of the address the client pushed to (never a credential), for the printed fixes. */
+  pushTarget?: PushTarget;
   /** The client asked for an --atomic push (its receive-pack capabilities). */
   atomic?: boolean;
   /** Updates (ref old new) that upstream took (src/upstream/gate.ts). */
@@ -494,7 +497,7 @@ export class HookService {
       const out: RefDecision[] = [];
       for (const u of updates) {
         if (cancel.signal.aborted) break;
-        out.push(await judgeUpdate({ git, role: s.role === 'agent' ? 'agent' : 'human', mode: 'push', trustedTip, trustedBranch, policy, cache: this.opts.cache, mainStore: store }, u));
+        out.push(await judgeUpdate({ git, role: s.role === 'agent' ? 'agent' : 'human', mode: 'push', trustedTip, trustedBranch, policy, cache: this.opts.cache, mainStore: store, ...(s.pushTarget ? { pushTarget: s.pushTarget } : {}) }, u));
       }
       timings.refs = Math.round(performance.now() - t0) - timings.setup;
       return out;

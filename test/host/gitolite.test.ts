@@ -10,7 +10,7 @@ import t from 'tap';
 import { chownSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CLI } from '../helpers/serve.js';
-import { TestRepo } from '../helpers/repo.js';
+import { GIT_ENV, TestRepo } from '../helpers/repo.js';
 import { gitAsync, startGate } from '../helpers/gate.js';
 import { asHostUser, missing, run, spawnAsHostUser, startGitolite } from '../helpers/gitolite.js';
 import { BASE } from '../helpers/host.js';
@@ -90,6 +90,19 @@ t.test('gitolite over ssh: agent key refused with the same remote: lines as patc
   t.not(viaServe.code, 0);
   t.ok(gateLines(refused.stderr).length > 0);
   t.equal(gateLines(refused.stderr), gateLines(viaServe.stderr), 'identical remote: lines from gitolite and from patchgate serve');
+  // The printed fix, run as printed by an agent whose remote for the host is `gl` (the gate
+  // cannot know it: the set-up line finds it by the repository's path).
+  const sshEnv = { ...process.env, ...GIT_ENV, GIT_SSH_COMMAND: g.sshCommand('agent-1'), GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' };
+  t.equal((await run('git', ['remote', 'add', 'gl', g.url('app')], { cwd: w.dir, env: sshEnv })).code, 0);
+  const printed = refused.stderr.split('\n').map((l) => l.replace(/^remote:\s*/, '').trim()).filter((l) => l.startsWith('$ ')).map((l) => l.slice(2));
+  t.ok(printed.some((c) => /^git config remote\.patchgate-fix\.url .*awk -v p='app'/.test(c)), 'the set-up matches remotes by the repository path');
+  for (const c of printed) {
+    const r = await run('sh', ['-c', c], { cwd: w.dir, env: sshEnv });
+    t.equal(r.code, 0, `as printed: ${c}\n${r.stderr}`);
+  }
+  t.equal((await run('git', ['config', 'remote.patchgate-fix.url'], { cwd: w.dir, env: sshEnv })).stdout.trim(), g.url('app'), 'patchgate-fix is the agent\'s own remote');
+  const landed = await run('git', ['ls-remote', 'patchgate-fix', 'refs/heads/agent/fix'], { cwd: w.dir, env: sshEnv });
+  t.equal(landed.stdout.split('\t')[0], w.head(), 'the printed push landed the fixed commit through gitolite');
 
   w.checkout('main');
   w.commit('person edits tests', { 'tests/test_app.py': 'def test_add():\n    assert add(2, 2) == 4\n' });
@@ -99,7 +112,7 @@ t.test('gitolite over ssh: agent key refused with the same remote: lines as patc
   const audit = await asHostUser(g.home, process.execPath, [CLI, 'audit', '--data', data, '--kind', 'push', '--json']);
   t.equal(audit.code, 0, audit.stderr);
   const rows = audit.stdout.trim().split('\n').map((l) => JSON.parse(l) as { actor: string; role: string; verdict: string; repo: string });
-  t.same(rows.map((r) => `${r.actor}:${r.role}:${r.verdict}:${r.repo}`).reverse(), ['alice:human:accept:app', 'agent-1:agent:reject:app', 'alice:human:accept:app']);
+  t.same(rows.map((r) => `${r.actor}:${r.role}:${r.verdict}:${r.repo}`).reverse(), ['alice:human:accept:app', 'agent-1:agent:reject:app', 'agent-1:agent:accept:app', 'alice:human:accept:app']);
   const verify = await asHostUser(g.home, process.execPath, [CLI, 'audit', 'verify', '--data', data]);
   t.equal(verify.code, 0, verify.stdout + verify.stderr);
 });

@@ -93,7 +93,8 @@ t.test('the README walk-through runs as written and ends in a refused agent push
   t.match(run.out, /\[write-block\] commit [0-9a-f]{12} modifies protected path tests\/test_app\.py/);
   t.match(run.out, /next step: .*drop those commits/, 'a protected-only push is told to drop its commits');
   t.match(run.out, /\$ git reset --hard [0-9a-f]{40}/, 'with the command');
-  t.match(run.out, /git push <the same remote or URL> HEAD:refs\/heads\/agent\/fix/, 'and where to push again, without the token');
+  t.ok(run.out.includes(`$ git config remote.patchgate-fix.url "$(git remote -v | awk -v u='http://127.0.0.1:${port}/app.git' `), 'a remote for the fix, from the gate\'s URL without the token');
+  t.match(run.out, /\$ git push patchgate-fix HEAD:refs\/heads\/agent\/fix/, 'and the push again, as a command');
   t.match(run.out, /pre-receive hook declined/);
   t.match(run.out, /refused, as it should be/);
   const pushId = /push (\S+) audited/.exec(run.out)?.[1];

@@ -44,28 +44,58 @@ interface Agent {
   /** The agent's push command (its remote name or URL, then the refspec). */
   push(force?: boolean): Promise<{ code: number; stderr: string }>;
   commit(message: string, files: Record<string, string | null>): Promise<void>;
-  /** The remote as the agent knows it, to fill `<the same remote or URL>` in a fetch line. */
-  remote: string;
 }
 
-async function agentClone(t: T, gate: Gate, secret: string, how: 'url' | 'name', branch = 'agent/fix', repo = 'app'): Promise<Agent> {
+/**
+ * How the agent reaches the gate:
+ * - `url`: it pushes to the gate's URL, no remote at all, its token kept by a credential helper;
+ * - `name`: it cloned with the token in the URL, so `origin` holds it;
+ * - `other`: a remote `gate` holds the token and `origin` points somewhere else.
+ */
+type How = 'url' | 'name' | 'other';
+
+/** Plain URL of a gate repository (no user, no token). */
+function plainUrl(gate: Gate, repo: string): string {
+  return gate.remote(repo, 'x', 'x').replace(/\/\/[^@/]*@/, '//');
+}
+
+/** A clone-local credential helper that answers with `user`/`secret` for the gate's host. */
+async function storeCredential(t: T, dir: string, gate: Gate, user: string, secret: string): Promise<void> {
+  const file = join(tempDir('pg-cred-'), 'store');
+  t.teardown(() => rmSync(dirname(file), { recursive: true, force: true }));
+  writeFileSync(file, `${gate.remote('app', user, secret).replace(/\/[^/]*\.git$/, '')}\n`, { mode: 0o600 });
+  await gitAsync(dir, ['config', 'credential.helper', `store --file=${file}`]);
+}
+
+async function agentClone(t: T, gate: Gate, secret: string, how: How, branch = 'agent/fix', repo = 'app'): Promise<Agent> {
   const dir = tempDir('pg-agent-');
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const url = gate.remote(repo, 'agent-1', secret);
+  let remote: string;
   if (how === 'name') {
     const c = await gitAsync(dirname(dir), ['clone', '-q', url, dir]);
     t.equal(c.code, 0, `clone: ${c.stderr}`);
     await gitAsync(dir, ['checkout', '-q', '-b', branch]);
+    remote = 'origin';
   } else {
     await gitAsync(dir, ['init', '-q']);
-    const f = await gitAsync(dir, ['fetch', '-q', url, 'refs/heads/main']);
+    if (how === 'url') {
+      await storeCredential(t, dir, gate, 'agent-1', secret);
+      remote = plainUrl(gate, repo);
+    } else {
+      const elsewhere = tempDir('pg-elsewhere-');
+      t.teardown(() => rmSync(elsewhere, { recursive: true, force: true }));
+      await gitAsync(elsewhere, ['init', '-q', '--bare']);
+      await gitAsync(dir, ['remote', 'add', 'origin', elsewhere]);
+      await gitAsync(dir, ['remote', 'add', 'gate', url]);
+      remote = 'gate';
+    }
+    const f = await gitAsync(dir, ['fetch', '-q', remote, 'refs/heads/main']);
     if (f.code === 0) await gitAsync(dir, ['checkout', '-q', '-b', branch, 'FETCH_HEAD']);
     else await gitAsync(dir, ['checkout', '-q', '-b', branch]);
   }
-  const remote = how === 'name' ? 'origin' : url;
   return {
     dir,
-    remote,
     push: (force) => gitAsync(dir, ['push', ...(force ? ['--force'] : []), remote, `HEAD:refs/heads/${branch}`]),
     commit: async (message, files) => {
       for (const [p, c] of Object.entries(files)) {
@@ -95,37 +125,53 @@ async function setup(t: T, extra: Record<string, string> = {}) {
   return { gate, human, agent, w };
 }
 
-/** Push, expect a refusal with `row`, run every printed command, push again: accepted. */
-async function refuseThenFix(t: T, a: Agent, secret: string, row: RegExp, opts: { fetch?: boolean; force?: boolean; fix?: () => Promise<void> } = {}): Promise<string[]> {
+/** The printed steps that push to the gate (the remote's set-up and the push), run after any edit. */
+const isPushStep = (c: string): boolean => /^git (config remote\.patchgate-fix\.url |push patchgate-fix )/.test(c);
+
+/**
+ * Push, expect a refusal with `row`, run every printed command as printed (the push to the
+ * gate among them, after the agent's own edit when no command can make it): the push lands.
+ */
+async function refuseThenFix(t: T, a: Agent, secret: string, row: RegExp, opts: { fetch?: boolean; force?: boolean; fix?: () => Promise<void>; branch?: string } = {}): Promise<string[]> {
   const first = await a.push(opts.force);
   t.not(first.code, 0, 'the first push is refused');
   const lines = remoteLines(first.stderr);
   t.match(lines.join('\n'), row, 'the decision names the right row');
   t.notOk(first.stderr.split('\n').filter((l) => l.startsWith('remote:')).some((l) => l.includes(secret)), 'the token is never printed');
-  t.notMatch(lines.join('\n'), /git push origin/, 'no remote name is assumed');
+  t.notMatch(lines.join('\n'), /git push origin|<the same remote or URL>/, 'no remote name is assumed and no placeholder is left');
   const cmds = commands(first.stderr);
-  if (opts.fetch) {
-    // The one step that must name the remote: fetch the gate's copy from where the agent pushed.
-    const fetch = lines.find((l) => /git fetch <the same remote or URL> /.test(l));
-    t.ok(fetch, 'a fetch step is printed');
-    const spec = /git fetch <the same remote or URL> (\S+)/.exec(fetch ?? '')?.[1] ?? '';
-    const f = await gitAsync(a.dir, ['fetch', a.remote, spec]);
-    t.equal(f.code, 0, `fetch as printed: ${f.stderr}`);
-  }
   t.ok(cmds.length > 0, 'commands are printed');
-  for (const c of cmds) {
+  if (opts.fetch) t.ok(cmds.some((c) => /^git fetch patchgate-fix refs\/heads\//.test(c)), 'a fetch step is printed as a command');
+  const pushes = cmds.filter((c) => /^git push patchgate-fix HEAD:refs\/heads\//.test(c));
+  t.equal(pushes.length, 1, 'one push step, as a command');
+  t.equal(cmds.filter((c) => c.startsWith('git config remote.patchgate-fix.url ')).length, 1, 'the remote is set up once');
+  // A fetch's set-up runs where it is printed; the final set-up and push run after the agent's own edit.
+  const lastFetch = cmds.reduce((i, c, k) => (/^git fetch patchgate-fix /.test(c) ? k : i), -1);
+  const tail = cmds.findIndex((c, k) => k > lastFetch && isPushStep(c));
+  const before = tail < 0 ? cmds : cmds.slice(0, tail);
+  const after = tail < 0 ? [] : cmds.slice(tail);
+  t.ok(after.some((c) => c.startsWith('git push ')), 'the push is the last step');
+  for (const c of before) {
     const r = await sh(a.dir, c);
     t.equal(r.code, 0, `as printed: ${c}${r.code ? `\n${r.out}` : ''}`);
   }
   // What no command can do for the agent (restore a signature, fix a syntax error): it edits.
   if (opts.fix) await opts.fix();
-  t.match(lines.join('\n'), /push again exactly as you did/, 'says how to push again');
-  const again = await a.push();
-  t.equal(again.code, 0, 'the push after the fix is accepted', { lines: remoteLines(again.stderr) });
+  for (const c of after) {
+    const r = await sh(a.dir, c);
+    t.equal(r.code, 0, `as printed: ${c}${r.code ? `\n${r.out}` : ''}`);
+    if (c.startsWith('git push ')) t.notMatch(r.out, /rejected|declined/, 'the push as printed is accepted');
+  }
+  const head = await gitAsync(a.dir, ['rev-parse', 'HEAD']);
+  const spec = /HEAD:(refs\/heads\/\S+)/.exec(pushes[0] ?? '')?.[1] ?? '';
+  const ls = await gitAsync(a.dir, ['ls-remote', 'patchgate-fix', spec]);
+  t.equal(ls.stdout.split('\t')[0], head.stdout.trim(), `the gate's ${spec} is the fixed commit`);
+  const cfg = await gitAsync(a.dir, ['config', 'remote.patchgate-fix.url']);
+  t.notOk(lines.join('\n').includes(cfg.stdout.trim()) && cfg.stdout.includes('@'), 'the URL with the token is only in the clone, never printed');
   return lines;
 }
 
-for (const how of ['url', 'name'] as const) {
+for (const how of ['url', 'name', 'other'] as const) {
   t.test(`${how} remote: a test edit is stripped and the rest lands`, async (t) => {
     const { gate, agent } = await setup(t);
     const a = await agentClone(t, gate, agent, how);
@@ -159,7 +205,7 @@ t.test('a symlink has its own row', async (t) => {
   await refuseThenFix(t, a, agent, /decision: symlink or submodule in the agent diff/);
 });
 
-for (const how of ['url', 'name'] as const) {
+for (const how of ['url', 'name', 'other'] as const) {
   t.test(`${how} remote: a push that touches only protected paths is dropped, not stripped`, async (t) => {
     const { gate, agent } = await setup(t);
     const a = await agentClone(t, gate, agent, how);
@@ -215,14 +261,15 @@ t.test('the trusted branch does not exist yet: a person pushes it first, then th
   t.match(text, /a person \(a human token\) must push it first/);
   t.notMatch(text, /HEAD~1/, 'no reset of a root commit');
   t.notOk(first.stderr.includes(agent), 'the token is never printed');
-  // The person runs the printed push from their clone, to the gate's URL.
-  const how = lines.find((l) => /git push <the gate's remote or URL> /.test(l)) ?? '';
-  const spec = /git push <the gate's remote or URL> (\S+)/.exec(how)?.[1] ?? '';
-  t.equal(spec, 'HEAD:refs/heads/main');
+  // The person runs the printed push as printed from their clone: the gate's URL, their token from their credential helper.
+  const how = lines.find((l) => /a person .* must push it first/.test(l)) ?? '';
+  const cmd = /: (git push \S+ \S+)$/.exec(how)?.[1] ?? '';
+  t.equal(cmd, `git push ${plainUrl(gate, 'app')} HEAD:refs/heads/main`, 'the printed push names the gate\'s URL, without a token');
   const w = TestRepo.init(t);
   w.commit('base', BASE);
-  const p = await gitAsync(w.dir, ['push', gate.remote('app', 'alice', human), spec]);
-  t.equal(p.code, 0, `the person's push as printed: ${p.stderr}`);
+  await storeCredential(t, w.dir, gate, 'alice', human);
+  const p = await sh(w.dir, cmd);
+  t.equal(p.code, 0, `the person's push as printed: ${p.out}`);
   // Now the agent's same push gets an ordinary refusal whose commands work as printed.
   await refuseThenFix(t, a, agent, /decision: tests\/ in the agent diff/, { fetch: true });
   const tree = await gitAsync(a.dir, ['ls-tree', '-r', '--name-only', 'HEAD']);

@@ -7,8 +7,8 @@
 import { firstMatch, protectedBranchMatcher, sameBranch } from '../match.js';
 import { isAncestorOfNew } from '../ancestry.js';
 import type { Rule, Finding } from '../types.js';
-import { shq, short } from '../types.js';
-import { pushAgain, pushedBranch, RUN } from '../remedy.js';
+import { short } from '../types.js';
+import { gateStep, pushAgain, pushedBranch, RUN } from '../remedy.js';
 
 export const refs: Rule = {
   id: 'refs',
@@ -50,13 +50,13 @@ export const refs: Rule = {
     if (ids.has('nonFastForward')) {
       return [
         `the gate's ${branch} is at ${short(ctx.update.oldId)}; put your work on top of it instead of rewriting it (no --force):`,
-        `fetch it from the same remote name or URL you pushed to: git fetch <the same remote or URL> ${shq(`refs/heads/${branch}`)}`,
+        gateStep(ctx, 'fetch it', 'fetch', `refs/heads/${branch}`),
         `${RUN}git rebase FETCH_HEAD`,
         pushAgain(ctx),
       ].join('\n');
     }
     if (ids.has('delete')) return 'leave the branch in place; ask a person to delete it if it is no longer needed';
     const agentBranch = `agent/${branch.replace(/^refs\//, '').replace(/[^A-Za-z0-9._/-]/g, '-') || 'work'}`;
-    return `push to an agent branch instead, to the same remote name or URL: git push <the same remote or URL> ${shq(`HEAD:refs/heads/${agentBranch}`)}`;
+    return gateStep(ctx, 'push to an agent branch instead', 'push', `HEAD:refs/heads/${agentBranch}`);
   },
 };

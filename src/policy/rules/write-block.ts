@@ -9,7 +9,7 @@ import { WRITTEN_MODE } from '../../git/modes.js';
 import { firstMatch, protectedMatcher, writableMatcher } from '../match.js';
 import type { Finding, Rule, RuleContext } from '../types.js';
 import { shq, short } from '../types.js';
-import { fetchTrusted, noTrustedBranch, pushAgain, remedy, startingPoint, unrelatedStart } from '../remedy.js';
+import { fetchTrusted, noTrustedBranch, pushAgain, remedy, startingPoint, trustedRev, unrelatedStart } from '../remedy.js';
 
 export const writeBlock: Rule = {
   id: 'write-block',
@@ -82,7 +82,7 @@ export function isTestPath(path: string): boolean {
  */
 export function stripCommand(ctx: RuleContext, paths: string[], what = 'the edits listed above'): string {
   const start = startingPoint(ctx);
-  if (!start) return noTrustedBranch(ctx.policy.trustedBranch, ctx.mode);
+  if (!start) return noTrustedBranch(ctx.policy.trustedBranch, ctx.mode, ctx.pushTarget);
   if (unrelatedStart(ctx)) return rebaseOnTrusted(ctx, paths);
   const spec = paths.slice(0, 20).map((p) => shq(`:(literal)${p}`)).join(' ');
   const more = paths.length > 20 ? ` (then the same for the other ${paths.length - 20} paths listed above)` : '';
@@ -101,8 +101,9 @@ function rebaseOnTrusted(ctx: RuleContext, paths: string[]): string {
   const isWritable = writableMatcher(ctx.policy.writable);
   const excludes = ctx.policy.writable.map((w) => shq(`:(exclude,glob)${w}`)).join(' ');
   const inside = paths.filter((p) => isWritable(p)).slice(0, 20).map((p) => shq(`:(literal)${p}`));
-  const cmds = ['git reset -q --soft FETCH_HEAD', `git restore --source=FETCH_HEAD --staged --worktree -- . ${excludes}`];
-  if (inside.length) cmds.push(`git restore --source=FETCH_HEAD --staged --worktree -- ${inside.join(' ')}`);
+  const rev = trustedRev(ctx);
+  const cmds = [`git reset -q --soft ${rev}`, `git restore --source=${rev} --staged --worktree -- . ${excludes}`];
+  if (inside.length) cmds.push(`git restore --source=${rev} --staged --worktree -- ${inside.join(' ')}`);
   cmds.push(`git commit -m ${shq('agent patch (on the trusted branch)')}`);
   return [fetchTrusted(ctx), ...remedy('then keep only your work under `writable`, minus the paths listed above, as one commit on it:', cmds, pushAgain(ctx)).split('\n')].join('\n');
 }
@@ -110,11 +111,11 @@ function rebaseOnTrusted(ctx: RuleContext, paths: string[]): string {
 /** Every change of the push is blocked: drop the commits (a strip would leave nothing to commit). */
 export function dropCommand(ctx: RuleContext): string {
   const start = startingPoint(ctx);
-  if (!start) return noTrustedBranch(ctx.policy.trustedBranch, ctx.mode);
+  if (!start) return noTrustedBranch(ctx.policy.trustedBranch, ctx.mode, ctx.pushTarget);
   const pre = unrelatedStart(ctx) ? `${fetchTrusted(ctx)}\n` : '';
   return pre + remedy(
     `every change in your new commits is to a path you may not write, so there is nothing to keep: drop those commits (a person makes such changes):`,
-    [`git reset --hard ${unrelatedStart(ctx) ? 'FETCH_HEAD' : start}`],
+    [`git reset --hard ${unrelatedStart(ctx) ? trustedRev(ctx) : start}`],
     pushAgain(ctx),
   );
 }
@@ -125,7 +126,7 @@ export function dropCommand(ctx: RuleContext): string {
  */
 export function rebuildCommand(ctx: RuleContext): string {
   const start = startingPoint(ctx);
-  if (!start) return noTrustedBranch(ctx.policy.trustedBranch, ctx.mode);
+  if (!start) return noTrustedBranch(ctx.policy.trustedBranch, ctx.mode, ctx.pushTarget);
   return remedy(
     `commit the work again through git's own index, which writes only the modes git writes:`,
     [`git reset -q ${start}`, 'git add -A', `git commit -m ${shq('agent patch (modes as git writes them)')}`],
