@@ -8,6 +8,7 @@ import { copyFile, mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { basename, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { numberIds } from './node-order.js';
 import type { TestResult } from './reports.js';
 
 export type RunnerKind = 'pytest' | 'node' | 'unknown';
@@ -91,6 +92,12 @@ export async function attachChannel(argv: string[], o: AttachOptions): Promise<A
 export interface StreamTest {
   id: string;
   status: TestResult['status'];
+  /** node:test: the test file, relative to the sealed tree. */
+  file?: string;
+  /** The id before repeats are numbered ("name" of "name #2"). */
+  name?: string;
+  /** node:test: file, name and occurrence in the file; the same whatever order the files ran in. */
+  key?: string;
 }
 
 export interface Stream {
@@ -149,16 +156,12 @@ export function parseStream(text: string, kind: RunnerKind, root: string): Strea
     for (const r of nodeRecs) {
       const kids = children.get(key(r));
       if (kids && !(r.status === 'failed' && !kids.includes('failed'))) continue;
-      s.tests.push({ id: r.path.join(' > '), status: r.status });
+      const id = r.path.join(' > ');
+      s.tests.push({ id, name: id, status: r.status, ...(r.file ? { file: relative(root, r.file) } : {}) });
     }
   }
   // As in the reports: no result can hide another.
-  const seen = new Map<string, number>();
-  for (const t of s.tests) {
-    const n = (seen.get(t.id) ?? 0) + 1;
-    seen.set(t.id, n);
-    if (n > 1) t.id = `${t.id} #${n}`;
-  }
+  numberIds(s.tests, false);
   return s;
 }
 

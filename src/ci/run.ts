@@ -18,7 +18,7 @@ import { applyLedger, loadLedgerAt, type LedgerApplication } from './apply-ledge
 import { compareBaseline, readBaseline, writeBaseline, type Baseline } from './baseline.js';
 import { parseSeed, randomSeed, runCommand, seedEnv, showArgv, withSeed } from './process.js';
 import { parseJUnitReport, parseTap, type ParsedReport, type TestResult } from './reports.js';
-import { checkStream, holdoutArgv, orderChanges, sealedRun, shuffleSeed, trustedIds, type SealedRun, type StrictFinding, type StrictOptions } from './strict.js';
+import { checkStream, holdoutArgv, laterRun, orderChanges, sealedRun, trustedIds, type SealedRun, type StrictFinding, type StrictOptions } from './strict.js';
 
 export interface CiOptions {
   repo: string;
@@ -353,26 +353,20 @@ async function strictChecks(ctx: Ctx, so: StrictOptions, first: SealedRun, parse
   streamFindings.forEach(add);
   const ok = first.stream && !streamFindings.some((f) => f.kind === 'no-stream');
   if (ok) io.out(`patchgate: patchgate's reporter: ${first.stream!.tests.length} test(s) streamed${streamFindings.length ? `, ${streamFindings.length} disagreement(s) with the report` : ', in agreement with the report and the exit status'}`);
-  // Order and repetition: later runs shuffled from the seed (pytest through patchgate's plugin).
+  // Order and repetition: later runs shuffled from the seed (pytest through patchgate's plugin, node:test by file order).
   const runs = args.runs ?? o.policyRuns;
-  const kind = (await import('./channel.js')).runnerKind(args.cmd).kind;
-  if (ok && runs > 1 && kind !== 'pytest') io.out(`patchgate: note: the shuffled rerun needs pytest (node:test runs each file in its own process); ran once`);
-  if (ok && kind === 'pytest') {
-    for (let i = 2; i <= runs; i++) {
-      const sh = shuffleSeed(so.seed, i);
-      io.out(`patchgate: run ${i} of ${runs}, order shuffled with seed ${sh}`);
-      const again = await sealedRun(so, o.headId, `run${i}`, { shuffle: sh, quiet: true });
-      again.findings.forEach(add);
-      checkStream(again, null).forEach(add);
-      if (!again.stream?.ended) continue;
-      for (const c of orderChanges(first.stream!, again.stream)) {
-        const app = applyLedger([{ id: c.id, seed: String(so.seed) }], o.ledgerRows, o.digest, o.today)[0];
-        if (app?.outcome === 'frozen') {
-          io.out(`patchgate: ${c.id} changed outcome in run ${i}, frozen in the ledger until ${app.ledger!.expires}`);
-          continue;
-        }
-        red(ctx, 'order-dependent', 'order-dependent', `${c.id} ${c.from} in run 1 but ${c.to} in run ${i} (order shuffled with seed ${sh}): its outcome depends on the tests before it (state carried between tests); replay: patchgate ci --seed ${so.seed} ...`, c.id);
+  for (let i = 2; ok && i <= runs; i++) {
+    const again = await laterRun(so, o.headId, i, first.stream!);
+    io.out(`patchgate: run ${i} of ${runs}, ${again.how}`);
+    again.findings.forEach(add);
+    if (!again.stream?.ended) continue;
+    for (const c of orderChanges(first.stream!, again.stream)) {
+      const app = applyLedger([{ id: c.id, seed: String(so.seed) }], o.ledgerRows, o.digest, o.today)[0];
+      if (app?.outcome === 'frozen') {
+        io.out(`patchgate: ${c.id} changed outcome in run ${i}, frozen in the ledger until ${app.ledger!.expires}`);
+        continue;
       }
+      red(ctx, 'order-dependent', 'order-dependent', `${c.id} ${c.from} in run 1 but ${c.to} in run ${i} (${again.how}): its outcome depends on the tests before it (state carried between tests); replay: patchgate ci --seed ${so.seed} ...`, c.id);
     }
   }
   // The baseline without a green run: the ids of the trusted tree.

@@ -10,7 +10,8 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { errorMessage } from '../errors.js';
 import type { Git } from '../git/git.js';
 import type { Policy } from '../policy/config.js';
-import { attachChannel, crossCheck, parseStream, runnerKind, type Stream } from './channel.js';
+import { attachChannel, crossCheck, parseStream, runnerKind, type Stream, type StreamTest } from './channel.js';
+import { filesOf, mergeStreams, nodeTestShape, shuffleOrder } from './node-order.js';
 import { runCommand, showArgv, withSeed, type CommandResult } from './process.js';
 import { sealTree, sealedEnv, unseal, verifySeal } from './sealed.js';
 
@@ -46,26 +47,46 @@ export function shuffleSeed(seed: number, run: number): number {
   return createHash('sha256').update(`${seed}:${run}`).digest().readUInt32BE(0) & 0x7fffffff;
 }
 
-/** One run of the command in a fresh sealed copy of `rev`. */
-export async function sealedRun(o: StrictOptions, rev: string, name: string, opt: { shuffle?: number; collectOnly?: boolean; quiet?: boolean; argv?: string[]; extraFiles?: string } = {}): Promise<SealedRun> {
+/**
+ * One run of the command in a fresh sealed copy of `rev`. With `sequence`, each argv of it
+ * runs in turn in the same copy (the per-file rerun of node:test); their streams are merged
+ * and each is cross-checked against its own exit status.
+ */
+export async function sealedRun(o: StrictOptions, rev: string, name: string, opt: { shuffle?: number; collectOnly?: boolean; quiet?: boolean; argv?: string[]; extraFiles?: string; sequence?: string[][] } = {}): Promise<SealedRun> {
   const root = join(o.tmp, name, 'tree');
   await mkdir(root, { recursive: true });
   const extra = opt.extraFiles;
   const seal = await sealTree(o.git, rev, o.policy, root, extra ? () => cp(extra, join(root, '.patchgate-holdout'), { recursive: true }) : undefined);
-  // Paths into the agent's checkout are paths into the sealed copy.
-  const base = (opt.argv ?? withSeed(o.cmd, o.seed)).map((a) => a.split(o.repo + '/').join(root + '/'));
-  const att = await attachChannel(base, { dir: join(o.tmp, name, 'plugin'), seed: o.seed, shuffle: opt.shuffle, plugins: o.policy.ci.pytestPlugins, haveReport: !!o.junit && !opt.argv, collectOnly: opt.collectOnly });
-  const junit = o.junit && !opt.argv ? (isAbsolute(o.junit) ? o.junit : resolve(root, o.junit)) : att.junit;
-  const env = sealedEnv(o.seed, opt.extraFiles ? { ...att.env, PYTHONPATH: [att.env.PYTHONPATH, root, join(root, 'src')].filter(Boolean).join(':') } : att.env);
-  if (!opt.quiet) o.io.out(`patchgate: running ${showArgv(att.argv)} (sealed copy of ${rev.slice(0, 12)} in ${root})`);
-  const quiet = () => {};
-  const res = await runCommand(att.argv, { cwd: root, env, exactEnv: true, channel: att.kind !== 'unknown', capture: true, onStdout: opt.quiet ? quiet : o.io.out, onStderr: opt.quiet ? quiet : o.io.err });
   const findings: StrictFinding[] = [];
+  const parts: Array<{ res: CommandResult; argv: string[]; stream: Stream | null }> = [];
+  let junit: string | null = null;
+  for (const argv of opt.sequence ?? [opt.argv ?? withSeed(o.cmd, o.seed)]) {
+    // Paths into the agent's checkout are paths into the sealed copy.
+    const base = argv.map((a) => a.split(o.repo + '/').join(root + '/'));
+    const att = await attachChannel(base, { dir: join(o.tmp, name, 'plugin'), seed: o.seed, shuffle: opt.shuffle, plugins: o.policy.ci.pytestPlugins, haveReport: !!o.junit && !opt.argv, collectOnly: opt.collectOnly });
+    junit = o.junit && !opt.argv ? (isAbsolute(o.junit) ? o.junit : resolve(root, o.junit)) : att.junit;
+    const env = sealedEnv(o.seed, opt.extraFiles ? { ...att.env, PYTHONPATH: [att.env.PYTHONPATH, root, join(root, 'src')].filter(Boolean).join(':') } : att.env);
+    if (!opt.quiet) o.io.out(`patchgate: running ${showArgv(att.argv)} (sealed copy of ${rev.slice(0, 12)} in ${root})`);
+    const quiet = () => {};
+    const res = await runCommand(att.argv, { cwd: root, env, exactEnv: true, channel: att.kind !== 'unknown', capture: true, onStdout: opt.quiet ? quiet : o.io.out, onStderr: opt.quiet ? quiet : o.io.err });
+    const stream = att.kind === 'unknown' ? null : parseStream(res.channel ?? '', att.kind, root);
+    parts.push({ res, argv: att.argv, stream });
+    if (opt.sequence) findings.push(...checkStream({ res, argv: att.argv, root, junit: null, stream, findings: [] }, null).map((f) => ({ ...f, message: `${f.message} (${showArgv(argv.slice(1))})` })));
+  }
   const changed = await verifySeal(seal).catch((e) => [`(the tree could not be read back: ${errorMessage(e)})`]);
   if (changed.length) findings.push({ kind: 'tree-tampered', row: 'tree-tampered', message: `the tests or fixtures changed during the run (${name}): ${changed.slice(0, 8).join(', ')}${changed.length > 8 ? ', ...' : ''}; code under test may not write the oracle` });
   await unseal(root);
-  const stream = att.kind === 'unknown' ? null : parseStream(res.channel ?? '', att.kind, root);
-  return { res, argv: att.argv, root, junit, stream, findings };
+  if (parts.length === 1 || !opt.sequence) {
+    const p = parts[0]!;
+    return { res: p.res, argv: p.argv, root, junit, stream: p.stream, findings };
+  }
+  const failed = parts.find((p) => p.res.spawnError || p.res.signal || p.res.code !== 0);
+  const res: CommandResult = {
+    code: failed?.res.code ?? 0, signal: failed?.res.signal ?? null, ...(failed?.res.spawnError ? { spawnError: failed.res.spawnError } : {}),
+    stdout: parts.map((p) => p.res.stdout).join(''), ms: parts.reduce((n, p) => n + p.res.ms, 0),
+  };
+  const stream = parts.every((p) => p.stream) ? mergeStreams(parts.map((p) => p.stream!)) : null;
+  return { res, argv: parts[0]!.argv, root, junit: null, stream, findings };
 }
 
 /** The cross-check of a run's stream with its report (null when the report could not be read). */
@@ -79,15 +100,71 @@ export function checkStream(run: SealedRun, report: Array<{ id: string; status: 
   return out;
 }
 
-/** Outcomes that differ between the first run and a shuffled one. */
+/**
+ * Outcomes that differ between the first run and a later one, matched by key (node: file,
+ * name and occurrence, whatever order the files ran in) else by id. A test that runs in one
+ * and not the other changed too ("did not run"). Named by the first run's id.
+ */
 export function orderChanges(first: Stream, later: Stream): Array<{ id: string; from: string; to: string }> {
-  const a = new Map(first.tests.map((t) => [t.id, t.status]));
+  const NOT_RUN = 'did not run';
+  const keyOf = (t: StreamTest) => t.key ?? t.id;
+  const a = new Map(first.tests.map((t) => [keyOf(t), t]));
+  const b = new Map(later.tests.map((t) => [keyOf(t), t]));
   const changes: Array<{ id: string; from: string; to: string }> = [];
-  for (const t of later.tests) {
-    const was = a.get(t.id);
-    if (was !== undefined && was !== t.status) changes.push({ id: t.id, from: was, to: t.status });
+  for (const [k, t] of a) {
+    const now = b.get(k)?.status ?? NOT_RUN;
+    if (now !== t.status) changes.push({ id: t.id, from: t.status, to: now });
   }
+  for (const [k, t] of b) if (!a.has(k)) changes.push({ id: t.id, from: NOT_RUN, to: t.status });
   return changes;
+}
+
+/** A later run (2..N) of the suite, shuffled where the runner allows it; `how` says how, for the log and the reasons. */
+export interface LaterRun {
+  how: string;
+  stream: Stream | null;
+  findings: StrictFinding[];
+}
+
+/**
+ * Run `run` (2..N): pytest through patchgate's plugin with the order shuffled from the seed;
+ * node:test once per test file, one after another, files in an order shuffled from the seed
+ * (node-order.ts); a command that cannot be shuffled runs again unchanged and says so.
+ */
+export async function laterRun(o: StrictOptions, rev: string, run: number, first: Stream): Promise<LaterRun> {
+  const sh = shuffleSeed(o.seed, run);
+  const kind = runnerKind(o.cmd).kind;
+  let plan: { files: string[]; options: string[] } | { why: string } = { why: 'the runner is neither pytest nor node:test' };
+  if (kind === 'pytest') {
+    const r = await sealedRun(o, rev, `run${run}`, { shuffle: sh, quiet: true });
+    return { how: `order shuffled with seed ${sh}`, stream: r.stream, findings: [...r.findings, ...checkStream(r, null)] };
+  }
+  if (kind === 'node') plan = await nodePlan(o, rev, first);
+  if ('files' in plan) {
+    const order = shuffleOrder(plan.files, sh);
+    const how = `files one by one in an order shuffled with seed ${sh}: ${order.join(', ')}`;
+    const r = await sealedRun(o, rev, `run${run}`, { quiet: true, sequence: order.map((f) => [o.cmd[0]!, ...plan.options, f]) });
+    return { how, stream: r.stream, findings: r.findings };
+  }
+  const r = await sealedRun(o, rev, `run${run}`, { quiet: true });
+  return { how: `same order: not shuffled, because ${plan.why}`, stream: r.stream, findings: [...r.findings, ...checkStream(r, null)] };
+}
+
+/** The per-file rerun of a node:test command: its options, and the files the first run ran. */
+async function nodePlan(o: StrictOptions, rev: string, first: Stream): Promise<{ files: string[]; options: string[] } | { why: string }> {
+  const argv = withSeed(o.cmd, o.seed);
+  const shape = await nodeTestShape(argv, async (a) => {
+    const rel = isAbsolute(a) ? (a.startsWith(o.repo + '/') ? a.slice(o.repo.length + 1) : null) : a.replace(/^\.\/+/, '').replace(/\/+$/, '');
+    if (rel === null) return false;
+    if (rel === '' || rel === '.') return true;
+    const t = (await o.git.pathId(rev, rel))?.type;
+    return t === 'blob' || t === 'tree';
+  });
+  if ('why' in shape) return shape;
+  const { files, outside } = filesOf(first);
+  if (outside.length) return { why: `node ran files outside the tree (${outside.slice(0, 3).join(', ')})` };
+  if (files.length < 2) return { why: `the first run ran ${files.length} test file(s); a file order needs two or more` };
+  return { files, options: shape.options };
 }
 
 /**

@@ -71,7 +71,7 @@ const PolicySchema = z.strictObject({
   ci: z.strictObject({
     /** strict: sealed tree, gate-owned reporter stream, scrubbed env. off: the run as before issue 11 (in the checkout). */
     integrity: z.enum(['strict', 'off']).default('strict'),
-    /** Runs of the suite; the second and later in an order shuffled from the seed (pytest). */
+    /** Runs of the suite; the second and later in an order shuffled from the seed (pytest: items; node:test: files, one process per file). */
     runs: z.number().int().min(1).max(10).default(2),
     /** pytest plugins loaded with -p (entry-point autoload is off). */
     pytestPlugins: globList.default([]),
