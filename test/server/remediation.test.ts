@@ -298,3 +298,21 @@ t.test('a syntax error has its own row, not "contract digest changed" (contract)
   });
   t.notMatch(lines.join('\n'), /contract digest changed/);
 });
+
+t.test('an agent push to the trusted branch is sent to an agent branch, as printed (refs)', async (t) => {
+  const { gate, agent } = await setup(t);
+  const a = await agentClone(t, gate, agent, 'other', 'main');
+  await a.commit('work', { 'src/app.py': 'def add(a, b):\n    return b + a\n' });
+  const lines = await refuseThenFix(t, a, agent, /decision: agent ref update not allowed/);
+  t.match(lines.join('\n'), /\$ git push patchgate-fix HEAD:refs\/heads\/agent\/main/);
+});
+
+t.test('a tamper construct is named and the push after removing it lands (tamper-scan)', async (t) => {
+  const { gate, agent } = await setup(t);
+  const a = await agentClone(t, gate, agent, 'url');
+  await a.commit('green', { 'src/app.py': 'import _pytest.runner\n\ndef add(a, b):\n    return a + b\n' });
+  const lines = await refuseThenFix(t, a, agent, /decision: src\/ code reaches into the test runner/, {
+    fix: () => a.commit('honest', { 'src/app.py': 'def add(a, b):\n    return b + a\n' }),
+  });
+  t.match(lines.join('\n'), /\$ git reset --soft [0-9a-f]{40}\n.*\n\s*\$ git diff [0-9a-f]{40} -- ':\(literal\)src\/app.py'/, 'fold, then compare');
+});

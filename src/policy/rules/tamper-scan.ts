@@ -9,7 +9,8 @@ import { ContractParseError } from '../../errors.js';
 import { isTypeScriptPath } from '../../contract/typescript.js';
 import { isZeroId } from '../../git/git.js';
 import type { Finding, Rule } from '../types.js';
-import { short } from '../types.js';
+import { short, shq } from '../types.js';
+import { pushAgain, RUN, startingPoint } from '../remedy.js';
 import { TAMPER_CHECKS, type TamperCheck, type TamperHit } from '../tamper/checks.js';
 import { scanPython } from '../tamper/scan-python.js';
 import { scanTypeScript } from '../tamper/scan-typescript.js';
@@ -102,7 +103,18 @@ export const tamperScan: Rule = {
   },
   remediation(ctx, findings) {
     const where = [...new Set(findings.map((f) => (f.data.line ? `${f.path}:${f.data.line}` : f.path!)))].slice(0, 6).join(', ');
-    const base = ctx.trustedTip ? short(ctx.trustedTip) : 'main';
-    return `remove the constructs named above (${where}); fix the behaviour the tests check instead of the tests' view of it, commit, and push again (see the changed lines with: git diff ${base} HEAD -- ${[...new Set(findings.map((f) => f.path!))].slice(0, 6).join(' ')}); if one is truly needed, a person can make that check advisory in ci/patchgate.json (tamperScan.checks) on ${ctx.policy.trustedBranch}`;
+    const files = [...new Set(findings.map((f) => f.path!))].slice(0, 6);
+    // Every new commit is scanned, so a later commit that removes a construct does not help:
+    // the commits are folded into one first, then edited and committed.
+    const start = startingPoint(ctx);
+    const steps = [`remove the constructs named above (${where}) from your new commits: fold them into one, edit, commit:`];
+    if (start) steps.push(`${RUN}git reset --soft ${start}`);
+    steps.push(
+      `then delete those constructs and fix the behaviour the tests check instead of the tests' view of it, and commit (git commit -am ${shq('agent patch')}); the lines in question:`,
+      ctx.trustedTip ? `${RUN}git diff ${ctx.trustedTip} -- ${files.map((f) => shq(`:(literal)${f}`)).join(' ')}` : `compare with the trusted branch: git diff <its commit> -- ${files.join(' ')}`,
+      `if one is truly needed, a person can make that check advisory in ci/patchgate.json (tamperScan.checks) on ${ctx.policy.trustedBranch}`,
+      pushAgain(ctx),
+    );
+    return steps.join('\n');
   },
 };
