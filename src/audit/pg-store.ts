@@ -198,6 +198,12 @@ export class PgAuditStore implements AuditSink {
   private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
     const c = await this.pool.connect();
     let broken: Error | undefined;
+    // A checked-out client has no listener of the pool's: a server that goes away mid-transaction
+    // emits 'error' here (besides failing the query), which would otherwise end the process.
+    const onError = (err: Error): void => {
+      broken = err;
+    };
+    c.on('error', onError);
     try {
       await c.query(begin);
       const out = await fn(c);
@@ -207,6 +213,7 @@ export class PgAuditStore implements AuditSink {
       await c.query('ROLLBACK').catch((e: Error) => (broken = e));
       throw err;
     } finally {
+      c.removeListener('error', onError);
       c.release(broken);
     }
   }

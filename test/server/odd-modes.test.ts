@@ -124,14 +124,17 @@ t.test('the printed fix for odd modes alone, run as printed, gives an accepted p
   (spec.src as { children: Spec }).children['app.py'] = { mode: '100664', content: 'def add(a, b):\n    return b + a\n' };
   commitSpec(w, 'agent/x', spec);
   w.git('checkout', '-q', '-f', 'agent/x');
-  const r = await gitAsync(w.dir, ['push', gate.remote('app', 'agent-1', agent), 'agent/x']);
+  // The agent's remote for the gate holds its token; the printed fix finds it by URL.
+  w.git('remote', 'add', 'gate', gate.remote('app', 'agent-1', agent));
+  const r = await gitAsync(w.dir, ['push', 'gate', 'agent/x']);
   t.not(r.code, 0);
   t.match(r.stderr, /decision: tree entry with mode digits git never writes/);
   t.match(r.stderr, /next step: commit the work again through git's own index/);
-  // The commands printed after `$ `, then the agent's own push again (the gate prints no remote).
+  // The commands printed after `$ `, the push to the gate among them, run as printed.
   const cmds = r.stderr.split('\n').map((l) => l.replace(/^remote:\s*/, '').trim()).filter((l) => l.startsWith('$ ')).map((l) => l.slice(2));
-  t.ok(cmds.length >= 3, 'a rebuild command is printed');
-  const next = [null, `${cmds.join(' && ')} && git push ${gate.remote('app', 'agent-1', agent)} HEAD:refs/heads/agent/x`];
+  t.ok(cmds.length >= 5, 'a rebuild command is printed, then the remote set-up and the push');
+  t.match(cmds[cmds.length - 1], /^git push patchgate-fix HEAD:refs\/heads\/agent\/x$/);
+  const next = [null, cmds.join(' && ')];
   // Async: the gate runs in this process, so a synchronous push would block it.
   const fixed = await new Promise<number>((resolve) => {
     execFile('bash', ['-c', next![1]!], { cwd: w.dir, env: { ...process.env, ...GIT_ENV, GIT_ASKPASS: 'true' } }, (err, _o, e) => {
