@@ -100,7 +100,7 @@ export function buildCli(argv: string[]): Argv {
       .option('report', { type: 'string', describe: 'write a JSON report here' })
       .option('baseline', { type: 'string', describe: 'test ids of the last green run of the base (JSON)' })
       .option('write-baseline', { type: 'string', describe: 'after a green run, write the executed test ids here' })
-      .option('holdout', { type: 'string', describe: 'a folder of held-out tests, run against the judged src/ after the visible suite' })
+      .option('holdout', { type: 'string', describe: 'held-out tests, run against the judged src/ after the visible suite: a git URL (the NAME-holdout repository, with a person\'s or CI token), a bare repository, or a folder' })
       .option('runs', { type: 'number', describe: 'runs of the suite, later ones shuffled (default: policy ci.runs, 2)' })
       .option('data', { type: 'string', describe: 'also record the run in <data>/patchgate.db' })
       .option('today', { type: 'string', describe: 'YYYY-MM-DD for ledger expiry (default: today, UTC)' })
