@@ -109,7 +109,7 @@ export function buildCli(argv: string[]): Argv {
       .parserConfiguration({ 'populate--': true, 'parse-positional-numbers': false }),
     (a) => guarded(async () => (await ciCommand()).runCi({
       repo: resolve(a.repo), base: a.base, head: a.head, seed: a.seed, junit: a.junit, report: a.report,
-      baseline: a.baseline, writeBaseline: a.writeBaseline, data: a.data, today: a.today, cmd: afterDashes(a), ...(a.holdout ? { holdout: a.holdout } : {}), ...(a.runs !== undefined ? { runs: a.runs } : {}),
+      baseline: a.baseline, writeBaseline: a.writeBaseline, data: a.data, today: a.today, cmd: afterDashes(a), ...(a.holdout !== undefined ? { holdout: a.holdout } : {}), ...(a.runs !== undefined ? { runs: a.runs } : {}),
     }, io)))
     .command('ledger', 'the flake ledger: `ledger check`, `ledger freeze`', (y) => y
       .command('check', 'validate the flake ledger; exit 1 when a row is invalid', (y2) => y2

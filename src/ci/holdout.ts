@@ -126,7 +126,7 @@ export async function materialiseHoldout(spec: string, tmp: string, opts: { time
         const lines = redact(r.stderr).split('\n').map((l) => l.trim()).filter(Boolean);
         const why = (lines.find((l) => /^fatal:/i.test(l)) ?? lines[0] ?? `git exit ${r.code}`).replace(/^fatal:\s*/i, '');
         if (/couldn't find remote ref HEAD/i.test(why)) throw new HoldoutError(`the held-out repository ${src.shown} is empty (no default branch): push the held-out tests to it first`);
-        const hint = /authentication|401|403|not found|404/i.test(why) ? ' (is the token a person\'s or CI\'s with access to it? agent tokens cannot read held-out repositories)' : '';
+        const hint = /authentication|\b40[134]\b|not found/i.test(why) ? ' (is the token a person\'s or CI\'s with access to it? agent tokens cannot read held-out repositories)' : '';
         throw new HoldoutError(`the held-out repository ${src.shown} could not be fetched: ${why}${hint}`);
       }
       commit = await exportCommit(git, 'refs/patchgate/holdout', out, `the held-out repository ${src.shown}`);

@@ -207,7 +207,7 @@ export async function executeCi(args: CiOptions, io: CiIo): Promise<CiReport> {
       const policy = await loadPolicy(git, baseId);
       const strict = policy.ci.integrity === 'strict';
       // Held-out tests run only in the sealed (strict) run: asked for without it, the run cannot vouch for them.
-      if (args.holdout && !strict) red(ctx, 'holdout-unavailable', 'holdout-red', `--holdout needs ci.integrity "strict" in the policy on the trusted branch (it is "${policy.ci.integrity}"): the held-out tests were not run`);
+      if (args.holdout !== undefined && !strict) red(ctx, 'holdout-unavailable', 'holdout-red', `--holdout needs ci.integrity "strict" in the policy on the trusted branch (it is "${policy.ci.integrity}"): the held-out tests were not run`);
       // A sealed run reads the judged tree from git objects; only the old in-checkout run needs the checkout at head.
       if (!strict) await assertWorkTree(git, headId);
 
@@ -393,7 +393,7 @@ async function strictChecks(ctx: Ctx, so: StrictOptions, first: SealedRun, parse
     }
   }
   // Held-out tests: ids only, never their source or output.
-  if (ok && args.holdout) {
+  if (ok && args.holdout !== undefined) {
     // A URL, a bare repository or a folder (src/ci/holdout.ts), fetched only now: the visible run never saw it.
     const got = await materialiseHoldout(args.holdout, so.tmp).catch((e: unknown) => {
       if (!(e instanceof HoldoutError)) throw e;
