@@ -6,7 +6,7 @@
 // input goes red, an honest fix stays green, and every way the source cannot be had (agent
 // token, wrong token, unreachable, empty) is red with a one-line reason that holds no token.
 
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { join } from 'node:path';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -17,7 +17,7 @@ import { TestRepo, tempDir } from '../helpers/repo.js';
 import { bareDir, gitAsync, startGate, type Gate } from '../helpers/gate.js';
 import { cliRun, type CliRun } from '../helpers/serve.js';
 import { FIXED, pyAgent, pyProject, pythonWithPytest } from '../ci/pyproject.js';
-import { NODE, T0, TODAY } from '../ci/project.js';
+import { NODE, T0, TODAY, agent as agentBranch, ci as ciInProcess, project, tapCmd, CALC } from '../ci/project.js';
 
 t.test('an agent token cannot clone or list the held-out repository; a person can', async (t) => {
   const gate = await startGate(t);
@@ -55,7 +55,7 @@ t.test('--holdout-of names an existing repository', async (t) => {
 
 // ---- patchgate ci --holdout from the held-out repository itself
 
-type TT = Parameters<Parameters<typeof t.test>[1]>[0];
+type TT = Test;
 
 const PY = pythonWithPytest();
 if (!PY && process.env.CI) t.fail('pytest is missing: .ci/run installs python3-pytest');
@@ -225,4 +225,16 @@ t.test('--holdout tells a URL, a bare repository and a plain folder apart', asyn
   await t.rejects(classifyHoldout(join(folder, 'HEAD')), HoldoutError);
   const redact = holdoutRedactor('https://ci:p%40ss-w0rd@h/x.git');
   t.equal(redact("fatal: Authentication failed for 'https://ci:p%40ss-w0rd@h/x.git/' (p@ss-w0rd)"), "fatal: Authentication failed for 'https://***@h/x.git/' (***)");
+});
+
+t.test('--holdout with ci.integrity "off" is red: held-out tests run only in the sealed run', async (t) => {
+  const r = agentBranch(project(t), { 'src/calc.mjs': CALC('b + a') });
+  const hold = tempDir('pg-hold-');
+  writeFileSync(join(hold, 'props.test.mjs'), HELD_OUT_NODE['props.test.mjs']);
+  const d = tempDir('pg-hold-ci-');
+  const res = await ciInProcess({ repo: r.dir, seed: '4', report: join(d, 'r.json'), cmd: tapCmd(), holdout: hold });
+  t.equal(res.code, 1, res.code === 1 ? 'red' : res.text);
+  const rep = JSON.parse(readFileSync(join(d, 'r.json'), 'utf8')) as CiOut['report'];
+  t.equal(rep.row, 'holdout-red');
+  t.match(rep.reasons.find((x) => x.kind === 'holdout-unavailable')?.message ?? '', /--holdout needs ci\.integrity "strict"/);
 });

@@ -4,7 +4,7 @@
 // same finding (file, line, construct) on both paths, the worker judges only the changed
 // lines, and a worker stopped by the hook time limit refuses the push (fail closed).
 
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { rmSync } from 'node:fs';
 import { TestRepo, tempDir } from '../helpers/repo.js';
 import { gitAsync, refIn, seededGate, type Gate } from '../helpers/gate.js';
@@ -12,7 +12,7 @@ import { parsePool } from '../../src/contract/parse-pool.js';
 import { startServer } from '../../src/server/app.js';
 import { DEFAULT_MAX_SOURCE_BYTES } from '../../src/policy/config.js';
 
-type TT = Parameters<Parameters<typeof t.test>[1]>[0];
+type TT = Test;
 
 const INLINE = 16 * 1024;
 
