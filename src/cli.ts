@@ -100,7 +100,7 @@ export function buildCli(argv: string[]): Argv {
       .option('report', { type: 'string', describe: 'write a JSON report here' })
       .option('baseline', { type: 'string', describe: 'test ids of the last green run of the base (JSON)' })
       .option('write-baseline', { type: 'string', describe: 'after a green run, write the executed test ids here' })
-      .option('holdout', { type: 'string', describe: 'a folder of held-out tests, run against the judged src/ after the visible suite' })
+      .option('holdout', { type: 'string', describe: 'held-out tests, run against the judged src/ after the visible suite: a git URL (the NAME-holdout repository, with a person\'s or CI token), a bare repository, or a folder' })
       .option('runs', { type: 'number', describe: 'runs of the suite, later ones shuffled (default: policy ci.runs, 2)' })
       .option('data', { type: 'string', describe: 'also record the run in <data>/patchgate.db' })
       .option('today', { type: 'string', describe: 'YYYY-MM-DD for ledger expiry (default: today, UTC)' })
@@ -109,7 +109,7 @@ export function buildCli(argv: string[]): Argv {
       .parserConfiguration({ 'populate--': true, 'parse-positional-numbers': false }),
     (a) => guarded(async () => (await ciCommand()).runCi({
       repo: resolve(a.repo), base: a.base, head: a.head, seed: a.seed, junit: a.junit, report: a.report,
-      baseline: a.baseline, writeBaseline: a.writeBaseline, data: a.data, today: a.today, cmd: afterDashes(a), ...(a.holdout ? { holdout: a.holdout } : {}), ...(a.runs !== undefined ? { runs: a.runs } : {}),
+      baseline: a.baseline, writeBaseline: a.writeBaseline, data: a.data, today: a.today, cmd: afterDashes(a), ...(a.holdout !== undefined ? { holdout: a.holdout } : {}), ...(a.runs !== undefined ? { runs: a.runs } : {}),
     }, io)))
     .command('ledger', 'the flake ledger: `ledger check`, `ledger freeze`', (y) => y
       .command('check', 'validate the flake ledger; exit 1 when a row is invalid', (y2) => y2

@@ -134,3 +134,10 @@ export class HostIdentityError extends PatchgateError {
     super('HOST_IDENTITY', message, options);
   }
 }
+
+/** `patchgate ci --holdout`: the held-out tests cannot be had (unreachable, refused, empty). The message is redacted. */
+export class HoldoutError extends PatchgateError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('HOLDOUT', message, options);
+  }
+}

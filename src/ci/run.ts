@@ -6,7 +6,7 @@ import { mkdtemp, readFile, rm, stat, writeFile, mkdir } from 'node:fs/promises'
 import { tmpdir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { checkJson, runCheck } from '../commands/check.js';
-import { errorMessage, UsageError } from '../errors.js';
+import { errorMessage, HoldoutError, UsageError } from '../errors.js';
 import { fixtureDigest, readLock } from '../fixtures/lock.js';
 import { Git } from '../git/git.js';
 import { dayOf, parseDay } from '../ledger/ledger.js';
@@ -18,6 +18,7 @@ import { applyLedger, loadLedgerAt, type LedgerApplication } from './apply-ledge
 import { compareBaseline, readBaseline, writeBaseline, type Baseline } from './baseline.js';
 import { parseSeed, randomSeed, runCommand, seedEnv, showArgv, withSeed } from './process.js';
 import { parseJUnitReport, parseTap, type ParsedReport, type TestResult } from './reports.js';
+import { materialiseHoldout } from './holdout.js';
 import { checkStream, holdoutArgv, laterRun, orderChanges, sealedRun, trustedIds, type SealedRun, type StrictFinding, type StrictOptions } from './strict.js';
 
 export interface CiOptions {
@@ -32,7 +33,7 @@ export interface CiOptions {
   data?: string;
   cmd: string[];
   today?: string;
-  /** A folder of held-out tests (issue 11): run against the judged src/ after the visible suite. */
+  /** Held-out tests (issue 11): a git URL, a bare repository or a folder (src/ci/holdout.ts), run against the judged src/ after the visible suite. */
   holdout?: string;
   /** Runs of the suite (default: the policy's ci.runs); later runs are shuffled. */
   runs?: number;
@@ -205,6 +206,8 @@ export async function executeCi(args: CiOptions, io: CiIo): Promise<CiReport> {
       report.head = headId;
       const policy = await loadPolicy(git, baseId);
       const strict = policy.ci.integrity === 'strict';
+      // Held-out tests run only in the sealed (strict) run: asked for without it, the run cannot vouch for them.
+      if (args.holdout !== undefined && !strict) red(ctx, 'holdout-unavailable', 'holdout-red', `--holdout needs ci.integrity "strict" in the policy on the trusted branch (it is "${policy.ci.integrity}"): the held-out tests were not run`);
       // A sealed run reads the judged tree from git objects; only the old in-checkout run needs the checkout at head.
       if (!strict) await assertWorkTree(git, headId);
 
@@ -384,10 +387,17 @@ async function strictChecks(ctx: Ctx, so: StrictOptions, first: SealedRun, parse
     }
   }
   // Held-out tests: ids only, never their source or output.
-  if (ok && args.holdout) {
-    const dir = resolve(args.holdout);
-    const argv = await holdoutArgv(args.cmd, dir);
-    if (!argv) red(ctx, 'holdout-no-stream', 'holdout-red', 'the held-out tests need pytest or node as the test command');
+  if (ok && args.holdout !== undefined) {
+    // A URL, a bare repository or a folder (src/ci/holdout.ts), fetched only now: the visible run never saw it.
+    const got = await materialiseHoldout(args.holdout, so.tmp).catch((e: unknown) => {
+      if (!(e instanceof HoldoutError)) throw e;
+      red(ctx, 'holdout-unavailable', 'holdout-red', `the held-out tests cannot be had: ${e.message}`);
+      return null;
+    });
+    if (got) io.out(`patchgate: held-out tests from ${got.source === 'folder' ? 'the folder' : 'the repository'} ${got.shown}${got.commit ? ` at ${got.commit.slice(0, 12)}` : ''} (${got.files} file(s))`);
+    const dir = got?.dir;
+    const argv = dir ? await holdoutArgv(args.cmd, dir) : null;
+    if (!dir) { /* red above: the source could not be had */ } else if (!argv) red(ctx, 'holdout-no-stream', 'holdout-red', 'the held-out tests need pytest or node as the test command');
     else {
       const h = await sealedRun(so, o.headId, 'holdout', { argv, quiet: true, extraFiles: dir });
       h.findings.forEach(add);

@@ -16,7 +16,7 @@ import { runCommand, showArgv, withSeed, type CommandResult } from './process.js
 import { sealTree, sealedEnv, unseal, verifySeal } from './sealed.js';
 
 export interface StrictFinding {
-  kind: 'no-stream' | 'report-mismatch' | 'tree-tampered' | 'order-dependent' | 'vanished' | 'skipped' | 'holdout-failed' | 'holdout-no-stream';
+  kind: 'no-stream' | 'report-mismatch' | 'tree-tampered' | 'order-dependent' | 'vanished' | 'skipped' | 'holdout-failed' | 'holdout-no-stream' | 'holdout-unavailable';
   row: string;
   message: string;
   test?: string;

@@ -101,6 +101,8 @@ class ParsePool {
   private isolation: IsolateOptions | null = null;
   /** Workers terminated because their job was cancelled or overran (for tests and the benchmark). */
   killed = 0;
+  /** Tamper scans handed to a worker (for tests: the large-file path is taken). */
+  tamperJobs = 0;
 
   /**
    * From now on every parse runs on a worker thread and none on this one (the hook daemon).
@@ -153,6 +155,7 @@ class ParsePool {
     if (!this.isolation) return Promise.reject(new ParseWorkerError(path, 'the tamper scan runs on a worker only in an isolated pool'));
     if (signal?.aborted) return Promise.reject(cancelledBy(signal));
     return new Promise((resolve, reject) => {
+      this.tamperJobs++;
       const job: Job = { id: this.nextId++, kind: 'tamper', lines: [...lines], format: 'v1', path, source, resolve, reject, signal, done: false };
       if (signal) {
         job.onAbort = () => this.cancel(job, cancelledBy(signal));

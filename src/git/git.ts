@@ -604,6 +604,33 @@ export class Git {
     await redacting(remote, () => this.run(['push', '-q', '--no-verify', '--end-of-options', remote, `${id}:${ref}`]));
   }
 
+  /**
+   * Whether `dir` itself is a bare repository (asked with --git-dir, so git never looks in a
+   * parent folder): how `patchgate ci --holdout` tells a bare repo from a plain folder.
+   */
+  static async isBareRepository(dir: string): Promise<boolean> {
+    const g = new Git({ dir: '/' });
+    const r = await g.remote(['--git-dir', dir, 'rev-parse', '--is-bare-repository'], { timeoutMs: 30_000 });
+    return r.code === 0 && r.stdout.trim() === 'true';
+  }
+
+  /**
+   * Fetch the default branch (HEAD) of the repository at `url` into `localRef` here, bounded by
+   * `timeoutMs`. A credential travels to git through a credential helper that reads it from the
+   * child's environment, never in an argument or the URL. Never throws for git's own failure:
+   * the caller reads code and stderr, and must redact stderr before showing it.
+   */
+  fetchDefaultBranch(url: string, localRef: string, opts: { user?: string; secret?: string; timeoutMs: number }): Promise<{ code: number | null; stdout: string; stderr: string; timedOut: boolean }> {
+    const pre = ['-c', 'credential.helper=', '-c', 'core.askPass=true', '-c', 'http.followRedirects=false'];
+    const env: Record<string, string> = {};
+    if (opts.secret) {
+      pre.push('-c', `credential.helper=${FETCH_HELPER}`);
+      env.PATCHGATE_FETCH_USER = opts.user || 'x-access-token';
+      env.PATCHGATE_FETCH_SECRET = opts.secret;
+    }
+    return this.remote([...pre, 'fetch', '--quiet', '--no-tags', '--no-write-fetch-head', '--no-recurse-submodules', '--end-of-options', url, `+HEAD:${localRef}`], { env, timeoutMs: opts.timeoutMs });
+  }
+
   /** Start the object reader process now rather than at the first read. */
   start(): void {
     this.batchReader();
@@ -778,6 +805,9 @@ function parseHeader(line: string, data: Buffer): BatchResult | null {
   if (!m) return null;
   return { id: m[1]!, type: m[2]!, size: Number(m[3]), data };
 }
+
+/** A credential helper that answers `get` from the child's environment (Git.fetchDefaultBranch). */
+const FETCH_HELPER = '!f() { test "$1" = get && printf \'username=%s\\npassword=%s\\n\' "$PATCHGATE_FETCH_USER" "$PATCHGATE_FETCH_SECRET"; }; f';
 
 /** `user:password@` taken out of a URL, for messages. */
 export function redactUrl(text: string): string {
