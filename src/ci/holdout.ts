@@ -34,6 +34,9 @@ export interface Holdout {
 }
 
 const SCHEME = /^[a-z][a-z0-9+.-]*:\/\//i;
+/** A token for an http(s) URL that carries none: kept off the command line, where `ps` shows it. */
+export const HOLDOUT_TOKEN_ENV = 'PATCHGATE_HOLDOUT_TOKEN';
+const envToken = (): string => process.env[HOLDOUT_TOKEN_ENV] ?? '';
 /** scp-like `user@host:path` (git's own short form for ssh). */
 const SCP = /^[^/\s@]+@[^/\s:]+:/;
 
@@ -48,6 +51,7 @@ export function holdoutRedactor(spec: string): (text: string) => string {
       secret = decodeURIComponent(u.password);
     } catch { /* not a WHATWG URL: the URL pattern below still strips user:password@ */ }
   }
+  if (!secret && /^https?:\/\//i.test(spec)) secret = envToken();
   const base = redactor({ url: '', user: user || null, secret: secret || null });
   const userOnly = !secret && user ? [user, encodeURIComponent(user)] : [];
   return (text: string) => {
@@ -67,8 +71,12 @@ export async function classifyHoldout(spec: string): Promise<HoldoutSource> {
     } catch {
       throw new HoldoutError(`--holdout ${redactUrl(spec)} is not a valid URL`);
     }
-    const user = decodeURIComponent(u.username);
-    const secret = decodeURIComponent(u.password);
+    let user = decodeURIComponent(u.username);
+    let secret = decodeURIComponent(u.password);
+    if (!secret && /^https?:$/.test(u.protocol) && envToken()) {
+      secret = envToken();
+      user ||= 'ci';
+    }
     // http(s): the credential leaves the URL and reaches git through a helper. Other schemes
     // (ssh://, file://) keep their form; a user name there is not a secret.
     if (secret && /^https?:$/.test(u.protocol)) {

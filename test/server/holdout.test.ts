@@ -84,10 +84,10 @@ async function holdoutGate(t: TT, files: Record<string, string> | null) {
 interface CiOut { run: CliRun; report: { verdict: string; row: string; fired: string[]; reasons: Array<{ kind: string; row: string; message: string; test?: string }> }; raw: string }
 
 /** `patchgate ci` as a child process (the gate serves in this process: never a sync spawn). */
-async function ciCli(repo: string, cmd: string[], holdout: string | null, head = 'agent'): Promise<CiOut> {
+async function ciCli(repo: string, cmd: string[], holdout: string | null, head = 'agent', env?: NodeJS.ProcessEnv): Promise<CiOut> {
   const d = tempDir('pg-hold-ci-');
   const rep = join(d, 'r.json');
-  const run = await cliRun(['ci', '--repo', repo, '--base', 'main', '--head', head, '--seed', '7', '--today', TODAY, '--report', rep, ...(holdout !== null ? ['--holdout', holdout] : []), '--', ...cmd]);
+  const run = await cliRun(['ci', '--repo', repo, '--base', 'main', '--head', head, '--seed', '7', '--today', TODAY, '--report', rep, ...(holdout !== null ? ['--holdout', holdout] : []), '--', ...cmd], env ? { env: { ...process.env, ...env } } : {});
   const raw = existsSync(rep) ? readFileSync(rep, 'utf8') : '{}';
   return { run, report: JSON.parse(raw), raw };
 }
@@ -160,7 +160,14 @@ t.test('node:test: the held-out repository by URL passes an honest fix; its test
   const out = await ciCli(r.dir, NODE_CMD, url('ci', human));
   t.equal(out.run.code, 0, out.run.code === 0 ? 'green' : `${out.run.stdout}${out.run.stderr}`);
   t.match(out.run.stdout, /held-out tests: 1 of 1 passed/);
-  noSecret(t, out, [human]);
+  noSecret(t, out, [human]);  // The token off the command line (where ps shows it): a plain URL and PATCHGATE_HOLDOUT_TOKEN.
+  const plain = url('x', 'x').replace(/\/\/[^@/]*@/, '//');
+  const viaEnv = await ciCli(r.dir, NODE_CMD, plain, 'agent', { PATCHGATE_HOLDOUT_TOKEN: human });
+  t.equal(viaEnv.run.code, 0, viaEnv.run.code === 0 ? 'green with the token from the environment' : `${viaEnv.run.stdout}${viaEnv.run.stderr}`);
+  t.match(viaEnv.run.stdout, /held-out tests: 1 of 1 passed/);
+  noSecret(t, viaEnv, [human]);
+  const noToken = await ciCli(r.dir, NODE_CMD, plain, 'agent', { PATCHGATE_HOLDOUT_TOKEN: '' });
+  t.equal(noToken.run.code, 1, 'a plain URL and no token: red');
 });
 
 t.test('every way the held-out repository cannot be had is red with a redacted one-line reason', async (t) => {
