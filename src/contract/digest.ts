@@ -11,7 +11,7 @@ import { isTypeScriptPath, TS_EXTRACTOR_VERSION } from './typescript.js';
 import { initPython, isPrivateModule, PY_EXTRACTOR_VERSION, seedDigest, seedOrder, type PyLinks } from './python.js';
 import { parsePool } from './parse-pool.js';
 import { splitLinks } from './extract.js';
-import { EMPTY_INDEX, isPyIndex, mergeIndex, resolveReexports, type PyIndex } from './py-reexport.js';
+import { EMPTY_INDEX, isPyIndex, isPyLinks, mergeIndex, resolveReexports, type PyIndex } from './py-reexport.js';
 
 export type ContractFormat = 'v1' | 'seed';
 
@@ -109,7 +109,7 @@ async function parseFile(git: Git, cache: Map<string, unknown>, e: TreeEntry, fo
 /** A v1 .py file's re-export links, from the cache or parsed again (size limit checked as for rows). */
 async function fileLinks(git: Git, cache: Map<string, unknown>, path: string, blob: string, max: number): Promise<PyLinks> {
   const hit = cache.get(linksKey(blob, path));
-  if (hit && typeof hit === 'object') return hit as PyLinks;
+  if (isPyLinks(hit)) return hit;
   const e: TreeEntry = { mode: '100644', kind: 'regular', type: 'blob', id: blob, path };
   if (Number.isFinite(max)) {
     const info = await git.pathId(blob, null);

@@ -31,6 +31,21 @@ export function isPyIndex(v: unknown): v is PyIndex {
     && o.p.every((e) => Array.isArray(e) && e.length === 2 && e.every((s) => typeof s === 'string'));
 }
 
+/** A cached PyLinks value has the shape extractRows gives it; anything else is recomputed. */
+export function isPyLinks(v: unknown): v is PyLinks {
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return false;
+  const o = v as Record<string, unknown>;
+  const strs = (x: unknown, n: number): boolean => Array.isArray(x) && x.length === n && x.every((s) => typeof s === 'string');
+  const strList = (x: unknown): boolean => Array.isArray(x) && x.every((s) => typeof s === 'string');
+  const rec = (x: unknown, ok: (y: unknown) => boolean): boolean => !!x && typeof x === 'object' && !Array.isArray(x) && Object.values(x).every(ok);
+  return Object.keys(o).every((k) => ['exports', 'defs', 'imports', 'stars', 'all'].includes(k))
+    && (o.exports === undefined || (Array.isArray(o.exports) && o.exports.every((e) => strs(e, 3))))
+    && (o.defs === undefined || rec(o.defs, strList))
+    && (o.imports === undefined || rec(o.imports, (y) => strs(y, 2)))
+    && (o.stars === undefined || strList(o.stars))
+    && (o.all === undefined || o.all === null || strList(o.all));
+}
+
 export function mergeIndex(parts: PyIndex[]): PyIndex {
   if (parts.every((p) => !p.x.length && !p.p.length)) return EMPTY_INDEX;
   return { x: parts.flatMap((p) => p.x), p: parts.flatMap((p) => p.p) };
