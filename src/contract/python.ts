@@ -2216,6 +2216,7 @@ export function analysePythonV1(source: string, path: string): { rows: string[];
     const importsFrom = new Map<string, [string, string]>();
     const stars: string[] = [];
     const defs = new Map<string, Set<string>>();
+    const assignedOnly = new Set<string>();
     let top = '';
     const emit = (body: string): void => {
       if (isPrivate) {
@@ -2266,6 +2267,7 @@ export function analysePythonV1(source: string, path: string): { rows: string[];
             if (e.type !== 'assignment') continue;
             const left = e.childForFieldName('left');
             const type = e.childForFieldName('type');
+            if (isModule && isPrivate && left?.type === 'identifier' && !type) assignedOnly.add(nfkc(left.text));
             if (!left || !type || left.type !== 'identifier') continue;
             const name = nfkc(left.text);
             if (isModule) definedAtTop.add((top = name));
@@ -2310,6 +2312,9 @@ export function analysePythonV1(source: string, path: string): { rows: string[];
     visit(parsed.root, '', true);
     if (isPrivate) {
       const d: Record<string, string[]> = {};
+      // A plain `X = ...` has no declared surface (as in a public module), but it is defined:
+      // a re-export of it is not "unresolved", and it shows that it is a bare name.
+      for (const name of assignedOnly) if (!defs.has(name)) defs.set(name, new Set([`${name} (assigned without annotation)`]));
       for (const [name, set] of [...defs].sort((a, b) => codePointCompare(a[0], b[0]))) d[name] = [...set].sort(codePointCompare);
       const imports: Record<string, [string, string]> = {};
       for (const [name, from] of importsFrom) if (!definedAtTop.has(name)) imports[name] = from;

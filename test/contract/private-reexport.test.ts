@@ -86,6 +86,8 @@ t.test('removed definition: an unresolved re-export row remains, naming the publ
   const rev = r.commit('base', { ...BASE, 'src/pkg/_impl.py': 'def other(): ...\n' });
   const c = await contractOf(git, rev, ['src/'], 'v1');
   t.ok(c.rows.includes('src/pkg/__init__.py::export parse -> unresolved (parse is not defined in src/pkg/_impl.py)'), 'unresolved row');
+  const plain = await contractOf(git, r.commit('plain assignment', { 'src/pkg/_impl.py': 'parse = print\n' }), ['src/'], 'v1');
+  t.ok(plain.rows.includes('src/pkg/__init__.py::export parse -> parse (assigned without annotation)'), 'a bare assignment is defined, not unresolved');
   const rev2 = r.commit('missing module', { 'src/pkg/_impl.py': null });
   const c2 = await contractOf(git, rev2, ['src/'], 'v1');
   t.ok(c2.rows.includes('src/pkg/__init__.py::export parse -> unresolved (module ._impl is not in the tree)'), 'missing private module row');
