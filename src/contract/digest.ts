@@ -8,8 +8,10 @@ import { isFileKind, type EntryKind, type Git, type TreeEntry } from '../git/git
 import { ContractParseError, ContractSizeError } from '../errors.js';
 import { throwIfCancelled } from '../cancel.js';
 import { isTypeScriptPath, TS_EXTRACTOR_VERSION } from './typescript.js';
-import { initPython, PY_EXTRACTOR_VERSION, seedDigest, seedOrder } from './python.js';
+import { initPython, isPrivateModule, PY_EXTRACTOR_VERSION, seedDigest, seedOrder, type PyLinks } from './python.js';
 import { parsePool } from './parse-pool.js';
+import { splitLinks } from './extract.js';
+import { EMPTY_INDEX, isPyIndex, isPyLinks, mergeIndex, resolveReexports, type PyIndex } from './py-reexport.js';
 
 export type ContractFormat = 'v1' | 'seed';
 
@@ -72,6 +74,18 @@ async function fileRows(git: Git, cache: Map<string, unknown>, e: TreeEntry, for
   const key = `rows:${format}:${version}:${e.id}:${e.path}`;
   const hit = cache.get(key) as string[] | undefined;
   if (hit) return hit;
+  return (await parseFile(git, cache, e, format)).rows;
+}
+
+/** The cache key of a v1 .py file's re-export links (python.ts PyLinks). */
+function linksKey(blob: string, path: string): string {
+  return `pylinks:${PY_EXTRACTOR_VERSION}:${blob}:${path}`;
+}
+
+/** Reads, decodes and parses one file; caches its rows (and, v1 .py, its links). */
+async function parseFile(git: Git, cache: Map<string, unknown>, e: TreeEntry, format: ContractFormat): Promise<{ rows: string[]; links: PyLinks | null }> {
+  const version = format === 'seed' || e.path.endsWith('.py') ? PY_EXTRACTOR_VERSION : TS_EXTRACTOR_VERSION;
+  const key = `rows:${format}:${version}:${e.id}:${e.path}`;
   const blob = await git.readBlob(e.id);
   if (!blob) throw new Error(`blob ${e.id} for ${e.path} is missing`);
   throwIfCancelled();
@@ -81,14 +95,28 @@ async function fileRows(git: Git, cache: Map<string, unknown>, e: TreeEntry, for
   } catch (err) {
     throw new ContractParseError(e.path, 1, 1, 'not valid UTF-8', { cause: err });
   }
-  const parsed = await parsePool.rows(format, e.path, source);
+  const { rows: parsed, links } = splitLinks(await parsePool.rows(format, e.path, source));
   // v1: a file's rows are a set. A declaration written twice (a duplicate `declare module`
   // augmentation, an overload repeated) counts once, and order never counts, so two trees
   // have equal digests exactly when their row sets are equal, and a digest that moved always
   // has a `+`, `-` or `~` row to show. The seed format keeps the seed's rows as they are.
   const rows = format === 'v1' ? [...new Set(parsed)].sort() : parsed;
+  if (links) cache.set(linksKey(e.id, e.path), links);
   cache.set(key, rows);
-  return rows;
+  return { rows, links };
+}
+
+/** A v1 .py file's re-export links, from the cache or parsed again (size limit checked as for rows). */
+async function fileLinks(git: Git, cache: Map<string, unknown>, path: string, blob: string, max: number): Promise<PyLinks> {
+  const hit = cache.get(linksKey(blob, path));
+  if (isPyLinks(hit)) return hit;
+  const e: TreeEntry = { mode: '100644', kind: 'regular', type: 'blob', id: blob, path };
+  if (Number.isFinite(max)) {
+    const info = await git.pathId(blob, null);
+    if (!info) throw new Error(`blob ${blob} for ${path} is missing`);
+    if (info.size > max) throw new ContractSizeError(path, info.size, max);
+  }
+  return (await parseFile(git, cache, e, 'v1')).links ?? {};
 }
 
 /**
@@ -138,6 +166,8 @@ interface TreeContract {
   readonly rows: string[];
   /** Files under the tree that carry rows. */
   files: number;
+  /** Python re-exports and private modules under the tree (py-reexport.ts). */
+  py: PyIndex;
 }
 
 /** A value computed on first read and kept. */
@@ -168,11 +198,12 @@ async function treeContract(git: Git, treeId: string, prefix: string, cache: Map
   const hit = cache.get(key) as TreeContract | undefined;
   if (hit) return hit;
   const storedKey = `tree-digest:v1:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${lim.tag}:${treeId}:${prefix}`;
-  const stored = cache.get(storedKey) as { digest?: unknown; files?: unknown } | undefined;
-  if (stored && typeof stored.digest === 'string' && /^[0-9a-f]{64}$/.test(stored.digest) && Number.isInteger(stored.files)) {
+  const stored = cache.get(storedKey) as { digest?: unknown; files?: unknown; py?: unknown } | undefined;
+  if (stored && typeof stored.digest === 'string' && /^[0-9a-f]{64}$/.test(stored.digest) && Number.isInteger(stored.files) && isPyIndex(stored.py)) {
     const known: TreeContract = {
       digest: stored.digest,
       files: stored.files as number,
+      py: stored.py,
       get rows(): string[] {
         throw new RowsNotLoaded(`rows of tree ${treeId} (${prefix || '/'}) are not in memory`);
       },
@@ -181,13 +212,42 @@ async function treeContract(git: Git, treeId: string, prefix: string, cache: Map
     return known;
   }
   const entries = await git.readTree(treeId);
-  const parts = await Promise.all(entries.map(async (e): Promise<{ line: string; rows: () => string[]; files: number } | null> => {
+  type Part = { line: string; rows: () => string[]; files: number; py: PyIndex };
+  const parts = await Promise.all(entries.map(async (e): Promise<Part | null> => {
     const path = prefix + e.name;
     if (e.kind === 'tree') {
       const sub = await treeContract(git, e.id, `${path}/`, cache, lim);
-      return sub.files ? { line: `T ${e.name} ${sub.digest}`, rows: () => sub.rows, files: sub.files } : null;
+      if (sub.files) return { line: `T ${e.name} ${sub.digest}`, rows: () => sub.rows, files: sub.files, py: sub.py };
+      return sub.py.p.length || sub.py.x.length ? { line: '', rows: () => [], files: 0, py: sub.py } : null;
     }
     if (!isContractFile(e.kind, path)) return null;
+    const part = await fileLine(git, cache, e, path, lim);
+    if (!path.endsWith('.py')) return part;
+    // Python: a private module is indexed by blob id (its links are read only if a public
+    // module re-exports from it); a public module by what it re-exports from where.
+    let py = EMPTY_INDEX;
+    if (isPrivateModule(path)) py = { x: [], p: [[path, e.id]] };
+    else {
+      const exports = (await fileLinks(git, cache, path, e.id, lim.max)).exports ?? [];
+      if (exports.length) py = { x: exports.map(([n, spec, orig]) => [path, n, spec, orig]), p: [] };
+    }
+    if (part) return { ...part, py };
+    return py === EMPTY_INDEX ? null : { line: '', rows: () => [], files: 0, py };
+  }));
+  const kept = parts.filter((p): p is Part => p !== null);
+  const lined = kept.filter((p) => p.line);
+  const tc: TreeContract = Object.assign(lazyRows(() => lined.flatMap((p) => p.rows())), {
+    digest: sha256(lined.map((p) => p.line).join('\n')),
+    files: lined.reduce((n, p) => n + p.files, 0),
+    py: mergeIndex(kept.map((p) => p.py)),
+  });
+  cache.set(key, tc);
+  cache.set(storedKey, { digest: tc.digest, files: tc.files, py: tc.py });
+  return tc;
+}
+
+/** One file's Merkle line (`F name sha256(rows)`), cached per blob; null for a file without rows. */
+async function fileLine(git: Git, cache: Map<string, unknown>, e: { mode: string; kind: EntryKind; id: string; name: string }, path: string, lim: { max: number; tag: string }): Promise<{ line: string; rows: () => string[]; files: number; py: PyIndex } | null> {
     // Each file's Merkle line is kept as well ("" for a file without rows): a change in a folder
     // of 200 files would otherwise load and hash every sibling's rows again (about 1 MB per push
     // on the bench's 10k repository), and a restarted daemon would read all of them from disk.
@@ -195,21 +255,37 @@ async function treeContract(git: Git, treeId: string, prefix: string, cache: Map
     const known = cache.get(lineKey);
     if (typeof known === 'string' && (known === '' || known.startsWith(`F ${e.name} `))) {
       if (!known) return null;
-      return { line: known, rows: () => { throw new RowsNotLoaded(`rows of ${path} are not in memory`); }, files: 1 };
+      return { line: known, rows: () => { throw new RowsNotLoaded(`rows of ${path} are not in memory`); }, files: 1, py: EMPTY_INDEX };
     }
     const rows = await fileRows(git, cache, { mode: e.mode, kind: e.kind, type: 'blob', id: e.id, path }, 'v1', lim.max);
     const line = rows.length ? `F ${e.name} ${sha256(rows.join('\n'))}` : '';
     cache.set(lineKey, line);
-    return line ? { line, rows: () => rows, files: 1 } : null;
+    return line ? { line, rows: () => rows, files: 1, py: EMPTY_INDEX } : null;
+}
+
+/**
+ * The re-export rows of one contract root (py-reexport.ts), cached per root tree id in
+ * memory and in the persistent cache: they depend only on the blobs under that tree.
+ */
+async function rootReexports(git: Git, treeId: string, prefix: string, cache: Map<string, unknown>, lim: { max: number; tag: string }): Promise<string[]> {
+  const key = `pyres:${PY_EXTRACTOR_VERSION}:${lim.tag}:${treeId}:${prefix}`;
+  const hit = cache.get(key);
+  if (Array.isArray(hit) && hit.every((r) => typeof r === 'string')) return hit as string[];
+  const tc = await treeContract(git, treeId, prefix, cache, lim);
+  const rows = await resolveReexports(tc.py, prefix, (path, blob) => fileLinks(git, cache, path, blob, lim.max));
+  cache.set(key, rows);
+  return rows;
+}
+
+/** Re-export rows of every root, each once, sorted; and the digest line they add ("" for none). */
+async function reexportsOf(git: Git, trees: Array<string | null>, roots: string[], cache: Map<string, unknown>, lim: { max: number; tag: string }): Promise<{ rows: string[]; line: string }> {
+  const per = await Promise.all(roots.map((root, i) => {
+    const r = normRoot(root);
+    return trees[i] ? rootReexports(git, trees[i]!, r ? `${r}/` : '', cache, lim) : Promise.resolve([]);
   }));
-  const kept = parts.filter((p): p is { line: string; rows: () => string[]; files: number } => p !== null);
-  const tc: TreeContract = Object.assign(lazyRows(() => kept.flatMap((p) => p.rows())), {
-    digest: sha256(kept.map((p) => p.line).join('\n')),
-    files: kept.reduce((n, p) => n + p.files, 0),
-  });
-  cache.set(key, tc);
-  cache.set(storedKey, { digest: tc.digest, files: tc.files });
-  return tc;
+  const rows = [...new Set(per.flat())].sort();
+  // A root without re-exports leaves the digest as it was before they were resolved.
+  return { rows, line: rows.length ? `\nR ${sha256(rows.join('\n'))}` : '' };
 }
 
 /** Rows of every contract file under a tree, in path order, from the per-file cache. */
@@ -236,12 +312,14 @@ export async function contractRows(git: Git, c: Contract, rev: string, roots: st
     if (!(err instanceof RowsNotLoaded)) throw err;
   }
   const per: string[][] = [];
+  const trees: Array<string | null> = [];
   for (const root of roots) {
     const tree = await rootTree(git, rev, root);
+    trees.push(tree);
     const r = normRoot(root);
     per.push(tree ? await collectRows(git, tree, r ? `${r}/` : '', cache, limitOf(limits).max) : []);
   }
-  if (per.length === 1) return per[0]!;
+  per.push((await reexportsOf(git, trees, roots, cache, limitOf(limits))).rows);
   const seen = new Set<string>();
   return per.flat().filter((x) => (seen.has(x) ? false : (seen.add(x), true)));
 }
@@ -251,13 +329,16 @@ async function computeContract(git: Git, rev: string, useRoots: string[], trees:
     // Each root's tree contract; the digest covers every root's Merkle digest in order.
     const per = await Promise.all(useRoots.map((root, i) => {
       const r = normRoot(root);
-      return trees[i] ? treeContract(git, trees[i]!, r ? `${r}/` : '', cache, lim) : Promise.resolve<TreeContract>({ digest: '-', rows: [], files: 0 });
+      return trees[i] ? treeContract(git, trees[i]!, r ? `${r}/` : '', cache, lim) : Promise.resolve<TreeContract>({ digest: '-', rows: [], files: 0, py: EMPTY_INDEX });
     }));
-    const digest = sha256(`patchgate-contract-v1\n${useRoots.map((r, i) => `${normRoot(r)} ${per[i]!.digest}`).join('\n')}`);
+    // Python re-exports of private definitions: rows that depend on several files, resolved
+    // over each root after the per-file step, and one more line of the digest.
+    const re = await reexportsOf(git, trees, useRoots, cache, lim);
+    const digest = sha256(`patchgate-contract-v1\n${useRoots.map((r, i) => `${normRoot(r)} ${per[i]!.digest}`).join('\n')}${re.line}`);
     return Object.assign(lazyRows(() => {
-      if (per.length === 1) return per[0]!.rows;
+      if (per.length === 1 && !re.rows.length) return per[0]!.rows;
       const seen = new Set<string>();
-      return per.flatMap((p) => p.rows).filter((x) => (seen.has(x) ? false : (seen.add(x), true)));
+      return [...per.flatMap((p) => p.rows), ...re.rows].filter((x) => (seen.has(x) ? false : (seen.add(x), true)));
     }), { format, digest, files: per.reduce((n, p) => n + p.files, 0) });
   }
   // seed: the Python files of the first root, in the order Python 3.11's sorted(rglob) gives.
@@ -277,7 +358,8 @@ export interface ContractDiff {
 
 /** The key a row is paired on: path and name, up to the signature. */
 function rowKey(row: string): string {
-  const m = /^(.*?::[^(:<=\s]*)/.exec(row);
+  // A Python re-export row pairs on the name it is exported as, too.
+  const m = /^(.*?::(?:export \S+ -> )?[^(:<=\s]*)/.exec(row);
   return m ? m[1]! : row;
 }
 

@@ -14,7 +14,7 @@ import { Language, Parser, Query, type Node, type Tree } from 'web-tree-sitter';
 import { ContractParseError } from '../errors.js';
 
 /** Bumped whenever the rows produced for the same source could change. */
-export const PY_EXTRACTOR_VERSION = 2;
+export const PY_EXTRACTOR_VERSION = 3;
 
 // ---------------------------------------------------------------------------------------
 // Grammar loading
@@ -2178,24 +2178,59 @@ function codePointCompare(a: string, b: string): number {
  * Throws ContractParseError when the file does not parse as Python 3.
  */
 export function extractPythonV1(source: string, path: string): string[] {
+  return analysePythonV1(source, path).rows;
+}
+
+/**
+ * What one .py file tells the tree-level re-export resolution (src/contract/py-reexport.ts).
+ * Pure per blob, so it is cached per blob id like the rows. A public module lists `exports`:
+ * names it exports (`__all__`, or what an `__init__.py` without `__all__` imports) that come
+ * from a `from ... import`, as [exported name, module as written, name there] (`*` for a star
+ * import re-exported whole). A private module lists its `defs` (every module-level name's rows
+ * without the path, as if it were public), its `imports` and star imports (for chains through
+ * several private modules) and its literal `__all__`.
+ */
+export interface PyLinks {
+  exports?: Array<[string, string, string]>;
+  defs?: Record<string, string[]>;
+  imports?: Record<string, [string, string]>;
+  stars?: string[];
+  all?: string[] | null;
+}
+
+/** Rows and re-export links of one .py file (see extractPythonV1 and PyLinks). */
+export function analysePythonV1(source: string, path: string): { rows: string[]; links: PyLinks } {
   const text = source.charCodeAt(0) === 0xfeff ? source.slice(1) : source;
   return withTree(text, path, 'v1', ({ parsed, lower }) => {
     const rows = new Set<string>();
     // A private module (`_parser.py`, or any file under a `_pkg/` folder) is not public API:
-    // its names count only where a public module exports them (the `export` rows there).
-    // It is still parsed, so a syntax error refuses the push as anywhere else.
-    if (isPrivateModule(path)) return [];
+    // its names count only where a public module exports them (the `export` rows there, and
+    // the rows the re-export resolution adds for them). It is still parsed, so a syntax error
+    // refuses the push as anywhere else.
+    const isPrivate = isPrivateModule(path);
     const exported = moduleAll(parsed.root, lower);
     const reexportsImports = !exported && /(^|\/)__init__\.pyi?$/.test(path);
     const imported = new Set<string>();
     const exportSet = exported ? new Set(exported) : null;
     const definedAtTop = new Set<string>();
+    const importsFrom = new Map<string, [string, string]>();
+    const stars: string[] = [];
+    const defs = new Map<string, Set<string>>();
+    const assignedOnly = new Set<string>();
+    let top = '';
+    const emit = (body: string): void => {
+      if (isPrivate) {
+        let d = defs.get(top);
+        if (!d) defs.set(top, (d = new Set()));
+        d.add(body);
+      } else rows.add(`${path}::${body}`);
+    };
     const decoText = (decorators: Node[]): string =>
       decorators.map((d) => '@' + unparse(lower.expr(named(d)[0]!)) + ' ').join('');
 
     const visit = (body: Node, prefix: string, isModule: boolean): void => {
       const isPublic = (name: string): boolean => {
-        if (isModule) return exportSet ? exportSet.has(name) : !name.startsWith('_');
+        if (isModule) return isPrivate || (exportSet ? exportSet.has(name) : !name.startsWith('_'));
         return !name.startsWith('_') || name === '__init__';
       };
       const one = (stmt: Node): void => {
@@ -2208,15 +2243,15 @@ export function extractPythonV1(source: string, path: string): string[] {
         if (def?.type === 'function_definition') {
           const name = lower.name(def.childForFieldName('name')!);
           const args = lower.parameters(def.childForFieldName('parameters')!);
-          if (isModule) definedAtTop.add(name);
+          if (isModule) definedAtTop.add((top = name));
           if (!isPublic(name)) return;
           const ret = def.childForFieldName('return_type');
           const a = new Unparser().arguments(args);
           const returns = ret ? ' -> ' + unparse(lower.expr(ret)) : '';
-          rows.add(`${path}::${decoText(decorators)}${isAsync(def) ? 'async ' : ''}def ${prefix}${name}(${a})${returns}`);
+          emit(`${decoText(decorators)}${isAsync(def) ? 'async ' : ''}def ${prefix}${name}(${a})${returns}`);
         } else if (def?.type === 'class_definition') {
           const name = lower.name(def.childForFieldName('name')!);
-          if (isModule) definedAtTop.add(name);
+          if (isModule) definedAtTop.add((top = name));
           if (!isPublic(name)) return;
           const sup = def.childForFieldName('superclasses');
           let bases = '';
@@ -2224,7 +2259,7 @@ export function extractPythonV1(source: string, path: string): string[] {
             const { args, keywords } = lower.callArguments(sup);
             if (args.length || keywords.length) bases = '(' + callArgsText(args, keywords) + ')';
           }
-          rows.add(`${path}::${decoText(decorators)}class ${prefix}${name}${bases}`);
+          emit(`${decoText(decorators)}class ${prefix}${name}${bases}`);
           const classBody = def.childForFieldName('body');
           if (classBody) visit(classBody, `${prefix}${name}.`, false);
         } else if (stmt.type === 'expression_statement') {
@@ -2232,9 +2267,10 @@ export function extractPythonV1(source: string, path: string): string[] {
             if (e.type !== 'assignment') continue;
             const left = e.childForFieldName('left');
             const type = e.childForFieldName('type');
+            if (isModule && isPrivate && left?.type === 'identifier' && !type) assignedOnly.add(nfkc(left.text));
             if (!left || !type || left.type !== 'identifier') continue;
             const name = nfkc(left.text);
-            if (isModule) definedAtTop.add(name);
+            if (isModule) definedAtTop.add((top = name));
             if (!isPublic(name) || name === '__all__') continue;
             const right = e.childForFieldName('right');
             const annotation = unparse(lower.expr(type));
@@ -2243,7 +2279,7 @@ export function extractPythonV1(source: string, path: string): string[] {
             // (`X: TypeAlias = ...`), which is API through its value.
             const alias = /^(?:(?:typing|typing_extensions|t)\.)?TypeAlias$/.test(annotation);
             const value = (!isModule || alias) && right ? ' = ' + unparse(lower.expr(right)) : '';
-            rows.add(`${path}::${prefix}${name}: ${annotation}${value}`);
+            emit(`${prefix}${name}: ${annotation}${value}`);
           }
         } else if (stmt.type === 'type_alias_statement') {
           // `type X[T] = ...` (PEP 695): API through its value, like `X: TypeAlias = ...`.
@@ -2251,15 +2287,21 @@ export function extractPythonV1(source: string, path: string): string[] {
           const right = stmt.childForFieldName('right');
           const head = left ? unparse(lower.expr(left)) : '';
           const name = nfkc(head.replace(/\[.*$/s, ''));
-          if (isModule) definedAtTop.add(name);
+          if (isModule) definedAtTop.add((top = name));
           if (!name || !isPublic(name) || !right) return;
-          rows.add(`${path}::type ${prefix}${head} = ${unparse(lower.expr(right))}`);
-        } else if (isModule && reexportsImports && stmt.type === 'import_from_statement') {
-          // A package's __init__.py without __all__ exports what it imports (griffe reads it so).
+          emit(`type ${prefix}${head} = ${unparse(lower.expr(right))}`);
+        } else if (isModule && stmt.type === 'import_from_statement') {
+          // Where each imported name comes from, for the re-export resolution; and a
+          // package's __init__.py without __all__ exports what it imports (griffe reads it so).
+          const module = (stmt.childForFieldName('module_name')?.text ?? '').replace(/\s+/g, '');
+          if (named(stmt).some((c) => c.type === 'wildcard_import')) stars.push(module);
           for (const n of stmt.childrenForFieldName('name')) {
             if (!n) continue;
+            const orig = n.type === 'aliased_import' ? n.childForFieldName('name')?.text : n.text;
             const bound = n.type === 'aliased_import' ? n.childForFieldName('alias')?.text : n.text.split('.').pop();
-            if (bound && !bound.startsWith('_')) imported.add(nfkc(bound));
+            if (!bound || !orig) continue;
+            importsFrom.set(nfkc(bound), [module, nfkc(orig.replace(/\s+/g, ''))]);
+            if (reexportsImports && !bound.startsWith('_')) imported.add(nfkc(bound));
           }
         } else if (stmt.type === 'if_statement' || stmt.type === 'try_statement') {
           for (const block of conditionalBlocks(stmt)) visit(block, prefix, isModule);
@@ -2268,11 +2310,36 @@ export function extractPythonV1(source: string, path: string): string[] {
       for (const stmt of named(body)) atStatement(stmt, () => one(stmt));
     };
     visit(parsed.root, '', true);
-    if (exported) {
-      for (const name of exported) if (!definedAtTop.has(name)) rows.add(`${path}::export ${name}`);
+    if (isPrivate) {
+      const d: Record<string, string[]> = {};
+      // A plain `X = ...` has no declared surface (as in a public module), but it is defined:
+      // a re-export of it is not "unresolved", and it shows that it is a bare name.
+      for (const name of assignedOnly) if (!defs.has(name)) defs.set(name, new Set([`${name} (assigned without annotation)`]));
+      for (const [name, set] of [...defs].sort((a, b) => codePointCompare(a[0], b[0]))) d[name] = [...set].sort(codePointCompare);
+      const imports: Record<string, [string, string]> = {};
+      for (const [name, from] of importsFrom) if (!definedAtTop.has(name)) imports[name] = from;
+      return { rows: [], links: { defs: d, imports, stars, all: exported } };
     }
-    for (const name of imported) if (!definedAtTop.has(name)) rows.add(`${path}::export ${name}`);
-    return [...rows].sort(codePointCompare);
+    const out: Array<[string, string, string]> = [];
+    const link = (name: string): void => {
+      const from = importsFrom.get(name);
+      if (from) out.push([name, from[0], from[1]]);
+      else for (const s of stars) out.push([name, s, name]);
+    };
+    if (exported) {
+      for (const name of exported) {
+        if (definedAtTop.has(name)) continue;
+        rows.add(`${path}::export ${name}`);
+        link(name);
+      }
+    }
+    for (const name of imported) {
+      if (definedAtTop.has(name)) continue;
+      rows.add(`${path}::export ${name}`);
+      link(name);
+    }
+    if (reexportsImports) for (const s of stars) out.push(['*', s, '*']);
+    return { rows: [...rows].sort(codePointCompare), links: out.length ? { exports: out } : {} };
   });
 }
 

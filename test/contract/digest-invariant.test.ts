@@ -24,7 +24,8 @@ function prng(seed: number): () => number {
 }
 
 type Decl = string;
-interface State { ts: Decl[]; py: Decl[] }
+/** `priv`: definitions in the private src/pk/_impl.py; `exp`: the names src/pk/__init__.py imports from it. */
+interface State { ts: Decl[]; py: Decl[]; priv?: Decl[]; exp?: string[] }
 
 const AUG = "declare module 'zustand' {\n  interface StoreMutators<S, A> { persist: S }\n}";
 
@@ -32,6 +33,8 @@ function render(s: State): Record<string, string> {
   return {
     'src/store.ts': `export {};\n${s.ts.join('\n\n')}\n`,
     'src/geo.py': `${s.py.join('\n\n')}\n`,
+    'src/pk/__init__.py': s.exp?.length ? `from ._impl import ${s.exp.join(', ')}\n` : '',
+    'src/pk/_impl.py': `${(s.priv ?? []).join('\n\n')}\n`,
   };
 }
 
@@ -39,8 +42,15 @@ function edit(s: State, rnd: () => number): State {
   const pick = <T>(xs: T[]): number => Math.floor(rnd() * xs.length);
   const ts = [...s.ts];
   const py = [...s.py];
+  const priv = [...(s.priv ?? [])];
+  let exp = [...(s.exp ?? [])];
   const n = Math.floor(rnd() * 1000);
-  switch (Math.floor(rnd() * 9)) {
+  switch (Math.floor(rnd() * 13)) {
+    // Private module edits: only re-exported definitions count (under the package's name).
+    case 9: priv.push(`def h${n % 4}(a${n % 2 ? ', b=2' : ''}):\n    return a`); break;
+    case 10: { const name = `h${n % 4}`; exp = exp.includes(name) ? exp.filter((x) => x !== name) : [...exp, name].sort(); break; }
+    case 11: if (priv.length) { const i = pick(priv); priv[i] = `# note ${n}\n${priv[i]}`; } break; // a comment
+    case 12: if (priv.length) priv.splice(pick(priv), 1); break;
     case 0: ts.push(AUG); break; // a duplicate augmentation (counts once)
     case 1: { const i = ts.indexOf(AUG); if (i >= 0) ts.splice(i, 1); break; } // remove one (zustand f0252e5db1)
     case 2: ts.push(`export function f${n % 7}(a: number): number;`); break; // an overload, maybe a duplicate
@@ -51,7 +61,7 @@ function edit(s: State, rnd: () => number): State {
     case 7: if (py.length) { const i = pick(py); py[i] = `# note ${n}\n${py[i]}`; } break; // a comment
     default: if (ts.length) ts.splice(pick(ts), 1); break;
   }
-  return { ts, py };
+  return { ts, py, priv, exp };
 }
 
 t.test(`equal digests exactly when row sets are equal (seed ${SEED}, ${STEPS} edits)`, async (t) => {
@@ -88,6 +98,7 @@ t.test(`equal digests exactly when row sets are equal (seed ${SEED}, ${STEPS} ed
       } else equalPairs++;
     }
   }
+  t.ok(got.some((g) => g.rows.some((x) => /^src\/pk\/__init__\.py::export h\d -> def h\d/.test(x))), 'some trees re-export a private definition');
   t.ok(equalPairs > 0, `some pairs have equal digests (${equalPairs})`);
   t.ok(movedPairs > 0, `some pairs moved (${movedPairs})`);
 });
