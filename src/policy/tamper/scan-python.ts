@@ -23,6 +23,35 @@ function stringValue(n: Node): string {
   return n.children.filter((c) => c?.type === 'string_content').map((c) => c!.text).join('');
 }
 
+/**
+ * True when a `sys.exit(arg)` surely ends the process with a failing status: a string (printed,
+ * status 1) or an integer literal whose status byte is not 0 (256 and -256 exit 0 on POSIX).
+ * An exit that can only fail cannot turn a red run green (black's blackd exits -1 at import
+ * when its optional aiohttp is missing); `sys.exit()`, `sys.exit(0)` or a computed status can.
+ */
+export function failingExitStatus(args: Array<Node | null>): boolean {
+  if (args.length !== 1 || !args[0]) return false;
+  const a = args[0];
+  if (a.type === 'string' || a.type === 'concatenated_string') return true;
+  let neg = false;
+  let v: Node | null = a;
+  if (a.type === 'unary_operator' && /^[-+]/.test(a.text)) {
+    neg = a.text.startsWith('-');
+    v = a.childForFieldName('argument');
+  }
+  if (v?.type !== 'integer' || !/^(0[xob])?[0-9a-f_]+$/i.test(v.text)) return false;
+  let n: bigint;
+  try {
+    n = BigInt(v.text.replace(/_/g, ''));
+  } catch {
+    return false;
+  }
+  if (neg) n = -n;
+  // Past a C int CPython's handling of the status is not one this check vouches for.
+  if (n >= 2n ** 31n || n < -(2n ** 31n)) return false;
+  return ((n % 256n) + 256n) % 256n !== 0n;
+}
+
 const CONSTANT = new Set(['true', 'false', 'none', 'integer', 'float']);
 
 function constantReturn(fn: Node): boolean {
@@ -70,7 +99,15 @@ export async function scanPython(text: string, path: string, lines: Set<number>)
         if (PY_WALK.has(fn)) hit(n, 'interpreter-walk', `${fn}()`);
         if (fn === 'setattr' && PY_PATCH_TARGET.test(args[0]?.text ?? '')) hit(n, 'runner-internals', `setattr(${args[0]!.text}, ...)`);
         if (fn === 'os._exit' || fn === 'atexit.register' || fn === 'os.abort') hit(n, 'exit', `${fn}()`);
-        else if (/^(sys\.exit|exit|quit|os\.kill)$/.test(fn) && !inFunction(n) && !underMainGuard(n) && !isMain) hit(n, 'exit', `${fn}() at import time`);
+        else if (/^(sys\.exit|exit|quit|os\.kill)$/.test(fn) && !inFunction(n) && !underMainGuard(n) && !isMain && !(fn !== 'os.kill' && failingExitStatus(args))) hit(n, 'exit', `${fn}() at import time`);
+        break;
+      }
+      case 'raise_statement': {
+        // `raise SystemExit(0)` is `sys.exit(0)` by another name.
+        const ex = n.namedChildren[0];
+        const callee = ex?.type === 'call' ? ex.childForFieldName('function')?.text : ex?.text;
+        const args = ex?.type === 'call' ? (ex.childForFieldName('arguments')?.namedChildren ?? []) : [];
+        if ((callee === 'SystemExit' || callee === 'builtins.SystemExit') && !inFunction(n) && !underMainGuard(n) && !isMain && !failingExitStatus(args)) hit(n, 'exit', 'raise SystemExit at import time');
         break;
       }
       case 'decorator':

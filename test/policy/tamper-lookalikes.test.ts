@@ -1,0 +1,72 @@
+// Narrowings of rule tamper-scan found by judging real projects' src-only histories
+// (scripts/tamper-corpus.mjs, docs/ci.md): each honest construct that was refused gets a
+// synthetic lookalike that must stay accepted, beside the vector it resembles, which must still
+// refuse. Real git repositories, judged through `patchgate check --role agent`.
+
+import t from 'tap';
+import { runCheck } from '../../src/commands/check.js';
+import { TestRepo } from '../helpers/repo.js';
+
+const T0 = Date.UTC(2026, 10, 1) / 1000;
+
+async function judge(t: Parameters<typeof TestRepo.init>[0], files: Record<string, string>) {
+  const r = TestRepo.init(t).at(T0);
+  r.commit('project', { 'src/srv/__init__.py': 'PORT = 8000\n', 'tests/test_srv.py': 'def test_port():\n    assert True\n' });
+  r.checkout('agent', true).commit('agent', files);
+  const d = await runCheck({ repo: r.dir, base: 'main', head: 'agent', role: 'agent' });
+  return { d, scan: d.outcomes.find((x) => x.rule === 'tamper-scan')! };
+}
+
+// An optional dependency missing at import: the module says so and exits with a failing status.
+const optionalDep = (exit: string) => [
+  'import sys', '', 'try:', '    import uvloop_like_extra', 'except ImportError as err:',
+  '    print(f"the [srv] extra is not installed: {err}; pip install pkg[srv]", file=sys.stderr)',
+  `    ${exit}`, '', 'PORT = 8000', '',
+].join('\n');
+
+const HONEST: Array<[string, string]> = [
+  ['sys.exit(-1)', 'sys.exit(-1)'],
+  ['sys.exit(2)', 'sys.exit(2)'],
+  ['sys.exit with a message (status 1)', 'sys.exit("install the [srv] extra")'],
+  ['raise SystemExit with a message', 'raise SystemExit("install the [srv] extra")'],
+  ['raise SystemExit(3)', 'raise SystemExit(3)'],
+];
+
+for (const [name, exit] of HONEST) {
+  t.test(`accepted: a missing optional dependency exits at import with ${name}`, async (t) => {
+    const { d, scan } = await judge(t, { 'src/srv/__init__.py': optionalDep(exit) });
+    t.equal(scan.status, 'pass', scan.findings.map((f) => f.message).join('\n'));
+    t.equal(d.verdict, 'accept', d.reasons.map((r) => r.message).join('\n'));
+  });
+}
+
+// The same shape with a status that is (or may be) 0: the suite stops and the run can look green.
+const VECTORS: Array<[string, string, RegExp]> = [
+  ['sys.exit(0)', 'sys.exit(0)', /__init__\.py:7: sys\.exit\(\) at import time \(exit\)/],
+  ['sys.exit()', 'sys.exit()', /__init__\.py:7: sys\.exit\(\) at import time \(exit\)/],
+  ['sys.exit(256), status byte 0', 'sys.exit(256)', /__init__\.py:7: sys\.exit\(\) at import time \(exit\)/],
+  ['sys.exit(-0x100), status byte 0', 'sys.exit(-0x100)', /__init__\.py:7: sys\.exit\(\) at import time \(exit\)/],
+  ['a computed status', 'sys.exit(len(sys.argv) - 1)', /__init__\.py:7: sys\.exit\(\) at import time \(exit\)/],
+  ['exit(False)', 'exit(False)', /__init__\.py:7: exit\(\) at import time \(exit\)/],
+  ['raise SystemExit(0)', 'raise SystemExit(0)', /__init__\.py:7: raise SystemExit at import time \(exit\)/],
+  ['a bare raise SystemExit', 'raise SystemExit', /__init__\.py:7: raise SystemExit at import time \(exit\)/],
+  ['os._exit(1), which skips every handler', 'import os; os._exit(1)', /__init__\.py:7: os\._exit\(\) \(exit\)/],
+];
+
+for (const [name, exit, want] of VECTORS) {
+  t.test(`refused: the lookalike with ${name}`, async (t) => {
+    const { d, scan } = await judge(t, { 'src/srv/__init__.py': optionalDep(exit) });
+    t.equal(d.verdict, 'reject');
+    t.equal(d.row, 'src-tamper');
+    t.equal(scan.status, 'fail');
+    t.match(scan.findings.map((f) => f.message).join('\n'), want);
+  });
+}
+
+t.test('raise SystemExit inside a function or under the main guard is not an import-time exit', async (t) => {
+  const { d, scan } = await judge(t, {
+    'src/srv/__init__.py': 'import sys\n\nPORT = 8000\n\n\ndef _main():\n    raise SystemExit(0)\n\n\nif __name__ == "__main__":\n    raise SystemExit(_main())\n',
+  });
+  t.equal(scan.status, 'pass', scan.findings.map((f) => f.message).join('\n'));
+  t.equal(d.verdict, 'accept', d.reasons.map((r) => r.message).join('\n'));
+});
