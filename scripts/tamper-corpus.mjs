@@ -1,7 +1,7 @@
 // The tamper-scan false-refusal bar (issue 11): judge the src-only commits of a real project's
 // history with the same engine call as `patchgate check --role agent` and count tamper-scan
 // refusals, with a summary per check and a tally of other rules that refused. Run after a build:
-//   node scripts/tamper-corpus.mjs /path/to/clone src/ 150 [--roots src/,lib/]
+//   node scripts/tamper-corpus.mjs /path/to/clone src/ 150 [--roots src/,lib/] [--touching]
 // SRCROOT picks the commits (every changed path under it). The rules judge with the policy the
 // commit's parent holds (ci/patchgate.json, usually absent: defaults, contract.roots = src/);
 // --roots replaces contract.roots in that policy (for a project whose code lives elsewhere).
@@ -13,9 +13,13 @@ import { loadPolicy, parsePolicy } from '../dist/policy/config.js';
 const argv = process.argv.slice(2);
 const ri = argv.indexOf('--roots');
 const roots = ri >= 0 ? argv.splice(ri, 2)[1].split(',').filter(Boolean) : null;
+// --touching: every commit that changes a file under SRCROOT (tests, docs beside it too); the
+// scan judges only the contract roots, so this is the same bar on a larger sample.
+const ti = argv.indexOf('--touching');
+const touching = ti >= 0 && !!argv.splice(ti, 1);
 const [dir, srcRoot, nStr] = argv;
 if (!dir || !srcRoot) {
-  console.error('usage: node scripts/tamper-corpus.mjs CLONE SRCROOT/ [N] [--roots a/,b/]');
+  console.error('usage: node scripts/tamper-corpus.mjs CLONE SRCROOT/ [N] [--roots a/,b/] [--touching]');
   process.exit(2);
 }
 const n = Number(nStr ?? 150);
@@ -28,8 +32,8 @@ const cache = new Map();
 for (const c of log) {
   if (judged >= n) break;
   const files = git1(['diff-tree', '--no-commit-id', '--name-only', '-r', c]).trim().split('\n').filter(Boolean);
-  if (!files.length || !files.every((f) => f.startsWith(srcRoot))) continue;
-  if (!files.some((f) => /\.(py|ts|tsx|js|mjs|cjs|jsx|mts|cts)$/.test(f))) continue;
+  if (!files.length || !(touching ? files.some((f) => f.startsWith(srcRoot)) : files.every((f) => f.startsWith(srcRoot)))) continue;
+  if (!files.some((f) => f.startsWith(srcRoot) && /\.(py|ts|tsx|js|mjs|cjs|jsx|mts|cts)$/.test(f))) continue;
   let parent;
   try { parent = git1(['rev-parse', `${c}^`]).trim(); } catch { continue; }
   judged++;
@@ -59,6 +63,6 @@ for (const c of log) {
     console.log(c.slice(0, 10), `[${checks.join(',')}]`, o ? o.findings.map((f) => f.message).join(' | ') : d.reasons.map((r) => r.message).join(' | '));
   }
 }
-console.log(`${dir}: ${judged} src-only commits judged (${scanned} file versions scanned), ${refused} refused by tamper-scan`);
+console.log(`${dir}: ${judged} ${touching ? 'src-touching' : 'src-only'} commits judged (${scanned} file versions scanned), ${refused} refused by tamper-scan`);
 if (perCheck.size) console.log('  refused commits per check:', Object.fromEntries(perCheck));
 if (otherRules.size) console.log('  commits other rules refused (not tamper-scan):', Object.fromEntries(otherRules));

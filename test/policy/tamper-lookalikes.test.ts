@@ -70,3 +70,36 @@ t.test('raise SystemExit inside a function or under the main guard is not an imp
   t.equal(scan.status, 'pass', scan.findings.map((f) => f.message).join('\n'));
   t.equal(d.verdict, 'accept', d.reasons.map((r) => r.message).join('\n'));
 });
+
+// A class made at run time takes its caller's module name, so that pickle finds it (the
+// namedtuple idiom). Private helper names keep the contract rule out of it.
+const madeClass = (line: string) => [
+  'import sys', '', 'PORT = 8000', '', '',
+  'def _make(name):', '    made = type(name, (object,), {})', '    try:',
+  `        ${line}`, '    except (AttributeError, ValueError):', '        pass', '    return made', '',
+].join('\n');
+
+t.test("accepted: a made class's __module__ set from the caller's module name", async (t) => {
+  for (const line of ['made.__module__ = sys._getframe(1).f_globals.get("__name__", "__main__")', "made.__module__ = sys._getframe(1).f_globals['__name__']"]) {
+    const { d, scan } = await judge(t, { 'src/srv/__init__.py': madeClass(line) });
+    t.equal(scan.status, 'pass', `${line}: ${scan.findings.map((f) => f.message).join('\n')}`);
+    t.equal(d.verdict, 'accept', d.reasons.map((r) => r.message).join('\n'));
+  }
+});
+
+const FRAME_VECTORS: Array<[string, string]> = [
+  ["the caller's locals", 'made.expected = sys._getframe(1).f_locals["expected"]'],
+  ["another of the caller's globals", 'made.__module__ = sys._getframe(1).f_globals["EXPECTED"]'],
+  ["the caller's module name tested to tell a test from a user", 'made.hit = 5 if sys._getframe(1).f_globals["__name__"].startswith("test_") else 0'],
+  ['the module name kept in a variable for later use', 'mod = sys._getframe(1).f_globals.get("__name__")'],
+  ["the caller's code object", 'made.__module__ = sys._getframe(1).f_code.co_filename'],
+];
+
+for (const [name, line] of FRAME_VECTORS) {
+  t.test(`refused: the frame lookalike reading ${name}`, async (t) => {
+    const { d, scan } = await judge(t, { 'src/srv/__init__.py': madeClass(line) });
+    t.equal(d.verdict, 'reject');
+    t.equal(d.row, 'src-tamper');
+    t.match(scan.findings.map((f) => f.message).join('\n'), /__init__\.py:9: sys\._getframe\(\) \(interpreter-walk\)/);
+  });
+}

@@ -52,6 +52,29 @@ export function failingExitStatus(args: Array<Node | null>): boolean {
   return ((n % 256n) + 256n) % 256n !== 0n;
 }
 
+const isNameKey = (s: Node | null | undefined) => s?.type === 'string' && stringValue(s) === '__name__' && !s.children.some((c) => c?.type === 'interpolation');
+
+/**
+ * True when a `sys._getframe(...)` call only sets a made class's `__module__` from its frame's
+ * module name: `X.__module__ = sys._getframe(k).f_globals["__name__"]` (or `.get("__name__", d)`),
+ * the pickling idiom of namedtuple and attrs' make_class. Only that assignment passes: the same
+ * read tested in an `if` tells a test's caller from any other, and locals, other globals or code
+ * of a frame are where a test's expected values live.
+ */
+export function setsModuleFromFrame(call: Node): boolean {
+  const a = call.parent;
+  if (a?.type !== 'attribute' || !a.childForFieldName('object')?.equals(call) || a.childForFieldName('attribute')?.text !== 'f_globals') return false;
+  const p = a.parent;
+  let read: Node | null = null;
+  if (p?.type === 'subscript' && p.childForFieldName('value')?.equals(a) && p.namedChildren.length === 2 && isNameKey(p.childForFieldName('subscript'))) read = p;
+  else if (p?.type === 'attribute' && p.childForFieldName('object')?.equals(a) && p.childForFieldName('attribute')?.text === 'get') {
+    const c = p.parent;
+    if (c?.type === 'call' && c.childForFieldName('function')?.equals(p) && isNameKey(c.childForFieldName('arguments')?.namedChildren[0])) read = c;
+  }
+  const asg = read?.parent;
+  return !!read && asg?.type === 'assignment' && !!asg.childForFieldName('right')?.equals(read) && /^[\w.]+\.__module__$/.test(asg.childForFieldName('left')?.text ?? '');
+}
+
 const CONSTANT = new Set(['true', 'false', 'none', 'integer', 'float']);
 
 function constantReturn(fn: Node): boolean {
@@ -96,7 +119,7 @@ export async function scanPython(text: string, path: string, lines: Set<number>)
       case 'call': {
         const fn = n.childForFieldName('function')?.text ?? '';
         const args = n.childForFieldName('arguments')?.namedChildren ?? [];
-        if (PY_WALK.has(fn)) hit(n, 'interpreter-walk', `${fn}()`);
+        if (PY_WALK.has(fn) && !(fn === 'sys._getframe' && setsModuleFromFrame(n))) hit(n, 'interpreter-walk', `${fn}()`);
         if (fn === 'setattr' && PY_PATCH_TARGET.test(args[0]?.text ?? '')) hit(n, 'runner-internals', `setattr(${args[0]!.text}, ...)`);
         if (fn === 'os._exit' || fn === 'atexit.register' || fn === 'os.abort') hit(n, 'exit', `${fn}()`);
         else if (/^(sys\.exit|exit|quit|os\.kill)$/.test(fn) && !inFunction(n) && !underMainGuard(n) && !isMain && !(fn !== 'os.kill' && failingExitStatus(args))) hit(n, 'exit', `${fn}() at import time`);
