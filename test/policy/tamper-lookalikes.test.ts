@@ -103,3 +103,30 @@ for (const [name, line] of FRAME_VECTORS) {
     t.match(scan.findings.map((f) => f.message).join('\n'), /__init__\.py:9: sys\._getframe\(\) \(interpreter-walk\)/);
   });
 }
+
+// A formatter's or linter's default exclude pattern lists pytest's cache directory among others.
+const consts = (line: string) => `PORT = 8000\n${line}\n`;
+
+t.test('accepted: an exclude pattern that lists .pytest_cache among the directories to skip', async (t) => {
+  const { d, scan } = await judge(t, {
+    'src/srv/__init__.py': consts('_SKIP_DIRS = r"/(\\.git|\\.nox|\\.pytest_cache|\\.tox|node_modules|dist)/"  # never walked'),
+    'src/skip.mjs': "const SKIP = new RegExp('^(?:\\\\.cache|\\\\.pytest_cache|coverage|out)$');\nexport default SKIP;\n",
+  });
+  t.equal(scan.status, 'pass', scan.findings.map((f) => f.message).join('\n'));
+});
+
+const REPORT_VECTORS: Array<[string, string, RegExp]> = [
+  ['a pattern that finds junit files among others', '_SKIP_DIRS = r"/(\\.git|junit[^/]*\\.xml|\\.tox)/"', /__init__\.py:2: report file name .* \(report-write\)/],
+  ['a pattern with a test-results alternative', '_SKIP_DIRS = r"(\\.git|test-results|\\.tox)"', /__init__\.py:2: report file name .* \(report-write\)/],
+  ["a path into pytest's cache", '_LF = ".pytest_cache/v/cache/lastfailed"', /__init__\.py:2: report file name ".pytest_cache\/v\/cache\/lastfailed" \(report-write\)/],
+  ['the cache directory alone', '_C = ".pytest_cache"', /__init__\.py:2: report file name ".pytest_cache" \(report-write\)/],
+  ['two alternatives only', '_C = r"\\.pytest_cache|\\.git"', /__init__\.py:2: report file name .* \(report-write\)/],
+];
+
+for (const [name, line, want] of REPORT_VECTORS) {
+  t.test(`refused: the report lookalike with ${name}`, async (t) => {
+    const { d, scan } = await judge(t, { 'src/srv/__init__.py': consts(line) });
+    t.equal(d.verdict, 'reject');
+    t.match(scan.findings.map((f) => f.message).join('\n'), want);
+  });
+}

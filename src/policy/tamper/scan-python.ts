@@ -5,7 +5,7 @@
 
 import type { Node } from 'web-tree-sitter';
 import { pythonTree } from '../../contract/python.js';
-import { PY_FRAME_ATTRS, PY_PATCH_TARGET, PY_RUNNER_MODULES, PY_WALK, REPORT_NAME, RUNNER_ENV, type TamperHit } from './checks.js';
+import { PY_FRAME_ATTRS, PY_PATCH_TARGET, PY_RUNNER_MODULES, PY_WALK, REPORT_NAME, RUNNER_ENV, skipPatternOnly, type TamperHit } from './checks.js';
 
 function inFunction(n: Node): boolean {
   for (let p = n.parent; p; p = p.parent) if (p.type === 'function_definition' || p.type === 'lambda') return true;
@@ -144,7 +144,7 @@ export async function scanPython(text: string, path: string, lines: Set<number>)
       case 'string': {
         const v = stringValue(n);
         if (RUNNER_ENV.test(v)) hit(n, 'env-read', `runner or gate variable ${JSON.stringify(v.slice(0, 40))}`);
-        else if (REPORT_NAME.test(v)) hit(n, 'report-write', `report file name ${JSON.stringify(v.slice(0, 60))}`);
+        else if (REPORT_NAME.test(v) && !skipPatternOnly(v)) hit(n, 'report-write', `report file name ${JSON.stringify(v.slice(0, 60))}`);
         break;
       }
     }
