@@ -130,3 +130,39 @@ for (const [name, line, want] of REPORT_VECTORS) {
     t.match(scan.findings.map((f) => f.message).join('\n'), want);
   });
 }
+
+// A traceback renderer shows the locals of each frame of an exception it caught (a private
+// module: its imported names are not public API).
+const renderer = (body: string[]) => [
+  'import inspect', 'import traceback', 'from traceback import walk_tb', '', 'PORT = 8000', '', '',
+  'def _render(exc):', '    rows = []',
+  ...body.map((l) => `    ${l}`),
+  '    return rows', '',
+].join('\n');
+
+t.test("accepted: a traceback renderer reads f_locals of the frames walk_tb gives", async (t) => {
+  for (const body of [
+    ['for frame, lineno in walk_tb(exc.__traceback__):', '    if frame.f_locals.get("_hide_frame", False):', '        continue', '    rows.append({k: repr(v) for k, v in frame.f_locals.items()})'],
+    ['for fr, _ in traceback.walk_tb(exc.__traceback__):', '    rows.append(sorted(fr.f_locals))'],
+  ]) {
+    const { d, scan } = await judge(t, { 'src/srv/_tb.py': renderer(body) });
+    t.equal(scan.status, 'pass', scan.findings.map((f) => f.message).join('\n'));
+    t.equal(d.verdict, 'accept', d.reasons.map((r) => r.message).join('\n'));
+  }
+});
+
+const TB_VECTORS: Array<[string, string[], number]> = [
+  ["a traceback frame's caller", ['for frame, _ in walk_tb(exc.__traceback__):', '    rows.append(frame.f_back.f_locals)'], 11],
+  ['the loop variable rebound to the caller', ['for frame, _ in walk_tb(exc.__traceback__):', '    frame = inspect.currentframe().f_back', '    rows.append(frame.f_locals)'], 12],
+  ['frames of the stack, not of a traceback', ['for frame, _ in traceback.walk_stack(None):', '    rows.append(frame.f_locals)'], 11],
+  ['the current frame', ['rows.append(inspect.currentframe().f_back.f_locals)'], 10],
+  ['another variable inside the loop', ['caller = inspect.currentframe().f_back', 'for frame, _ in walk_tb(exc.__traceback__):', '    rows.append(caller.f_locals)'], 12],
+];
+
+for (const [name, body, line] of TB_VECTORS) {
+  t.test(`refused: the traceback lookalike reading ${name}`, async (t) => {
+    const { d, scan } = await judge(t, { 'src/srv/_tb.py': renderer(body) });
+    t.equal(d.verdict, 'reject');
+    t.match(scan.findings.map((f) => f.message).join('\n'), new RegExp(`_tb\\.py:${line}: frame attribute \\.f_locals \\(interpreter-walk\\)`));
+  });
+}

@@ -75,6 +75,33 @@ export function setsModuleFromFrame(call: Node): boolean {
   return !!read && asg?.type === 'assignment' && !!asg.childForFieldName('right')?.equals(read) && /^[\w.]+\.__module__$/.test(asg.childForFieldName('left')?.text ?? '');
 }
 
+const BINDERS = new Set(['assignment', 'augmented_assignment', 'named_expression', 'for_statement', 'for_in_clause', 'as_pattern', 'with_item', 'global_statement', 'nonlocal_statement', 'del_statement']);
+
+/**
+ * True when `X.f_locals` reads a frame of a caught exception's traceback: X is bound by an
+ * enclosing `for X, ... in walk_tb(tb)` (or `traceback.walk_tb`) and never rebound in that loop,
+ * as a traceback renderer shows locals (rich's traceback.py). walk_tb walks from the frame that
+ * caught down to the one that raised, never to callers; `X.f_back.f_locals`, a frame from the
+ * stack (walk_stack, currentframe) or a rebound X still count as an interpreter walk.
+ */
+export function readsTracebackFrame(attr: Node): boolean {
+  const obj = attr.childForFieldName('object');
+  if (obj?.type !== 'identifier') return false;
+  const name = obj.text;
+  const bound = new RegExp(`(^|[^\\w.])${name}($|[^\\w])`);
+  for (let p = attr.parent; p && p.type !== 'function_definition' && p.type !== 'lambda'; p = p.parent) {
+    if (p.type !== 'for_statement') continue;
+    const left = p.childForFieldName('left');
+    const first = left?.type === 'identifier' ? left : left?.namedChildren[0];
+    const right = p.childForFieldName('right');
+    const fn = right?.type === 'call' ? right.childForFieldName('function')?.text : '';
+    if (first?.type !== 'identifier' || first.text !== name || (fn !== 'walk_tb' && fn !== 'traceback.walk_tb')) continue;
+    const rebinds = (n: Node): boolean => n.namedChildren.some((c) => !!c && ((BINDERS.has(c.type) && bound.test((c.childForFieldName('left') ?? c.childForFieldName('name') ?? c.childForFieldName('alias') ?? c).text)) || rebinds(c)));
+    return !rebinds(p.childForFieldName('body')!);
+  }
+  return false;
+}
+
 const CONSTANT = new Set(['true', 'false', 'none', 'integer', 'float']);
 
 function constantReturn(fn: Node): boolean {
@@ -138,7 +165,7 @@ export async function scanPython(text: string, path: string, lines: Set<number>)
         break;
       case 'attribute': {
         const attr = n.childForFieldName('attribute')?.text ?? '';
-        if (PY_FRAME_ATTRS.has(attr)) hit(n, 'interpreter-walk', `frame attribute .${attr}`);
+        if (PY_FRAME_ATTRS.has(attr) && !readsTracebackFrame(n)) hit(n, 'interpreter-walk', `frame attribute .${attr}`);
         break;
       }
       case 'string': {
