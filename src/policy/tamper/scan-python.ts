@@ -1,8 +1,8 @@
 // The tamper scan of Python source: a tree-sitter walk (never an import or a run) that
 // reports, on the given lines only, the constructs by which code under test can fool its
 // tests (runner internals, interpreter walks, runner environment, exits, report files,
-// constant equality). The narrowings after `CONSTANT`'s neighbours came from real projects'
-// histories (docs/ci.md, "The tamper scan's false-refusal bar"); each has a lookalike test.
+// constant equality). Its narrowings (failingExitStatus, setsModuleFromFrame, readsTracebackFrame) came
+// from real projects' histories (docs/ci.md, "The tamper scan's false-refusal bar"); each has a lookalike test.
 
 import type { Node } from 'web-tree-sitter';
 import { pythonTree } from '../../contract/python.js';
