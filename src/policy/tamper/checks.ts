@@ -15,6 +15,19 @@ export const RUNNER_ENV = /^(PYTEST_|_PYTEST|PATCHGATE_|NODE_TEST|JEST_WORKER|VI
 /** File names of runner reports and caches. */
 export const REPORT_NAME = /junit|\.pytest_cache|lastfailed|test-results|TEST-[^/]*\.xml|patchgate[^/]*\.json/i;
 
+/**
+ * True when a literal that names a report is a pattern of names to skip: an alternation of three
+ * or more names in which every alternative that names a report is pytest's cache directory, as
+ * black's DEFAULT_EXCLUDES `/(\.direnv|\.eggs|...|\.pytest_cache|...)/`. A pattern with a
+ * junit, TEST-*.xml, lastfailed or test-results alternative still counts as naming a report.
+ */
+export function skipPatternOnly(v: string): boolean {
+  const alts = v.split('|').map((s) => s.replace(/^[\^/(?:]+|[)$/]+$/g, '').replace(/\\\./g, '.'));
+  if (alts.length < 3) return false;
+  const named = alts.filter((a) => REPORT_NAME.test(a));
+  return named.length > 0 && named.every((a) => a === '.pytest_cache');
+}
+
 export const PY_RUNNER_MODULES = /^(_pytest|pytest|pluggy|py\.test)(\.|$)/;
 export const PY_PATCH_TARGET = /^(unittest|pytest|_pytest|pluggy|TestCase|builtins\.__import__)(\.|$)/;
 export const PY_WALK = new Set(['gc.get_objects', 'gc.get_referrers', 'gc.get_referents', 'sys._getframe', 'sys._current_frames', 'inspect.stack', 'inspect.getouterframes', 'inspect.getframeinfo', 'inspect.trace', 'traceback.extract_stack', 'traceback.walk_stack']);

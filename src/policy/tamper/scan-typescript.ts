@@ -4,7 +4,7 @@
 // inspection and report file names.
 
 import { parse, type TSESTree } from '@typescript-eslint/typescript-estree';
-import { JS_RUNNER_MODULES, REPORT_NAME, RUNNER_ENV, type TamperHit } from './checks.js';
+import { JS_RUNNER_MODULES, REPORT_NAME, RUNNER_ENV, skipPatternOnly, type TamperHit } from './checks.js';
 
 type N = TSESTree.Node;
 
@@ -66,7 +66,7 @@ export function scanTypeScript(text: string, path: string, lines: Set<number>): 
       case 'Literal':
         if (typeof n.value === 'string') {
           if (RUNNER_ENV.test(n.value)) hit(n, 'env-read', `runner or gate variable ${JSON.stringify(n.value.slice(0, 40))}`);
-          else if (REPORT_NAME.test(n.value)) hit(n, 'report-write', `report file name ${JSON.stringify(n.value.slice(0, 60))}`);
+          else if (REPORT_NAME.test(n.value) && !skipPatternOnly(n.value)) hit(n, 'report-write', `report file name ${JSON.stringify(n.value.slice(0, 60))}`);
         }
         break;
       case 'TemplateElement':
