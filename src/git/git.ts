@@ -621,14 +621,8 @@ export class Git {
    * the caller reads code and stderr, and must redact stderr before showing it.
    */
   fetchDefaultBranch(url: string, localRef: string, opts: { user?: string; secret?: string; timeoutMs: number }): Promise<{ code: number | null; stdout: string; stderr: string; timedOut: boolean }> {
-    const pre = ['-c', 'credential.helper=', '-c', 'core.askPass=true', '-c', 'http.followRedirects=false'];
-    const env: Record<string, string> = {};
-    if (opts.secret) {
-      pre.push('-c', `credential.helper=${FETCH_HELPER}`);
-      env.PATCHGATE_FETCH_USER = opts.user || 'x-access-token';
-      env.PATCHGATE_FETCH_SECRET = opts.secret;
-    }
-    return this.remote([...pre, 'fetch', '--quiet', '--no-tags', '--no-write-fetch-head', '--no-recurse-submodules', '--end-of-options', url, `+HEAD:${localRef}`], { env, timeoutMs: opts.timeoutMs });
+    const { pre, env } = credentialArgs(opts.user, opts.secret);
+    return this.remote([...pre, '-c', 'http.followRedirects=false', 'fetch', '--quiet', '--no-tags', '--no-write-fetch-head', '--no-recurse-submodules', '--end-of-options', url, `+HEAD:${localRef}`], { env, timeoutMs: opts.timeoutMs });
   }
 
   /** Start the object reader process now rather than at the first read. */
@@ -806,8 +800,19 @@ function parseHeader(line: string, data: Buffer): BatchResult | null {
   return { id: m[1]!, type: m[2]!, size: Number(m[3]), data };
 }
 
-/** A credential helper that answers `get` from the child's environment (Git.fetchDefaultBranch). */
-const FETCH_HELPER = '!f() { test "$1" = get && printf \'username=%s\\npassword=%s\\n\' "$PATCHGATE_FETCH_USER" "$PATCHGATE_FETCH_SECRET"; }; f';
+/** A credential helper that answers `get` from the child's environment, so a secret is never an argument or in a URL. */
+const CREDENTIAL_HELPER = '!f() { test "$1" = get && printf \'username=%s\\npassword=%s\\n\' "$PATCHGATE_GIT_USER" "$PATCHGATE_GIT_SECRET"; }; f';
+
+/**
+ * git options and environment that give a git child exactly this credential: every configured
+ * helper and prompt is switched off, and with a secret the one helper above answers from the
+ * child's environment (the held-out fetch, upstream fetch and forward).
+ */
+export function credentialArgs(user: string | null | undefined, secret: string | null | undefined): { pre: string[]; env: Record<string, string> } {
+  const pre = ['-c', 'credential.helper=', '-c', 'core.askPass=true'];
+  if (!secret) return { pre, env: {} };
+  return { pre: [...pre, '-c', `credential.helper=${CREDENTIAL_HELPER}`], env: { PATCHGATE_GIT_USER: user || 'x-access-token', PATCHGATE_GIT_SECRET: secret } };
+}
 
 /** `user:password@` taken out of a URL, for messages. */
 export function redactUrl(text: string): string {

@@ -5,7 +5,7 @@
 // environment, so it is never in an argument list, a URL git could echo, or a log; every
 // text that comes back from git or upstream is redacted before anyone sees it.
 
-import { Git, isZeroId } from '../git/git.js';
+import { credentialArgs, Git, isZeroId } from '../git/git.js';
 import { UpstreamError } from '../errors.js';
 import { redactor, type UpstreamConfig } from './settings.js';
 
@@ -14,13 +14,10 @@ export const FRESH_MS = 3000;
 /** Most one fetch or forward may take: two of them fit in the shims' margin past the hook time limit (SHIM_MARGIN_S, 30 s). */
 export const UPSTREAM_TIMEOUT_MS = 14_000;
 
-const HELPER = '!f() { test "$1" = get && printf \'username=%s\\npassword=%s\\n\' "$PATCHGATE_UPSTREAM_USER" "$PATCHGATE_UPSTREAM_SECRET"; }; f';
-
 /** git options and environment that give git the upstream credential (and nothing else). */
-function credentialArgs(u: UpstreamConfig): { pre: string[]; env: Record<string, string> } {
-  const pre = ['-c', 'credential.helper=', '-c', 'core.askPass=true', '-c', 'protocol.file.allow=always'];
-  if (!u.secret) return { pre, env: {} };
-  return { pre: [...pre, '-c', `credential.helper=${HELPER}`], env: { PATCHGATE_UPSTREAM_USER: u.user ?? 'x-access-token', PATCHGATE_UPSTREAM_SECRET: u.secret } };
+function upstreamCredentialArgs(u: UpstreamConfig): { pre: string[]; env: Record<string, string> } {
+  const c = credentialArgs(u.user, u.secret);
+  return { pre: [...c.pre, '-c', 'protocol.file.allow=always'], env: c.env };
 }
 
 /** The lines of git's stderr worth showing (fatal/error/remote lines), redacted, at most `max`. */
@@ -93,7 +90,7 @@ export async function fetchTrusted(repoDir: string, upstream: UpstreamConfig, tr
   const t0 = Date.now();
   try {
     const before = await git.refTip(trustedRef);
-    const { pre, env } = credentialArgs(upstream);
+    const { pre, env } = upstreamCredentialArgs(upstream);
     const specs = [...new Set([trustedRef, ...extra])].map((r) => `+${r}:${r}`);
     const r = await git.remote([...pre, 'fetch', '--quiet', '--no-tags', '--no-write-fetch-head', '--end-of-options', upstream.url, ...specs], { env, timeoutMs });
     const ms = Date.now() - t0;
@@ -144,7 +141,7 @@ export async function forwardPush(repoDir: string, env: Record<string, string>, 
   const objEnv: Record<string, string> = {};
   for (const k of ['GIT_OBJECT_DIRECTORY', 'GIT_ALTERNATE_OBJECT_DIRECTORIES']) if (env[k]) objEnv[k] = env[k]!;
   const git = new Git({ dir: repoDir, bare: true, env: objEnv });
-  const { pre, env: credEnv } = credentialArgs(upstream);
+  const { pre, env: credEnv } = upstreamCredentialArgs(upstream);
   const args = [...pre, 'push', '--porcelain', '--no-verify'];
   if (opts.atomic) args.push('--atomic');
   for (const it of items) if (it.forced) args.push(`--force-with-lease=${it.ref}:${isZeroId(it.oldId) ? '' : it.oldId}`);
