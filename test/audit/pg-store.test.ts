@@ -105,6 +105,28 @@ if (why) {
     t.notMatch(open?.message ?? '', pg.password);
   });
 
+  t.test('a connection killed in the middle of a write refuses that write and does not end the process', async (t) => {
+    const pg = await startPostgres(t);
+    const store = await PgAuditStore.open(pg.url, { connectTimeoutMs: 2000 });
+    t.teardown(() => store.close());
+    await store.recordPush(decision('p-1'));
+    // Another session holds the table, so the write waits inside its transaction on a checked-out connection.
+    const holder = pg.psql('BEGIN; LOCK TABLE events IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(3); COMMIT;').catch(() => '');
+    await new Promise((r) => setTimeout(r, 300));
+    const write = store.recordPush(decision('p-2')).then(() => null, (e: unknown) => e as Error);
+    let killed = '';
+    for (let i = 0; i < 100 && !killed.trim(); i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      killed = await pg.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'patchgate' AND wait_event_type = 'Lock'");
+    }
+    t.match(killed, /t/, 'the waiting connection was terminated');
+    const err = await write;
+    t.ok(err instanceof AuditError, 'the write is refused with AuditError');
+    await holder;
+    await store.recordPush(decision('p-3'));
+    t.same(await store.verify(), { ok: true, rows: 4 }, 'the refused write left nothing; the chain continues');
+  });
+
   t.test('rowHash covers what PostgreSQL returns (BIGINT ids as numbers)', async (t) => {
     const pg = await startPostgres(t);
     const store = await PgAuditStore.open(pg.url);
