@@ -62,7 +62,9 @@ export function hostRepoPath(path: string | undefined): string | undefined {
  */
 export function fixRemoteCommand(target: PushTarget | undefined): string | null {
   if (target?.url && SAFE_URL.test(target.url)) {
-    const awk = `$3 == "(push)" && $1 != "${FIX_REMOTE}" && f == "" { s = $2; sub(/\\/\\/[^\\/@]*@/, "//", s); sub(/\\/+$/, "", s); if (s == u) f = $2 } END { print (f != "" ? f : u) }`;
+    const awk =
+      `$3 == "(push)" && $1 != "${FIX_REMOTE}" && f == "" { s = $2; sub(/\\/\\/[^\\/@]*@/, "//", s); sub(/\\/+$/, "", s); if (s == u) f = $2 } ` +
+      `END { if (f == "") print "no remote of this clone points at " u ": the push asks your credential helper; if it holds no token, put yours in: git config remote.${FIX_REMOTE}.url http://USER:TOKEN@..." > "/dev/stderr"; print (f != "" ? f : u) }`;
     return `git config remote.${FIX_REMOTE}.url "$(git remote -v | awk -v u='${target.url}' '${awk}')"`;
   }
   const path = hostRepoPath(target?.path);

@@ -36,13 +36,24 @@ const URL = 'http://127.0.0.1:7005/app.git';
 
 t.test('URL form: the agent\'s remote for the gate, with its token, else the plain URL', async (t) => {
   const cmd = fixRemoteCommand({ url: URL })!;
-  t.notMatch(cmd, /tok/, 'no secret in the command');
+  t.notMatch(cmd, /:tok@|agent-1/, 'no secret or user of the clone in the command');
   t.equal(await picked(t, [['origin', 'http://agent-1:tok@127.0.0.1:7005/app.git']], cmd), 'http://agent-1:tok@127.0.0.1:7005/app.git', 'origin with a token in it');
   t.equal(await picked(t, [['origin', 'https://example.com/other.git'], ['gate', 'http://a:tok@127.0.0.1:7005/app.git/']], cmd), 'http://a:tok@127.0.0.1:7005/app.git/', 'a remote of another name; a trailing slash still matches');
   t.equal(await picked(t, [['origin', 'http://127.0.0.1:7005/app.git']], cmd), 'http://127.0.0.1:7005/app.git', 'a remote without a token');
   t.equal(await picked(t, [], cmd), URL, 'no remote: the plain URL (a credential helper answers)');
   t.equal(await picked(t, [['origin', 'http://a:tok@127.0.0.1:7005/other.git'], ['x', 'http://a:tok@127.0.0.2:7005/app.git']], cmd), URL, 'another repository or host is not the gate');
   t.equal(await picked(t, [['patchgate-fix', 'http://a:old@127.0.0.1:7005/app.git'], ['origin', 'http://a:new@127.0.0.1:7005/app.git']], cmd), 'http://a:new@127.0.0.1:7005/app.git', 'a stale patchgate-fix does not win');
+});
+
+t.test('no remote for the gate: the set-up says how to give the token, on stderr', async (t) => {
+  const dir = tempDir('pg-target-');
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  await gitAsync(dir, ['init', '-q']);
+  const r = await sh(dir, fixRemoteCommand({ url: URL })!);
+  t.equal(r.code, 0);
+  t.match(r.out, /no remote of this clone points at http:\/\/127\.0\.0\.1:7005\/app\.git: the push asks your credential helper; if it holds no token, put yours in: git config remote\.patchgate-fix\.url /);
+  await gitAsync(dir, ['remote', 'add', 'origin', 'http://a:tok@127.0.0.1:7005/app.git']);
+  t.notMatch((await sh(dir, fixRemoteCommand({ url: URL })!)).out, /no remote/, 'silent when a remote matches');
 });
 
 t.test('a push URL set apart from the fetch URL is the one taken', async (t) => {
