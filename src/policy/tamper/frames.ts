@@ -126,6 +126,16 @@ export function frameLike(e: Node): boolean {
   return false;
 }
 
+/**
+ * True when the string is the name `hasattr(X, "f_lasti")` tests: a presence test reads nothing
+ * (rich's traceback renderer asks whether its frames have f_lasti before it reads them).
+ */
+export function hasattrName(s: Node): boolean {
+  const args = s.parent;
+  const call = args?.parent;
+  return args?.type === 'argument_list' && call?.type === 'call' && call.childForFieldName('function')?.text === 'hasattr' && args.namedChildren.length === 2 && !!args.namedChildren[1]?.equals(s);
+}
+
 /** True when `X.attr` reads a frame a traceback holds: `tb.tb_frame.attr` (not through f_back). */
 export function tracebackFrameAttr(attr: Node): boolean {
   const obj = attr.childForFieldName('object');

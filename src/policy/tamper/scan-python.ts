@@ -7,7 +7,7 @@
 
 import type { Node } from 'web-tree-sitter';
 import { pythonTree } from '../../contract/python.js';
-import { FRAME_ATTR_NAMES, FRAME_CODE_ATTRS, FRAME_SOURCE_CALLS, frameLike, globalsNameOnly, tracebackFrameAttr } from './frames.js';
+import { FRAME_ATTR_NAMES, FRAME_CODE_ATTRS, FRAME_SOURCE_CALLS, frameLike, globalsNameOnly, hasattrName, tracebackFrameAttr } from './frames.js';
 import { PY_FRAME_ATTRS, PY_PATCH_TARGET, PY_RUNNER_MODULES, PY_WALK, REPORT_NAME, RUNNER_ENV, skipPatternOnly, type TamperHit } from './checks.js';
 
 function inFunction(n: Node): boolean {
@@ -176,7 +176,7 @@ export async function scanPython(text: string, path: string, lines: Set<number>)
       }
       case 'string': {
         const v = stringValue(n);
-        if (FRAME_ATTR_NAMES.has(v)) hit(n, 'interpreter-walk', `frame attribute name ${JSON.stringify(v)} as a string`);
+        if (FRAME_ATTR_NAMES.has(v) && !hasattrName(n)) hit(n, 'interpreter-walk', `frame attribute name ${JSON.stringify(v)} as a string`);
         else if (RUNNER_ENV.test(v)) hit(n, 'env-read', `runner or gate variable ${JSON.stringify(v.slice(0, 40))}`);
         else if (REPORT_NAME.test(v) && !skipPatternOnly(v)) hit(n, 'report-write', `report file name ${JSON.stringify(v.slice(0, 60))}`);
         break;
