@@ -209,6 +209,8 @@ t.test("accepted: code objects of a caught exception's traceback frames", async 
     ['tb = sys.exc_info()[2]', 'while tb is not None:', '    if tb.tb_frame.f_code is package.__code__:', '        return False', '    tb = tb.tb_next'],
     // rich's shape: a traceback renderer names the file of each frame walk_tb gives.
     ['from traceback import walk_tb', 'for frame, lineno in walk_tb(sys.exc_info()[2]):', '    print(frame.f_code.co_filename, frame.f_lineno, lineno)'],
+    // old flask's import hook: did the ImportError come from the module it was importing?
+    ['tb = sys.exc_info()[2]', 'while tb is not None:', '    if tb.tb_frame.f_globals.get("__name__") == sys.modules[__name__].__name__:', '        return True', '    tb = tb.tb_next'],
     // rich asks whether its frames have f_lasti before reading it: a presence test reads nothing.
     ['from traceback import walk_tb', 'for frame, lineno in walk_tb(sys.exc_info()[2]):', '    if hasattr(frame, "f_lasti"):', '        print(frame.f_lasti // 2)'],
   ]) {
@@ -234,6 +236,7 @@ const CALLER_VECTORS: Array<[string, string[], RegExp]> = [
   ['a frame attribute named by a string', ['return getattr(inspect.currentframe(), "f_back")'], /_caller\.py:10: frame attribute name "f_back" as a string \(interpreter-walk\)/],
   ['a presence test, then a read by name', ['caller = inspect.currentframe().f_back', 'if hasattr(caller, "f_locals"):', '    return getattr(caller, "f_locals")'], /_caller\.py:12: frame attribute name "f_locals" as a string/],
   ["a traceback frame's caller", ['tb = sys.exc_info()[2]', 'return tb.tb_frame.f_back.f_code.co_filename'], /_caller\.py:11: frame attribute \.f_code/],
+  ["a traceback frame's caller's globals", ['tb = sys.exc_info()[2]', 'return tb.tb_frame.f_back.f_globals["EXPECTED"]'], /_caller\.py:11: frame attribute \.f_globals \(beyond its module name\)/],
   ['a trace function, which sees every frame', ['sys.settrace(lambda *a: None)'], /_caller\.py:10: sys\.settrace\(\) \(interpreter-walk\)/],
 ];
 

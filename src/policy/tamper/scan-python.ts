@@ -170,7 +170,7 @@ export async function scanPython(text: string, path: string, lines: Set<number>)
       case 'attribute': {
         const attr = n.childForFieldName('attribute')?.text ?? '';
         if (PY_FRAME_ATTRS.has(attr) && !readsTracebackFrame(n)) hit(n, 'interpreter-walk', `frame attribute .${attr}`);
-        else if (attr === 'f_globals' && !globalsNameOnly(n)) hit(n, 'interpreter-walk', 'frame attribute .f_globals (beyond its module name)');
+        else if (attr === 'f_globals' && !globalsNameOnly(n) && !readsTracebackFrame(n) && !tracebackFrameAttr(n)) hit(n, 'interpreter-walk', 'frame attribute .f_globals (beyond its module name)');
         else if (FRAME_CODE_ATTRS.has(attr) && !readsTracebackFrame(n) && !tracebackFrameAttr(n)) hit(n, 'interpreter-walk', `frame attribute .${attr}`);
         break;
       }
