@@ -232,11 +232,14 @@ const CALLER_VECTORS: Array<[string, string[], RegExp]> = [
   ["the caller's source file, then read", ['path = inspect.currentframe().f_back.f_code.co_filename', 'return open(path).read()'], /_caller\.py:10: frame attribute \.f_code \(interpreter-walk\)/],
   ["the caller's line, through linecache", ['caller = inspect.currentframe().f_back', 'return linecache.getline(caller.f_code.co_filename, caller.f_lineno)'], /_caller\.py:11: frame attribute \.f_code[^\n]*\n[^\n]*_caller\.py:11: frame attribute \.f_lineno/],
   ["the caller's source through inspect", ['caller = inspect.currentframe().f_back', 'return inspect.getsource(caller)'], /_caller\.py:11: inspect\.getsource\(\) of a frame \(interpreter-walk\)/],
+  ["the caller's arguments through inspect", ['return inspect.getargvalues(inspect.currentframe().f_back).locals'], /_caller\.py:10: inspect\.getargvalues\(\) \(interpreter-walk\)/],
   ["the caller's module through inspect", ['return inspect.getmodule(inspect.currentframe().f_back).EXPECTED'], /_caller\.py:10: inspect\.getmodule\(\) of a frame/],
   ['a frame attribute named by a string', ['return getattr(inspect.currentframe(), "f_back")'], /_caller\.py:10: frame attribute name "f_back" as a string \(interpreter-walk\)/],
   ['a presence test, then a read by name', ['caller = inspect.currentframe().f_back', 'if hasattr(caller, "f_locals"):', '    return getattr(caller, "f_locals")'], /_caller\.py:12: frame attribute name "f_locals" as a string/],
   ["a traceback frame's caller", ['tb = sys.exc_info()[2]', 'return tb.tb_frame.f_back.f_code.co_filename'], /_caller\.py:11: frame attribute \.f_code/],
   ["a traceback frame's caller's globals", ['tb = sys.exc_info()[2]', 'return tb.tb_frame.f_back.f_globals["EXPECTED"]'], /_caller\.py:11: frame attribute \.f_globals \(beyond its module name\)/],
+  ['a frame getter imported under another name', ['from sys import _getframe as _here', 'return _here(1).f_globals.get("__name__"), _here(1).f_lineno'], /_caller\.py:11: sys\._getframe\(\) \(called as _here\) \(interpreter-walk\)[^]*_caller\.py:11: frame attribute \.f_lineno/],
+  ['a source lookup imported by name', ['from inspect import currentframe, getsource', 'return getsource(currentframe().f_back)'], /_caller\.py:11: inspect\.getsource\(\) of a frame/],
   ['a trace function, which sees every frame', ['sys.settrace(lambda *a: None)'], /_caller\.py:10: sys\.settrace\(\) \(interpreter-walk\)/],
 ];
 

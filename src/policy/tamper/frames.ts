@@ -13,7 +13,7 @@ export const FRAME_CODE_ATTRS = new Set(['f_code', 'f_lineno', 'f_lasti', 'f_tra
 /** Attribute names of frames, tracebacks and generators: as a string they are a getattr in disguise. */
 export const FRAME_ATTR_NAMES = new Set(['f_back', 'f_globals', 'f_locals', 'f_code', 'f_lineno', 'f_lasti', 'f_trace', 'f_builtins', 'tb_frame', 'gi_frame', 'cr_frame', 'ag_frame']);
 /** Calls that turn a frame into its module, file or source lines. */
-export const FRAME_SOURCE_CALLS = new Set(['inspect.getsource', 'inspect.getsourcefile', 'inspect.getsourcelines', 'inspect.getfile', 'inspect.getmodule', 'inspect.findsource', 'inspect.getlineno', 'inspect.getcomments', 'inspect.getabsfile', 'linecache.getline', 'linecache.getlines']);
+export const FRAME_SOURCE_CALLS = new Set(['inspect.getsource', 'inspect.getsourcefile', 'inspect.getsourcelines', 'inspect.getfile', 'inspect.getmodule', 'inspect.findsource', 'inspect.getlineno', 'inspect.getcomments', 'inspect.getabsfile', 'inspect.getmembers', 'linecache.getline', 'linecache.getlines']);
 
 function stringValue(n: Node): string | null {
   if (n.type !== 'string' || n.children.some((c) => c?.type === 'interpolation')) return null;
@@ -140,4 +140,35 @@ export function hasattrName(s: Node): boolean {
 export function tracebackFrameAttr(attr: Node): boolean {
   const obj = attr.childForFieldName('object');
   return obj?.type === 'attribute' && obj.childForFieldName('attribute')?.text === 'tb_frame';
+}
+
+/**
+ * The names a file's imports bind to dotted module paths: `import inspect as i` (i -> inspect),
+ * `from sys import _getframe as g` (g -> sys._getframe), anywhere in the file (imports in a
+ * function count too: a name bound once is treated as bound everywhere, which only adds findings).
+ */
+export function importAliases(root: Node): Map<string, string> {
+  const map = new Map<string, string>();
+  const visit = (n: Node) => {
+    if (n.type === 'import_statement') {
+      for (const c of n.namedChildren) if (c?.type === 'aliased_import') map.set(c.childForFieldName('alias')!.text, c.childForFieldName('name')!.text);
+    } else if (n.type === 'import_from_statement') {
+      const mod = n.childForFieldName('module_name')?.text ?? '';
+      for (const c of n.childrenForFieldName('name')) {
+        if (!c) continue;
+        if (c.type === 'aliased_import') map.set(c.childForFieldName('alias')!.text, `${mod}.${c.childForFieldName('name')!.text}`);
+        else map.set(c.text, `${mod}.${c.text}`);
+      }
+    }
+    for (const c of n.children) if (c) visit(c);
+  };
+  visit(root);
+  return map;
+}
+
+/** A called name with its first segment replaced by what an import bound it to. */
+export function resolveImported(fn: string, aliases: Map<string, string>): string {
+  const [head, ...rest] = fn.split('.');
+  const to = aliases.get(head!);
+  return to ? [to, ...rest].join('.') : fn;
 }

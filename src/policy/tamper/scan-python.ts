@@ -7,7 +7,7 @@
 
 import type { Node } from 'web-tree-sitter';
 import { pythonTree } from '../../contract/python.js';
-import { FRAME_ATTR_NAMES, FRAME_CODE_ATTRS, FRAME_SOURCE_CALLS, frameLike, globalsNameOnly, hasattrName, tracebackFrameAttr } from './frames.js';
+import { FRAME_ATTR_NAMES, FRAME_CODE_ATTRS, FRAME_SOURCE_CALLS, frameLike, globalsNameOnly, hasattrName, importAliases, resolveImported, tracebackFrameAttr } from './frames.js';
 import { PY_FRAME_ATTRS, PY_PATCH_TARGET, PY_RUNNER_MODULES, PY_WALK, REPORT_NAME, RUNNER_ENV, skipPatternOnly, type TamperHit } from './checks.js';
 
 function inFunction(n: Node): boolean {
@@ -124,6 +124,7 @@ export async function scanPython(text: string, path: string, lines: Set<number>)
     const line = n.startPosition.row + 1;
     if (lines.has(line)) hits.push({ check, line, construct });
   };
+  const aliases = importAliases(tree.rootNode);
   const walk = (n: Node) => {
     switch (n.type) {
       case 'import_statement':
@@ -149,8 +150,10 @@ export async function scanPython(text: string, path: string, lines: Set<number>)
       case 'call': {
         const fn = n.childForFieldName('function')?.text ?? '';
         const args = n.childForFieldName('arguments')?.namedChildren ?? [];
-        if (PY_WALK.has(fn) && !(fn === 'sys._getframe' && setsModuleFromFrame(n))) hit(n, 'interpreter-walk', `${fn}()`);
-        if (FRAME_SOURCE_CALLS.has(fn) && args[0] && frameLike(args[0])) hit(n, 'interpreter-walk', `${fn}() of a frame`);
+        // `from sys import _getframe as g` or `import inspect as i` does not hide the walk.
+        const full = resolveImported(fn, aliases);
+        if (PY_WALK.has(full) && !(full === 'sys._getframe' && setsModuleFromFrame(n))) hit(n, 'interpreter-walk', `${full}()${full === fn ? '' : ` (called as ${fn})`}`);
+        if (FRAME_SOURCE_CALLS.has(full) && args[0] && frameLike(args[0])) hit(n, 'interpreter-walk', `${full}() of a frame`);
         if (fn === 'setattr' && PY_PATCH_TARGET.test(args[0]?.text ?? '')) hit(n, 'runner-internals', `setattr(${args[0]!.text}, ...)`);
         if (fn === 'os._exit' || fn === 'atexit.register' || fn === 'os.abort') hit(n, 'exit', `${fn}()`);
         else if (/^(sys\.exit|exit|quit|os\.kill)$/.test(fn) && !inFunction(n) && !underMainGuard(n) && !isMain && !(fn !== 'os.kill' && failingExitStatus(args))) hit(n, 'exit', `${fn}() at import time`);
