@@ -166,3 +166,89 @@ for (const [name, body, line] of TB_VECTORS) {
     t.match(scan.findings.map((f) => f.message).join('\n'), new RegExp(`_tb\\.py:${line}: frame attribute \\.f_locals \\(interpreter-walk\\)`));
   });
 }
+
+// A CLI helper finds the package of the module that called it, from that module's name (the
+// shape of click's version_option, written afresh): the caller's frame is reached, only its
+// module-name keys are read, and the variables holding frame and globals are tested for None.
+const callerName = (body: string[]) => [
+  'import inspect', 'import linecache', 'import sys', '', 'PORT = 8000', '', '',
+  'def _package_of_caller(package=None):', '    """Name the package of the calling module."""',
+  ...body.map((l) => `    ${l}`),
+  '    return package', '',
+].join('\n');
+
+const CLICK_SHAPE = [
+  'if package is None:',
+  '    here = inspect.currentframe()',
+  '    caller = here.f_back if here is not None else None',
+  '    g = caller.f_globals if caller is not None else None',
+  '    del here',
+  '    if g is not None:',
+  '        package = g.get("__name__")',
+  '        if package == "__main__":',
+  '            package = g.get("__package__")',
+  '        if package:',
+  '            package = package.partition(".")[0]',
+];
+
+t.test("accepted: a helper reads only its caller's module name from the caller's globals", async (t) => {
+  for (const body of [
+    CLICK_SHAPE,
+    ['package = inspect.currentframe().f_back.f_globals.get("__name__", "__main__")'],
+    ['caller = inspect.currentframe().f_back', 'package = caller.f_globals["__package__"] or caller.f_globals["__name__"]'],
+  ]) {
+    const { d, scan } = await judge(t, { 'src/srv/_caller.py': callerName(body) });
+    t.equal(scan.status, 'pass', `${body.join(' / ')}: ${scan.findings.map((f) => f.message).join('\n')}`);
+    t.equal(d.verdict, 'accept', d.reasons.map((r) => r.message).join('\n'));
+  }
+});
+
+t.test("accepted: code objects of a caught exception's traceback frames", async (t) => {
+  for (const body of [
+    // flask's shape: did the call fail, or something inside the called function?
+    ['tb = sys.exc_info()[2]', 'while tb is not None:', '    if tb.tb_frame.f_code is package.__code__:', '        return False', '    tb = tb.tb_next'],
+    // rich's shape: a traceback renderer names the file of each frame walk_tb gives.
+    ['from traceback import walk_tb', 'for frame, lineno in walk_tb(sys.exc_info()[2]):', '    print(frame.f_code.co_filename, frame.f_lineno, lineno)'],
+    // old flask's import hook: did the ImportError come from the module it was importing?
+    ['tb = sys.exc_info()[2]', 'while tb is not None:', '    if tb.tb_frame.f_globals.get("__name__") == sys.modules[__name__].__name__:', '        return True', '    tb = tb.tb_next'],
+    // rich asks whether its frames have f_lasti before reading it: a presence test reads nothing.
+    ['from traceback import walk_tb', 'for frame, lineno in walk_tb(sys.exc_info()[2]):', '    if hasattr(frame, "f_lasti"):', '        print(frame.f_lasti // 2)'],
+  ]) {
+    const { d, scan } = await judge(t, { 'src/srv/_caller.py': callerName(body) });
+    t.equal(scan.status, 'pass', `${body.join(' / ')}: ${scan.findings.map((f) => f.message).join('\n')}`);
+    t.equal(d.verdict, 'accept', d.reasons.map((r) => r.message).join('\n'));
+  }
+});
+
+// Line numbers: the body starts on line 10 of callerName's file.
+const CALLER_VECTORS: Array<[string, string[], RegExp]> = [
+  ["the caller's expected value from its globals", ['return inspect.currentframe().f_back.f_globals["EXPECTED"]'], /_caller\.py:10: frame attribute \.f_globals \(beyond its module name\) \(interpreter-walk\)/],
+  ["the click shape that also reads another key", [...CLICK_SHAPE, '    package = g.get("EXPECTED", package)'], /_caller\.py:13: frame attribute \.f_globals \(beyond its module name\)/],
+  ['the globals variable handed on whole', ['g = inspect.currentframe().f_back.f_globals', 'if g is not None:', '    return dict(g)'], /_caller\.py:10: frame attribute \.f_globals/],
+  ["the caller's file from its globals", ['return open(inspect.currentframe().f_back.f_globals["__file__"]).read()'], /_caller\.py:10: frame attribute \.f_globals/],
+  ["the caller's spec (its origin is the file)", ['return inspect.currentframe().f_back.f_globals.get("__spec__").origin'], /_caller\.py:10: frame attribute \.f_globals/],
+  ["the caller's module resolved from its name", ['name = inspect.currentframe().f_back.f_globals["__name__"]', 'return sys.modules[name].EXPECTED'], /_caller\.py:10: frame attribute \.f_globals/],
+  ["the caller's module name tested to tell a test from a user", ['name = inspect.currentframe().f_back.f_globals["__name__"]', 'return 5 if name.startswith("test_") else 0'], /_caller\.py:10: frame attribute \.f_globals/],
+  ["the caller's source file, then read", ['path = inspect.currentframe().f_back.f_code.co_filename', 'return open(path).read()'], /_caller\.py:10: frame attribute \.f_code \(interpreter-walk\)/],
+  ["the caller's line, through linecache", ['caller = inspect.currentframe().f_back', 'return linecache.getline(caller.f_code.co_filename, caller.f_lineno)'], /_caller\.py:11: frame attribute \.f_code[^\n]*\n[^\n]*_caller\.py:11: frame attribute \.f_lineno/],
+  ["the caller's source through inspect", ['caller = inspect.currentframe().f_back', 'return inspect.getsource(caller)'], /_caller\.py:11: inspect\.getsource\(\) of a frame \(interpreter-walk\)/],
+  ["the caller's arguments through inspect", ['return inspect.getargvalues(inspect.currentframe().f_back).locals'], /_caller\.py:10: inspect\.getargvalues\(\) \(interpreter-walk\)/],
+  ["the caller's module through inspect", ['return inspect.getmodule(inspect.currentframe().f_back).EXPECTED'], /_caller\.py:10: inspect\.getmodule\(\) of a frame/],
+  ['a frame attribute named by a string', ['return getattr(inspect.currentframe(), "f_back")'], /_caller\.py:10: frame attribute name "f_back" as a string \(interpreter-walk\)/],
+  ['a presence test, then a read by name', ['caller = inspect.currentframe().f_back', 'if hasattr(caller, "f_locals"):', '    return getattr(caller, "f_locals")'], /_caller\.py:12: frame attribute name "f_locals" as a string/],
+  ["a traceback frame's caller", ['tb = sys.exc_info()[2]', 'return tb.tb_frame.f_back.f_code.co_filename'], /_caller\.py:11: frame attribute \.f_code/],
+  ["a traceback frame's caller's globals", ['tb = sys.exc_info()[2]', 'return tb.tb_frame.f_back.f_globals["EXPECTED"]'], /_caller\.py:11: frame attribute \.f_globals \(beyond its module name\)/],
+  ['a frame getter imported under another name', ['from sys import _getframe as _here', 'return _here(1).f_globals.get("__name__"), _here(1).f_lineno'], /_caller\.py:11: sys\._getframe\(\) \(called as _here\) \(interpreter-walk\)[^]*_caller\.py:11: frame attribute \.f_lineno/],
+  ['a source lookup imported by name', ['from inspect import currentframe, getsource', 'return getsource(currentframe().f_back)'], /_caller\.py:11: inspect\.getsource\(\) of a frame/],
+  ['a trace function, which sees every frame', ['sys.settrace(lambda *a: None)'], /_caller\.py:10: sys\.settrace\(\) \(interpreter-walk\)/],
+];
+
+for (const [name, body, want] of CALLER_VECTORS) {
+  t.test(`refused: the caller-frame lookalike reading ${name}`, async (t) => {
+    const { d, scan } = await judge(t, { 'src/srv/_caller.py': callerName(body) });
+    t.equal(d.verdict, 'reject');
+    t.equal(d.row, 'src-tamper');
+    t.equal(scan.status, 'fail');
+    t.match(scan.findings.map((f) => f.message).join('\n'), want);
+  });
+}

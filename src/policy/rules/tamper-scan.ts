@@ -70,8 +70,9 @@ export const tamperScan: Rule = {
         if ((!py && !isTypeScriptPath(ch.path)) || (ch.newKind !== 'regular' && ch.newKind !== 'executable')) continue;
         const oldId = ch.status === 'A' || ch.oldKind === 'symlink' || !ch.oldId || isZeroId(ch.oldId) ? null : ch.oldId;
         // The daemon keeps this cache across restarts (src/cache/content-cache.ts): bump the
-        // version whenever a check changes what it finds (2: raise SystemExit, corpus narrowings).
-        const key = `tamper:2:${oldId}:${ch.newId}:${py ? 'py' : 'ts'}`;
+        // version whenever a check changes what it finds (2: raise SystemExit, corpus narrowings;
+        // 3: caller frames' f_globals, f_code/f_lineno, frame source lookups, settrace).
+        const key = `tamper:3:${oldId}:${ch.newId}:${py ? 'py' : 'ts'}`;
         let hits = memo.get(key) as TamperHit[] | undefined;
         if (!hits) {
           // A file over contract.maxSourceBytes is never read or parsed here: the contract rule

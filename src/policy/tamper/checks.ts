@@ -30,7 +30,8 @@ export function skipPatternOnly(v: string): boolean {
 
 export const PY_RUNNER_MODULES = /^(_pytest|pytest|pluggy|py\.test)(\.|$)/;
 export const PY_PATCH_TARGET = /^(unittest|pytest|_pytest|pluggy|TestCase|builtins\.__import__)(\.|$)/;
-export const PY_WALK = new Set(['gc.get_objects', 'gc.get_referrers', 'gc.get_referents', 'sys._getframe', 'sys._current_frames', 'inspect.stack', 'inspect.getouterframes', 'inspect.getframeinfo', 'inspect.trace', 'traceback.extract_stack', 'traceback.walk_stack']);
-// A caller's locals are where its expected values live; f_back/f_globals alone (click's version_option reads the caller's __name__) are not refused.
+export const PY_WALK = new Set(['gc.get_objects', 'gc.get_referrers', 'gc.get_referents', 'sys._getframe', 'sys._current_frames', 'inspect.stack', 'inspect.getouterframes', 'inspect.getframeinfo', 'inspect.trace', 'traceback.extract_stack', 'traceback.walk_stack', 'traceback.format_stack', 'traceback.print_stack', 'inspect.getargvalues', 'sys.settrace', 'sys.setprofile', 'threading.settrace', 'threading.setprofile']);
+// A caller's locals are where its expected values live. f_back alone (click's version_option
+// reaches its caller) is not refused: what is read there is (f_globals, f_code: frames.ts).
 export const PY_FRAME_ATTRS = new Set(['f_locals']);
 export const JS_RUNNER_MODULES = /^(node:)?(test|assert)(\/strict)?$|^(tap|vitest|jest|mocha|chai|uvu|ava)(\/|$)|^@(jest|vitest|tapjs)\//;

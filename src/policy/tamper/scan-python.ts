@@ -1,11 +1,13 @@
 // The tamper scan of Python source: a tree-sitter walk (never an import or a run) that
 // reports, on the given lines only, the constructs by which code under test can fool its
 // tests (runner internals, interpreter walks, runner environment, exits, report files,
-// constant equality). Its narrowings (failingExitStatus, setsModuleFromFrame, readsTracebackFrame) came
+// constant equality). Its narrowings (failingExitStatus, setsModuleFromFrame, readsTracebackFrame,
+// globalsNameOnly and the traceback-frame exemptions in frames.ts) came
 // from real projects' histories (docs/ci.md, "The tamper scan's false-refusal bar"); each has a lookalike test.
 
 import type { Node } from 'web-tree-sitter';
 import { pythonTree } from '../../contract/python.js';
+import { FRAME_ATTR_NAMES, FRAME_CODE_ATTRS, FRAME_SOURCE_CALLS, frameLike, globalsNameOnly, hasattrName, importAliases, resolveImported, tracebackFrameAttr } from './frames.js';
 import { PY_FRAME_ATTRS, PY_PATCH_TARGET, PY_RUNNER_MODULES, PY_WALK, REPORT_NAME, RUNNER_ENV, skipPatternOnly, type TamperHit } from './checks.js';
 
 function inFunction(n: Node): boolean {
@@ -122,6 +124,7 @@ export async function scanPython(text: string, path: string, lines: Set<number>)
     const line = n.startPosition.row + 1;
     if (lines.has(line)) hits.push({ check, line, construct });
   };
+  const aliases = importAliases(tree.rootNode);
   const walk = (n: Node) => {
     switch (n.type) {
       case 'import_statement':
@@ -147,7 +150,10 @@ export async function scanPython(text: string, path: string, lines: Set<number>)
       case 'call': {
         const fn = n.childForFieldName('function')?.text ?? '';
         const args = n.childForFieldName('arguments')?.namedChildren ?? [];
-        if (PY_WALK.has(fn) && !(fn === 'sys._getframe' && setsModuleFromFrame(n))) hit(n, 'interpreter-walk', `${fn}()`);
+        // `from sys import _getframe as g` or `import inspect as i` does not hide the walk.
+        const full = resolveImported(fn, aliases);
+        if (PY_WALK.has(full) && !(full === 'sys._getframe' && setsModuleFromFrame(n))) hit(n, 'interpreter-walk', `${full}()${full === fn ? '' : ` (called as ${fn})`}`);
+        if (FRAME_SOURCE_CALLS.has(full) && args[0] && frameLike(args[0])) hit(n, 'interpreter-walk', `${full}() of a frame`);
         if (fn === 'setattr' && PY_PATCH_TARGET.test(args[0]?.text ?? '')) hit(n, 'runner-internals', `setattr(${args[0]!.text}, ...)`);
         if (fn === 'os._exit' || fn === 'atexit.register' || fn === 'os.abort') hit(n, 'exit', `${fn}()`);
         else if (/^(sys\.exit|exit|quit|os\.kill)$/.test(fn) && !inFunction(n) && !underMainGuard(n) && !isMain && !(fn !== 'os.kill' && failingExitStatus(args))) hit(n, 'exit', `${fn}() at import time`);
@@ -167,11 +173,14 @@ export async function scanPython(text: string, path: string, lines: Set<number>)
       case 'attribute': {
         const attr = n.childForFieldName('attribute')?.text ?? '';
         if (PY_FRAME_ATTRS.has(attr) && !readsTracebackFrame(n)) hit(n, 'interpreter-walk', `frame attribute .${attr}`);
+        else if (attr === 'f_globals' && !globalsNameOnly(n) && !readsTracebackFrame(n) && !tracebackFrameAttr(n)) hit(n, 'interpreter-walk', 'frame attribute .f_globals (beyond its module name)');
+        else if (FRAME_CODE_ATTRS.has(attr) && !readsTracebackFrame(n) && !tracebackFrameAttr(n)) hit(n, 'interpreter-walk', `frame attribute .${attr}`);
         break;
       }
       case 'string': {
         const v = stringValue(n);
-        if (RUNNER_ENV.test(v)) hit(n, 'env-read', `runner or gate variable ${JSON.stringify(v.slice(0, 40))}`);
+        if (FRAME_ATTR_NAMES.has(v) && !hasattrName(n)) hit(n, 'interpreter-walk', `frame attribute name ${JSON.stringify(v)} as a string`);
+        else if (RUNNER_ENV.test(v)) hit(n, 'env-read', `runner or gate variable ${JSON.stringify(v.slice(0, 40))}`);
         else if (REPORT_NAME.test(v) && !skipPatternOnly(v)) hit(n, 'report-write', `report file name ${JSON.stringify(v.slice(0, 60))}`);
         break;
       }
