@@ -71,8 +71,9 @@ export const tamperScan: Rule = {
         const oldId = ch.status === 'A' || ch.oldKind === 'symlink' || !ch.oldId || isZeroId(ch.oldId) ? null : ch.oldId;
         // The daemon keeps this cache across restarts (src/cache/content-cache.ts): bump the
         // version whenever a check changes what it finds (2: raise SystemExit, corpus narrowings;
-        // 3: caller frames' f_globals, f_code/f_lineno, frame source lookups, settrace).
-        const key = `tamper:3:${oldId}:${ch.newId}:${py ? 'py' : 'ts'}`;
+        // 3: caller frames' f_globals, f_code/f_lineno, frame source lookups, settrace; 4: JS Error
+        // stacks, captureStackTrace, CallSite methods, inspector/v8, getBuiltinModule).
+        const key = `tamper:4:${oldId}:${ch.newId}:${py ? 'py' : 'ts'}`;
         let hits = memo.get(key) as TamperHit[] | undefined;
         if (!hits) {
           // A file over contract.maxSourceBytes is never read or parsed here: the contract rule

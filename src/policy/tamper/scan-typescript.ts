@@ -1,9 +1,10 @@
 // The tamper scan of TypeScript/JavaScript source: a typescript-estree walk (never a run)
 // that reports, on the given lines only, imports of test-runner or assertion modules, runner
 // or gate environment reads, process exits at load time or in exit handlers, caller-stack
-// inspection and report file names.
+// inspection (Error stacks and CallSites: stack-js.ts) and report file names.
 
 import { parse, type TSESTree } from '@typescript-eslint/typescript-estree';
+import { scanStackJs } from './stack-js.js';
 import { JS_RUNNER_MODULES, REPORT_NAME, RUNNER_ENV, skipPatternOnly, type TamperHit } from './checks.js';
 
 type N = TSESTree.Node;
@@ -46,7 +47,7 @@ export function scanTypeScript(text: string, path: string, lines: Set<number>): 
       case 'CallExpression': {
         const fn = memberText(n.callee);
         const a0 = n.arguments[0];
-        if (fn === 'require' && a0?.type === 'Literal') mod(n, a0.value);
+        if ((fn === 'require' || fn === 'process.getBuiltinModule') && a0?.type === 'Literal') mod(n, a0.value);
         if (/^process\.(exit|reallyExit|abort|kill)$/.test(fn) && !inFn) hit(n, 'exit', `${fn}() at load time`);
         if (/^process\.(on|once|addListener|prependListener)$/.test(fn) && a0?.type === 'Literal' && /^(exit|beforeExit)$/.test(String(a0.value))) hit(n, 'exit', `${fn}('${a0.value}', ...) exit handler`);
         break;
@@ -54,7 +55,6 @@ export function scanTypeScript(text: string, path: string, lines: Set<number>): 
       case 'AssignmentExpression': {
         const left = memberText(n.left as N);
         if (left === 'process.exitCode') hit(n, 'exit', 'process.exitCode assignment');
-        if (left === 'Error.prepareStackTrace') hit(n, 'interpreter-walk', 'Error.prepareStackTrace');
         break;
       }
       case 'MemberExpression': {
@@ -81,5 +81,8 @@ export function scanTypeScript(text: string, path: string, lines: Set<number>): 
     }
   };
   walk(ast as unknown as N, 0);
-  return hits;
+  scanStackJs(ast as unknown as N, hit);
+  // One finding per line and construct (a member read inside an assignment is seen once).
+  const seen = new Set<string>();
+  return hits.filter((h) => { const k = `${h.line}\0${h.construct}`; return !seen.has(k) && !!seen.add(k); });
 }
