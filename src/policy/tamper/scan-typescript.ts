@@ -4,13 +4,14 @@
 // inspection (Error stacks and CallSites: stack-js.ts) and report file names.
 
 import { parse, type TSESTree } from '@typescript-eslint/typescript-estree';
-import { scanStackJs } from './stack-js.js';
+import { scanStackJs, unwrapTs } from './stack-js.js';
 import { JS_RUNNER_MODULES, REPORT_NAME, RUNNER_ENV, skipPatternOnly, type TamperHit } from './checks.js';
 
 type N = TSESTree.Node;
 
-function memberText(n: N | null | undefined): string {
-  if (!n) return '';
+function memberText(m: N | null | undefined): string {
+  if (!m) return '';
+  const n = unwrapTs(m);
   if (n.type === 'Identifier') return n.name;
   if (n.type === 'MemberExpression') {
     const prop = n.computed ? (n.property.type === 'Literal' ? String(n.property.value) : '[]') : (n.property as TSESTree.Identifier).name;

@@ -25,9 +25,17 @@ const TEST_LIKE = /(^|[^a-z])(tests?|specs?|__tests__|node:test|testcontext)([^a
 const LOCATION_RE = /file:|\\d\+?\)?:\\?\(?\\d|\.[cm]?[jt]sx?\b|\\\.[cm]?\[?[jt]/;
 
 const ERRORLIKE = /^([A-Z]\w*)?Error$/;
-const name = (n: N | null | undefined): string =>
-  !n ? '' : n.type === 'Identifier' ? n.name
+/** The expression under TS casts and non-null marks: `(process as any).x` is `process.x`. */
+export function unwrapTs(n: N): N {
+  while (n.type === 'TSAsExpression' || n.type === 'TSNonNullExpression' || n.type === 'TSTypeAssertion' || n.type === 'TSSatisfiesExpression' || n.type === 'ChainExpression') n = n.expression;
+  return n;
+}
+const name = (m: N | null | undefined): string => {
+  if (!m) return '';
+  const n = unwrapTs(m);
+  return n.type === 'Identifier' ? n.name
     : n.type === 'MemberExpression' && !n.computed && n.property.type === 'Identifier' ? `${name(n.object)}.${n.property.name}` : '';
+};
 const propName = (n: TSESTree.MemberExpression): string | null =>
   !n.computed && n.property.type === 'Identifier' ? n.property.name
     : n.property.type === 'Literal' && typeof n.property.value === 'string' ? n.property.value : null;
@@ -50,7 +58,7 @@ function fileSignal(ast: N): string | null {
   let found: string | null = null;
   const visit = (n: N) => {
     if (found) return;
-    const modSpec = (s: string | null) => { if (s && FILE_MODULES.test(s)) found = `it uses ${s}`; };
+    const modSpec = (s: string | null) => { if (s && FILE_MODULES.test(s)) found = `uses ${s}`; };
     switch (n.type) {
       case 'ImportDeclaration': modSpec(lit(n.source)); break;
       case 'ImportExpression': modSpec(lit(n.source)); break;
@@ -59,13 +67,13 @@ function fileSignal(ast: N): string | null {
         if (fn === 'require' || fn === 'process.getBuiltinModule') modSpec(lit(n.arguments[0]));
         break;
       }
-      case 'Identifier': if (FILE_NAMES.test(n.name)) found = `it uses ${n.name}`; break;
-      case 'MetaProperty': found = 'it uses import.meta'; break;
+      case 'Identifier': if (FILE_NAMES.test(n.name)) found = `uses ${n.name}`; break;
+      case 'MetaProperty': found = 'uses import.meta'; break;
       case 'Literal':
-        if (typeof n.value === 'string' && TEST_LIKE.test(n.value)) found = `its literal ${JSON.stringify(n.value.slice(0, 30))}`;
-        else if ('regex' in n && n.regex && (TEST_LIKE.test(n.regex.pattern) || LOCATION_RE.test(n.regex.pattern))) found = `its pattern /${n.regex.pattern.slice(0, 30)}/`;
+        if (typeof n.value === 'string' && TEST_LIKE.test(n.value)) found = `names ${JSON.stringify(n.value.slice(0, 30))}`;
+        else if ('regex' in n && n.regex && (TEST_LIKE.test(n.regex.pattern) || LOCATION_RE.test(n.regex.pattern))) found = `has the pattern /${n.regex.pattern.slice(0, 30)}/`;
         break;
-      case 'TemplateElement': if (TEST_LIKE.test(n.value.cooked ?? '')) found = 'a template naming tests'; break;
+      case 'TemplateElement': if (TEST_LIKE.test(n.value.cooked ?? '')) found = 'names tests in a template'; break;
     }
     for (const c of children(n)) visit(c);
   };
@@ -102,10 +110,10 @@ export function scanStackJs(ast: N, hit: Hit): void {
   const walk = (n: N, ancestors: N[], inErrorClass: boolean) => {
     switch (n.type) {
       case 'VariableDeclarator':
-        if (n.id.type === 'Identifier' && n.init && isOwnError(n.init)) scopes[scopes.length - 1].add(n.id.name);
+        if (n.id.type === 'Identifier' && n.init && isOwnError(unwrapTs(n.init))) scopes[scopes.length - 1].add(n.id.name);
         break;
       case 'AssignmentExpression':
-        if (n.left.type === 'Identifier' && isOwnError(n.right)) scopes[scopes.length - 1].add(n.left.name);
+        if (n.left.type === 'Identifier' && isOwnError(unwrapTs(n.right))) scopes[scopes.length - 1].add(n.left.name);
         break;
       case 'ImportDeclaration':
       case 'ImportExpression': {
@@ -137,13 +145,13 @@ export function scanStackJs(ast: N, hit: Hit): void {
       case 'MemberExpression': {
         const p = propName(n);
         if (p === 'prepareStackTrace') hit(n, 'interpreter-walk', `${name(n.object) || '?'}.prepareStackTrace`);
-        const obj = n.object;
+        const obj = unwrapTs(n.object);
         const own = isOwnError(obj) || (obj.type === 'Identifier' && tracked(obj.name));
         if (own && (p === 'stack' || (n.computed && p === null))) {
           // Logged as it is (a dev-only warning): console.*(…, err.stack, …) reads nothing back.
           const logged = loggedAsIs(n, ancestors);
           const why = logged ? null : signalOf();
-          if (why) hit(n, 'interpreter-walk', `.stack of an Error it constructs (${why})`);
+          if (why) hit(n, 'interpreter-walk', `.stack of its own Error, in a file that ${why}`);
         }
         break;
       }
