@@ -267,8 +267,10 @@ async function judgeJs(t: Parameters<typeof TestRepo.init>[0], body: string[], h
 }
 
 const JS_HONEST: Array<[string, string[], string[]]> = [
-  // zustand's devtools (670b60e1): the action is named after the caller's function, from the stack text.
-  ["a caller's function name for a devtools label (zustand)", ['const caller = /^at (?:new |async )?(.+?) \\(/.exec(new Error().stack?.split("\\n")[2]?.trim() ?? "")?.[1] || "anonymous";', 'void caller;'], []],
+  // zustand's devtools (670b60e1, ca08a5eb): the action is named after the caller's function,
+  // from the stack text, in a file that reads import.meta.env (refused until that was dropped
+  // from the file signals).
+  ["a caller's function name for a devtools label (zustand)", ['const caller = /^at (?:new |async )?(.+?) \\(/.exec(new Error().stack?.split("\\n")[2]?.trim() ?? "")?.[1] || "anonymous";', 'void caller;'], ['const devMode = (import.meta as any).env?.MODE !== "production";', 'void devMode;']],
   ['a dev-only deprecation warning that logs the stack', ['if (process.env.NODE_ENV !== "production") console.warn("add() is deprecated", new Error().stack);'], ['import { readFileSync } from "node:fs";', 'void readFileSync;']],
   ['a logged stack trimmed to its callers', ['const err = new Error("deprecated");', 'console.warn(err.stack?.split("\\n").slice(2).join("\\n"));'], ['import { readFileSync } from "node:fs";', 'void readFileSync;']],
   // zod (66a0f34bf, f101d8cad): the thrown error's stack starts at the caller; nothing reads it.

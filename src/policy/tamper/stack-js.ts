@@ -18,7 +18,10 @@ export const JS_WALK_MODULES = /^(node:)?(inspector|inspector\/promises|v8)$/;
 const FILE_MODULES = /^(node:)?(fs|fs\/promises|module|child_process)$/;
 /** CallSite methods (what Error.prepareStackTrace hands out) that name or reach a caller. */
 const CALLSITE = new Set(['getFileName', 'getLineNumber', 'getColumnNumber', 'getThis', 'getFunction', 'getScriptNameOrSourceURL', 'getEvalOrigin', 'getEnclosingLineNumber']);
-/** File-reaching names: with one of these in the file, a stack read can lead to the caller's source. */
+/**
+ * File-reaching names: with one of these in the file, a stack read can lead to the caller's source.
+ * `import.meta` is not one: `import.meta.env` is how Vite-built libraries read their mode (zustand).
+ */
 const FILE_NAMES = /^(readFileSync|readFile|createReadStream|openSync|readSync|fileURLToPath|__filename|__dirname|createRequire|execSync|execFileSync|spawnSync)$/;
 /** Literals that tell a test from a user, or pick a file location out of a stack line. */
 const TEST_LIKE = /(^|[^a-z])(tests?|specs?|__tests__|node:test|testcontext)([^a-z]|$)|\.(test|spec)\b/i;
@@ -68,7 +71,6 @@ function fileSignal(ast: N): string | null {
         break;
       }
       case 'Identifier': if (FILE_NAMES.test(n.name)) found = `uses ${n.name}`; break;
-      case 'MetaProperty': found = 'uses import.meta'; break;
       case 'Literal':
         if (typeof n.value === 'string' && TEST_LIKE.test(n.value)) found = `names ${JSON.stringify(n.value.slice(0, 30))}`;
         else if ('regex' in n && n.regex && (TEST_LIKE.test(n.regex.pattern) || LOCATION_RE.test(n.regex.pattern))) found = `has the pattern /${n.regex.pattern.slice(0, 30)}/`;
