@@ -273,6 +273,7 @@ const JS_HONEST: Array<[string, string[], string[]]> = [
   ["a caller's function name for a devtools label (zustand)", ['const caller = /^at (?:new |async )?(.+?) \\(/.exec(new Error().stack?.split("\\n")[2]?.trim() ?? "")?.[1] || "anonymous";', 'void caller;'], ['const devMode = (import.meta as any).env?.MODE !== "production";', 'void devMode;']],
   ['a dev-only deprecation warning that logs the stack', ['if (process.env.NODE_ENV !== "production") console.warn("add() is deprecated", new Error().stack);'], ['import { readFileSync } from "node:fs";', 'void readFileSync;']],
   ['a logged stack trimmed to its callers', ['const err = new Error("deprecated");', 'console.warn(err.stack?.split("\\n").slice(2).join("\\n"));'], ['import { readFileSync } from "node:fs";', 'void readFileSync;']],
+  ['a stack set on an own Error, not read', ['const err = new Error("bad input");', 'err.stack = `AddError: bad input`;', 'if (Number.isNaN(a)) throw err;'], ['import { readFileSync } from "node:fs";', 'void readFileSync;']],
   // zod (66a0f34bf, f101d8cad): the thrown error's stack starts at the caller; nothing reads it.
   ['captureStackTrace on the error it throws (zod)', ['if (Number.isNaN(a)) {', '  const e = new RangeError("a is NaN");', '  Error.captureStackTrace(e, add);', '  throw e;', '}'], []],
   ['captureStackTrace(this) in an Error subclass', ['class AddError extends Error { constructor(m: string) { super(m); Error.captureStackTrace(this, AddError); } }', 'if (Number.isNaN(b)) throw new AddError("b is NaN");'], []],

@@ -149,7 +149,9 @@ export function scanStackJs(ast: N, hit: Hit): void {
         if (p === 'prepareStackTrace') hit(n, 'interpreter-walk', `${name(n.object) || '?'}.prepareStackTrace`);
         const obj = unwrapTs(n.object);
         const own = isOwnError(obj) || (obj.type === 'Identifier' && tracked(obj.name));
-        if (own && (p === 'stack' || (n.computed && p === null))) {
+        const parent = ancestors[ancestors.length - 1];
+        const written = parent?.type === 'AssignmentExpression' && parent.operator === '=' && parent.left === n;
+        if (own && !written && (p === 'stack' || (n.computed && p === null))) {
           // Logged as it is (a dev-only warning): console.*(…, err.stack, …) reads nothing back.
           const logged = loggedAsIs(n, ancestors);
           const why = logged ? null : signalOf();
