@@ -9,11 +9,13 @@
 // This file is the facade the rest of the gate imports from; the work is in:
 //   python/grammar.ts      grammar loading, the shared parser and annotation query
 //   python/parse.ts        source preparation and the Python 3 syntax check
+//   python/position.ts     index-located errors, index -> line/column
 //   python/annotations.ts  re-parsing annotations in parentheses (tree-sitter workarounds)
 //   python/literals.ts     number and string literal checks and decoding
 //   python/cst.ts          tree-sitter node helpers
 //   python/ast.ts          the ast model
-//   python/lower.ts        CST -> ast model
+//   python/lower.ts        CST -> ast model (expressions, call arguments, parameters)
+//   python/strings.ts      CST -> ast model for string literals and f-strings
 //   python/repr.ts         Python's repr() of constants, str.isprintable()
 //   python/unparse.ts      the ast.unparse port
 //   python/walk.ts         what both row formats share (parse + lower, defs, ordering)

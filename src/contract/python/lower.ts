@@ -1,20 +1,21 @@
 // The lowering of tree-sitter's concrete syntax tree into the ast model (expressions,
-// call arguments, parameter lists), with Python's own checks on what is valid.
+// call arguments, parameter lists), with Python's own checks on what is valid. String
+// literals and f-strings are lowered in ./strings.ts.
 
 import type { Node } from 'web-tree-sitter';
-import type { Arg, Arguments, Comprehension, ConstantNode, ConstValue, Expr, FormattedValue, JoinedStr, Keyword } from './ast.js';
+import type { Arg, Arguments, Comprehension, Expr, Keyword } from './ast.js';
 import { all, isTrivia, named, nfkc } from './cst.js';
-import { checkNumber, decodeBody, numberConstant, type StrFlags } from './literals.js';
+import { checkNumber, numberConstant } from './literals.js';
 import { PyError } from './position.js';
-import { pushAll, toCodePoints } from './repr.js';
+import { constant, type ExprLowering, lowerStrings } from './strings.js';
 
 const BINOPS = new Set(['+', '-', '*', '@', '/', '%', '//', '**', '|', '&', '^', '<<', '>>']);
 const CMPOPS = new Set(['<', '<=', '==', '!=', '>=', '>', 'in', 'not in', 'is', 'is not']);
 
-export class Lowerer {
+export class Lowerer implements ExprLowering {
   constructor(
-    private readonly text: string,
-    private readonly strictNamedEscapes: boolean,
+    readonly text: string,
+    readonly strictNamedEscapes: boolean,
   ) {}
 
   fail(n: Node, detail: string): never {
@@ -43,9 +44,9 @@ export class Lowerer {
         checkNumber(n);
         return constant(numberConstant(n));
       case 'string':
-        return this.strings([n]);
+        return lowerStrings(this, [n]);
       case 'concatenated_string':
-        return this.strings(named(n).filter((c) => c.type === 'string'));
+        return lowerStrings(this, named(n).filter((c) => c.type === 'string'));
       case 'type':
         return this.typeExpr(n);
       case 'parenthesized_expression': {
@@ -186,7 +187,7 @@ export class Lowerer {
     return { k: 'Tuple', elts };
   }
 
-  private yieldExpr(n: Node): Expr {
+  yieldExpr(n: Node): Expr {
     const kids = all(n);
     const v = named(n)[0];
     if (kids[1]?.type === 'from') return { k: 'YieldFrom', value: this.expr(v!) };
@@ -483,104 +484,6 @@ export class Lowerer {
     a.args = positional;
     return a;
   }
-
-  // --- strings -------------------------------------------------------------------------
-
-  private strings(parts: Node[]): Expr {
-    let anyF = false;
-    let anyBytes = false;
-    let allBytes = true;
-    let kind: 'u' | null = null;
-    // The body ends before the closing quote (tree-sitter's string_end node may swallow
-    // trailing backslashes of a raw string, so it is not used for that).
-    const pieces: { flags: StrFlags; node: Node; start: Node; bodyEnd: number }[] = [];
-    parts.forEach((s, i) => {
-      const start = all(s)[0]!;
-      const quote = /['"]+$/.exec(start.text)?.[0] ?? '';
-      const prefix = start.text.slice(0, start.text.length - quote.length).toLowerCase();
-      if (!/^(?:|[rubf]|br|rb|fr|rf)$/.test(prefix)) this.fail(s, `invalid string prefix ${JSON.stringify(prefix)}`);
-      const flags = { raw: prefix.includes('r'), bytes: prefix.includes('b'), fmt: prefix.includes('f') };
-      if (i === 0 && start.text[0] === 'u') kind = 'u'; // CPython checks the first character only
-      anyF ||= flags.fmt;
-      anyBytes ||= flags.bytes;
-      allBytes &&= flags.bytes;
-      pieces.push({ flags, node: s, start, bodyEnd: s.endIndex - quote.length });
-    });
-    if (anyBytes && !allBytes) this.fail(parts[0]!, 'cannot mix bytes and nonbytes literals');
-    if (!anyF) {
-      const out: number[] = [];
-      for (const p of pieces) {
-        const raw = this.text.slice(p.start.endIndex, p.bodyEnd);
-        pushAll(out, decodeBody(raw, p.flags, (i) => p.start.endIndex + i, this.strictNamedEscapes));
-      }
-      return constant(allBytes ? { t: 'bytes', b: out } : { t: 'str', s: out }, allBytes ? null : kind);
-    }
-    const values: (ConstantNode | FormattedValue)[] = [];
-    for (const p of pieces) {
-      if (!p.flags.fmt) {
-        const raw = this.text.slice(p.start.endIndex, p.bodyEnd);
-        appendText(values, decodeBody(raw, p.flags, (i) => p.start.endIndex + i, this.strictNamedEscapes));
-        continue;
-      }
-      this.fstringParts(values, p.start.endIndex, p.bodyEnd, named(p.node).filter((c) => c.type === 'interpolation'), p.flags);
-    }
-    return { k: 'JoinedStr', values };
-  }
-
-  private fstringParts(values: (ConstantNode | FormattedValue)[], from: number, to: number, interps: Node[], flags: StrFlags): void {
-    let pos = from;
-    const literal = (a: number, b: number): void => {
-      if (b > a) appendText(values, decodeBody(this.text.slice(a, b), flags, (i) => a + i, this.strictNamedEscapes));
-    };
-    for (const it of interps) {
-      literal(pos, it.startIndex);
-      this.interpolation(values, it, flags);
-      pos = it.endIndex;
-    }
-    literal(pos, to);
-  }
-
-  private interpolation(values: (ConstantNode | FormattedValue)[], n: Node, flags: StrFlags): void {
-    const kids = all(n);
-    const open = kids[0]!;
-    const exprNode = n.childForFieldName('expression');
-    if (!exprNode) this.fail(n, 'f-string: empty expression not allowed');
-    const eq = kids.find((c) => c.type === '=' && !c.isNamed);
-    const conv = n.childForFieldName('type_conversion');
-    const spec = n.childForFieldName('format_specifier');
-    let conversion = -1;
-    if (conv) {
-      const ch = conv.text.slice(1);
-      if (ch !== 's' && ch !== 'r' && ch !== 'a') this.fail(conv, `f-string: invalid conversion character ${JSON.stringify(ch)}`);
-      conversion = ch.charCodeAt(0);
-    }
-    if (eq) {
-      // The debug text runs from '{' up to the conversion, format spec or '}', spaces included.
-      const stop = conv?.startIndex ?? spec?.startIndex ?? kids[kids.length - 1]!.startIndex;
-      appendText(values, toCodePoints(this.text.slice(open.endIndex, stop)));
-      if (!conv && !spec) conversion = 'r'.charCodeAt(0);
-    }
-    const value = exprNode.type === 'yield' ? this.yieldExpr(exprNode) : this.expr(exprNode);
-    let formatSpec: JoinedStr | null = null;
-    if (spec) {
-      const specValues: (ConstantNode | FormattedValue)[] = [];
-      const colon = all(spec)[0]!;
-      this.fstringParts(specValues, colon.endIndex, spec.endIndex, named(spec).filter((c) => c.type === 'format_expression'), flags);
-      formatSpec = { k: 'JoinedStr', values: specValues };
-    }
-    values.push({ k: 'FormattedValue', value, conversion, formatSpec });
-  }
-}
-
-function constant(value: ConstValue, kind: 'u' | null = null): ConstantNode {
-  return { k: 'Constant', value, kind };
-}
-
-function appendText(values: (ConstantNode | FormattedValue)[], cps: number[]): void {
-  if (cps.length === 0) return;
-  const last = values[values.length - 1];
-  if (last && last.k === 'Constant' && last.value.t === 'str') pushAll(last.value.s, cps);
-  else values.push(constant({ t: 'str', s: [...cps] }));
 }
 
 function emptyArguments(): Arguments {
