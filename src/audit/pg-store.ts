@@ -28,6 +28,7 @@ import {
   chainRow,
   ciRows,
   confirmRows,
+  EVENT_INDEXES,
   recordPushRows,
   toAuditRow,
   type AdminInput,
@@ -91,12 +92,7 @@ const PG_MIGRATIONS: readonly string[] = [
      prev_hash     TEXT NOT NULL,
      hash          TEXT NOT NULL
    );
-   CREATE INDEX events_time         ON events (time);
-   CREATE INDEX events_repo_time    ON events (repo, time);
-   CREATE INDEX events_actor_time   ON events (actor, time);
-   CREATE INDEX events_verdict_time ON events (verdict, time);
-   CREATE INDEX events_kind_time    ON events (kind, time);
-   CREATE INDEX events_push         ON events (push_id, ref) WHERE push_id IS NOT NULL;
+   ${EVENT_INDEXES}
    CREATE TABLE chain_head (
      singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
      last_id   BIGINT NOT NULL,

@@ -225,8 +225,8 @@ export type VerifyResult =
 
 type Migration = (db: Database.Database) => void;
 
-/** The events indexes of schema 1, made again when migration 4 rebuilds the table. */
-const EVENT_INDEXES = `
+/** The events indexes of schema 1, made again when migration 4 rebuilds the table; PostgreSQL's first step makes the same. */
+export const EVENT_INDEXES = `
   CREATE INDEX events_time       ON events (time);
   CREATE INDEX events_repo_time  ON events (repo, time);
   CREATE INDEX events_actor_time ON events (actor, time);
