@@ -91,11 +91,12 @@ export function hostSession(hr: HookRequest, cfg: DaemonConfig): PushSession | s
   const limited = host === 'ghes' && Number.isFinite(budget) && budget > 0;
   const timeoutMs = limited ? Math.max(100, Math.min(cfg.hookTimeout * 1000, budget - cfg.ghesReserveMs)) : undefined;
   const via = (hr.id.via ?? '').trim();
+  const path = hostRepoPath(repo);
   return {
     pid: hr.ppid, pushId: newPushId(), repo, repoDir, actor: user, role,
     remoteAddr: null, userAgent: `${host}${via ? ` via ${via}` : ''}${hr.id.userid ? ` (${host} user id ${hr.id.userid})` : ''}`.slice(0, 300),
     decisions: new Map(), confirmed: new Set(), auditAtJudge: true,
-    ...(hostRepoPath(repo) ? { pushTarget: { path: hostRepoPath(repo)! } } : {}),
+    ...(path ? { pushTarget: { path } } : {}),
     ...(timeoutMs !== undefined ? { timeoutMs, timeoutMessage: 'gate did not finish in time: ' } : {}),
   };
 }

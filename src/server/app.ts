@@ -5,7 +5,7 @@
 // sees a client's request: ./git-front.ts reads and checks the body and hands it a stand-in.
 // The data folder is locked for the server's life (./datadir-lock.ts).
 
-import { checkPublicUrl, requestPushUrl } from '../policy/push-target.js';
+import { checkPublicUrl, requestPushUrl, type PushTarget } from '../policy/push-target.js';
 import http from 'node:http';
 import type { ChildProcess } from 'node:child_process';
 import https from 'node:https';
@@ -84,7 +84,7 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-type Identity = AuthenticatedToken & { remoteAddr: string; userAgent: string | null; repo: string; repoDir: string; pushUrl: string | null };
+type Identity = AuthenticatedToken & { remoteAddr: string; userAgent: string | null; repo: string; repoDir: string; pushTarget?: PushTarget };
 
 /** `/NAME.git/<git route>` -> name and route. */
 const GIT_ROUTE = /^\/([^/]+)\.git\/(info\/refs|HEAD|git-upload-pack|git-receive-pack)$/;
@@ -178,7 +178,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           pid, pushId: newPushId(), repo: who.repo, repoDir: who.repoDir, actor: who.name, role: who.role,
           remoteAddr: who.remoteAddr, userAgent: who.userAgent, decisions: new Map(), confirmed: new Set(),
           atomic: exchangeOf(action.req)?.section?.caps.includes('atomic') ?? false,
-          ...(who.pushUrl ? { pushTarget: { url: who.pushUrl } } : {}),
+          ...(who.pushTarget ? { pushTarget: who.pushTarget } : {}),
         });
         ps.on('exit', () => {
           servicePids.delete(pid);
@@ -321,8 +321,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       // Agents clone and fetch upstream's current trusted branch from the gate too.
       if (service === 'git-upload-pack' && m[2] === 'info/refs') await refreshForClone(hooks, dataDir, name, repoDir, log);
       // The URL the client addressed, without credentials: the printed fixes point a remote at it (src/policy/push-target.ts).
-      const pushUrl = requestPushUrl({ ...(publicUrl ? { publicUrl } : {}), ...(req.headers.host ? { host: req.headers.host } : {}), tls: opts.tlsCert !== undefined, rawName: m[1]! });
-      identities.set(view, { ...token, remoteAddr: req.socket.remoteAddress ?? 'unknown', userAgent: req.headers['user-agent'] ?? null, repo: name, repoDir, pushUrl });
+      // Only a push needs it: its refusals print fixes that name this URL.
+      const pushUrl = m[2] === 'git-receive-pack' ? requestPushUrl({ ...(publicUrl ? { publicUrl } : {}), ...(req.headers.host ? { host: req.headers.host } : {}), tls: opts.tlsCert !== undefined, rawName: m[1]! }) : null;
+      identities.set(view, { ...token, remoteAddr: req.socket.remoteAddress ?? 'unknown', userAgent: req.headers['user-agent'] ?? null, repo: name, repoDir, ...(pushUrl ? { pushTarget: { url: pushUrl } } : {}) });
       gitServer.handle(view, res);
     };
 
