@@ -15,9 +15,15 @@ export const FRAME_ATTR_NAMES = new Set(['f_back', 'f_globals', 'f_locals', 'f_c
 /** Calls that turn a frame into its module, file or source lines. */
 export const FRAME_SOURCE_CALLS = new Set(['inspect.getsource', 'inspect.getsourcefile', 'inspect.getsourcelines', 'inspect.getfile', 'inspect.getmodule', 'inspect.findsource', 'inspect.getlineno', 'inspect.getcomments', 'inspect.getabsfile', 'inspect.getmembers', 'linecache.getline', 'linecache.getlines']);
 
-function stringValue(n: Node): string | null {
-  if (n.type !== 'string' || n.children.some((c) => c?.type === 'interpolation')) return null;
+/** A string node's literal parts (an f-string's interpolations left out). */
+export function stringContent(n: Node): string {
   return n.children.filter((c) => c?.type === 'string_content').map((c) => c!.text).join('');
+}
+
+/** The value of a plain string literal; null for anything else, an f-string with interpolations included. */
+export function stringValue(n: Node): string | null {
+  if (n.type !== 'string' || n.children.some((c) => c?.type === 'interpolation')) return null;
+  return stringContent(n);
 }
 
 const isModuleKey = (n: Node | null | undefined) => !!n && MODULE_NAME_KEYS.has(stringValue(n) ?? '');

@@ -7,7 +7,7 @@
 
 import type { Node } from 'web-tree-sitter';
 import { pythonTree } from '../../contract/python.js';
-import { FRAME_ATTR_NAMES, FRAME_CODE_ATTRS, FRAME_SOURCE_CALLS, frameLike, globalsNameOnly, hasattrName, importAliases, resolveImported, tracebackFrameAttr } from './frames.js';
+import { FRAME_ATTR_NAMES, FRAME_CODE_ATTRS, FRAME_SOURCE_CALLS, frameLike, globalsNameOnly, hasattrName, importAliases, resolveImported, stringContent, stringValue, tracebackFrameAttr } from './frames.js';
 import { PY_FRAME_ATTRS, PY_PATCH_TARGET, PY_RUNNER_MODULES, PY_WALK, REPORT_NAME, RUNNER_ENV, skipPatternOnly, type TamperHit } from './checks.js';
 
 function inFunction(n: Node): boolean {
@@ -20,10 +20,6 @@ function underMainGuard(n: Node): boolean {
     if (p.type === 'if_statement' && /__name__\s*==\s*["']__main__["']/.test(p.childForFieldName('condition')?.text ?? '')) return true;
   }
   return false;
-}
-
-function stringValue(n: Node): string {
-  return n.children.filter((c) => c?.type === 'string_content').map((c) => c!.text).join('');
 }
 
 /**
@@ -55,7 +51,7 @@ export function failingExitStatus(args: Array<Node | null>): boolean {
   return ((n % 256n) + 256n) % 256n !== 0n;
 }
 
-const isNameKey = (s: Node | null | undefined) => s?.type === 'string' && stringValue(s) === '__name__' && !s.children.some((c) => c?.type === 'interpolation');
+const isNameKey = (s: Node | null | undefined) => !!s && stringValue(s) === '__name__';
 
 /**
  * True when a `sys._getframe(...)` call only sets a made class's `__module__` from its frame's
@@ -178,7 +174,7 @@ export async function scanPython(text: string, path: string, lines: Set<number>)
         break;
       }
       case 'string': {
-        const v = stringValue(n);
+        const v = stringContent(n);
         if (FRAME_ATTR_NAMES.has(v) && !hasattrName(n)) hit(n, 'interpreter-walk', `frame attribute name ${JSON.stringify(v)} as a string`);
         else if (RUNNER_ENV.test(v)) hit(n, 'env-read', `runner or gate variable ${JSON.stringify(v.slice(0, 40))}`);
         else if (REPORT_NAME.test(v) && !skipPatternOnly(v)) hit(n, 'report-write', `report file name ${JSON.stringify(v.slice(0, 60))}`);

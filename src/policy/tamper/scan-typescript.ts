@@ -4,7 +4,7 @@
 // inspection (Error stacks and CallSites: stack-js.ts) and report file names.
 
 import { parse, type TSESTree } from '@typescript-eslint/typescript-estree';
-import { scanStackJs, unwrapTs } from './stack-js.js';
+import { children, scanStackJs, unwrapTs } from './stack-js.js';
 import { JS_RUNNER_MODULES, REPORT_NAME, RUNNER_ENV, skipPatternOnly, type TamperHit } from './checks.js';
 
 type N = TSESTree.Node;
@@ -75,11 +75,7 @@ export function scanTypeScript(text: string, path: string, lines: Set<number>): 
         break;
     }
     const d = FUNCS.has(n.type) ? depth + 1 : depth;
-    for (const [k, v] of Object.entries(n)) {
-      if (k === 'parent' || k === 'loc' || k === 'range') continue;
-      if (Array.isArray(v)) for (const c of v) { if (c && typeof c === 'object' && typeof (c as N).type === 'string') walk(c as N, d); }
-      else if (v && typeof v === 'object' && typeof (v as N).type === 'string') walk(v as N, d);
-    }
+    for (const c of children(n)) walk(c, d);
   };
   walk(ast as unknown as N, 0);
   scanStackJs(ast as unknown as N, hit);

@@ -46,7 +46,8 @@ const isOwnError = (n: N): boolean =>
   (n.type === 'NewExpression' || n.type === 'CallExpression') && ERRORLIKE.test(name(n.callee).split('.').pop() ?? '');
 const lit = (n: N | undefined): string | null => (n?.type === 'Literal' && typeof n.value === 'string' ? n.value : null);
 
-function children(n: N): N[] {
+/** A node's child nodes, in source order (every AST-valued property). */
+export function children(n: N): N[] {
   const out: N[] = [];
   for (const [k, v] of Object.entries(n)) {
     if (k === 'parent' || k === 'loc' || k === 'range') continue;
