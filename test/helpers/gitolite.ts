@@ -3,11 +3,15 @@
 // exactly gitolite's model: one system user, one key per person in authorized_keys). When the
 // tests run as root the user is `patchgate-ci` (created here when missing); otherwise the
 // current user. Missing gitolite3 or sshd: `missing` says so (the test skips by hand, fails in CI).
+// That user may not be able to read the clone at all (a clone under /root, mode 0700): `hostCli`
+// gives it its own readable copy of what the CLI needs (dist/, node_modules, hooks/, package.json),
+// hard-linked where the file system allows, so the test never relies on the clone's parents.
 
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import net from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { tempDir } from './repo.js';
 
 export const SSHD = ['/usr/sbin/sshd', '/usr/bin/sshd'].find((p) => existsSync(p));
@@ -65,6 +69,41 @@ async function freePort(): Promise<number> {
   const p = (s.address() as net.AddressInfo).port;
   await new Promise<void>((r) => s.close(() => r()));
   return p;
+}
+
+/** The project's root (where dist/ and node_modules are), from this file's place in test/helpers. */
+const PROJECT = join(import.meta.dirname, '..', '..');
+let runtime: string | null = null;
+
+/**
+ * The path of a `dist/cli.js` the host user can run. As that user is the current one (not root),
+ * it is this clone's. As root, it is a copy made once per test process in a fresh 0755 folder of the
+ * system temp dir (hard links when on the same file system, else a copy), removed at exit; the
+ * copy is checked by running `--version` as the host user, so an unreadable copy fails here, by name.
+ */
+export async function hostCli(): Promise<string> {
+  const own = join(PROJECT, 'dist', 'cli.js');
+  if (!isRoot) return own;
+  if (runtime) return join(runtime, 'dist', 'cli.js');
+  const dir = mkdtempSync(join(tmpdir(), 'pg-runtime-'));
+  chmodSync(dir, 0o755);
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  for (const part of ['dist', 'node_modules', 'hooks', 'package.json']) {
+    const from = join(PROJECT, part);
+    if (!existsSync(from)) throw new Error(`hostCli: ${from} is missing (run npm ci first)`);
+    let r = await run('cp', ['-al', from, join(dir, part)]);
+    if (r.code) {
+      rmSync(join(dir, part), { recursive: true, force: true });
+      r = await run('cp', ['-a', from, join(dir, part)]);
+    }
+    if (r.code) throw new Error(`hostCli: could not copy ${part}: ${r.stderr}`);
+  }
+  await ensureUser();
+  const cli = join(dir, 'dist', 'cli.js');
+  const check = await run('runuser', ['-u', HOST_USER, '--', 'env', '-i', `PATH=${process.env.PATH ?? '/usr/bin:/bin'}`, process.execPath, cli, '--version'], { cwd: dirname(dir) });
+  if (check.code) throw new Error(`hostCli: ${HOST_USER} cannot run ${cli}: ${check.stderr.trim()}`);
+  runtime = dir;
+  return cli;
 }
 
 export interface Gitolite {
