@@ -2,6 +2,8 @@
 // trusted revision: the policy and allow file are read from it, and only commits reachable
 // from head and not from base are judged. Exit 0 accept, 1 reject, 2 error.
 
+import { reasonCode } from '../policy/machine-line.js';
+import { rowCode } from '../policy/decision-table.js';
 import { Git } from '../git/git.js';
 import { errorMessage } from '../errors.js';
 import { errorDecision, judgeUpdate, renderDecision } from '../policy/engine.js';
@@ -51,13 +53,14 @@ export function checkJson(d: RefDecision): Record<string, unknown> {
     // push over the size limits is one the gate would not judge, so it reports as `error`, and
     // `limit: true` tells it apart from a gate failure.
     reasons: d.reasons.map((r) => ({
-      rule: r.rule === 'limits' ? 'error' : r.rule, message: r.message,
+      rule: r.rule === 'limits' ? 'error' : r.rule, message: r.message, code: reasonCode(r, d.row),
       ...(r.rule === 'limits' ? { limit: true } : {}),
       ...(r.path !== undefined ? { path: r.path } : {}), ...(r.commit !== undefined ? { commit: r.commit } : {}),
     })),
     contract: d.contract,
     action: d.verdict === 'accept' ? d.action : `${d.action}. ${d.remediation}`.trim(),
     row: d.row,
+    code: rowCode(d.row),
     outcomes: d.outcomes.map((o) => ({ rule: o.rule, status: o.status, findings: o.findings.length, ms: o.ms })),
   };
 }

@@ -18,6 +18,47 @@ export interface TableRow {
   findings?: readonly string[];
 }
 
+/**
+ * The stable machine code of each row, for agent harnesses (the `patchgate-json` line, `check
+ * --json`, the `ci --report`). Once published a code never changes meaning; a new row gets a new
+ * code here (a row without one gets `PG-` and its id in capitals). Listed in docs/policy.md.
+ */
+export const ROW_CODES: Readonly<Record<string, string>> = {
+  'gate-error': 'PG-GATE-ERROR',
+  'upstream-refused': 'PG-UPSTREAM',
+  'push-too-large': 'PG-PUSH-TOO-LARGE',
+  'blob-too-large': 'PG-BLOB-TOO-LARGE',
+  'no-trusted-branch': 'PG-NO-TRUSTED-BRANCH',
+  'ref-not-allowed': 'PG-REF',
+  'test-tree-write': 'PG-TEST-TREE',
+  'protected-path': 'PG-PROTECTED-PATH',
+  'outside-writable': 'PG-WRITE-BLOCK',
+  'link-not-allowed': 'PG-LINK',
+  'bad-path-name': 'PG-PATH-NAME',
+  'odd-mode': 'PG-ODD-MODE',
+  'source-unparsable': 'PG-SOURCE-UNPARSABLE',
+  'source-too-large': 'PG-SOURCE-TOO-LARGE',
+  'src-tamper': 'PG-SRC-TAMPER',
+  'report-forged': 'PG-REPORT-FORGED',
+  'tree-tampered': 'PG-TREE-TAMPERED',
+  'order-dependent': 'PG-ORDER-DEPENDENT',
+  'holdout-red': 'PG-HOLDOUT',
+  'oracle-shrank': 'PG-ORACLE-SHRANK',
+  'report-missing': 'PG-REPORT-MISSING',
+  'contract-red': 'PG-CONTRACT-RED',
+  'contract-moved': 'PG-CONTRACT',
+  'fixture-drift': 'PG-FIXTURES',
+  'ledger-invalid': 'PG-LEDGER',
+  'frozen-flake': 'PG-FROZEN-FLAKE',
+  'new-seed': 'PG-NEW-SEED',
+  accept: 'PG-ACCEPT',
+};
+
+/** The machine code of a decision-table row id. */
+export function rowCode(id: string): string {
+  return ROW_CODES[id] ?? `PG-${id.toUpperCase()}`;
+}
+
 export const DECISION_TABLE: readonly TableRow[] = [
   { id: 'gate-error', observation: 'the gate could not decide (error, timeout, bad policy)', result: 'fail', action: 'nothing was accepted; retry, and if it persists a person reads the audit log', rule: 'error' },
   { id: 'upstream-refused', observation: 'upstream refused the forward, or could not be reached', result: 'fail', action: 'nothing moved on the gate or upstream; do what upstream says, then push again', rule: 'upstream' },

@@ -22,6 +22,7 @@ import { sep } from 'node:path';
 import { Git, QUARANTINE_VARS } from '../git/git.js';
 import { AuditError, ContractParseError, errorMessage } from '../errors.js';
 import { errorDecision, judgeUpdate, renderDecision } from '../policy/engine.js';
+import { machineLine } from '../policy/machine-line.js';
 import { loadPolicy, type Policy } from '../policy/config.js';
 import { contractOf } from '../contract/digest.js';
 import { parsePool } from '../contract/parse-pool.js';
@@ -393,6 +394,7 @@ export class HookService {
     const timings: Record<string, number> = {};
     let shown: string[] | null = null;
     let auditVerdict = (d: RefDecision): 'accept' | 'reject' | 'would-reject' => d.verdict;
+    let mode: 'enforce' | 'evaluate' = 'enforce';
     try {
       // Upstream and evaluate mode (src/upstream/gate.ts): refresh the trusted branch first,
       // forward what was accepted after; the engine's judgement in between is the same.
@@ -401,6 +403,7 @@ export class HookService {
         decisions = updates.map((u) => upstreamRefused(u, pre));
       } else {
         if (pre.fetch) timings.upstreamFetch = pre.fetch.ms;
+        if (pre.settings.mode === 'evaluate') mode = 'evaluate';
         decisions = await this.judgeAll(git, s, updates, timings, gone, s.timeoutMs ?? this.opts.timeoutMs);
         if ((pre.settings.upstream || pre.settings.mode === 'evaluate') && !gone.aborted) {
           const fin = await afterJudging({ settings: pre.settings, repo: s.repo, repoDir: s.repoDir, env, git, atomic: !!s.atomic, decisions, actor: s.actor, pushId: s.pushId, hookMs: this.opts.timeoutMs, mirror: this.upstream });
@@ -450,6 +453,11 @@ export class HookService {
     }
     if (shown) lines.push(...shown);
     else for (const d of decisions) lines.push(...renderDecision(d, s.actor));
+    // For machines: one patchgate-json line per refused or would-be-refused ref (src/policy/machine-line.ts).
+    for (const d of decisions) {
+      const verdict = auditVerdict(d);
+      if (verdict !== 'accept') lines.push(machineLine(d, { verdict, mode, pushId: s.pushId }));
+    }
     lines.push(`patchgate: push ${s.pushId} ${accepted ? 'judged' : 'audited'} (${accepted}/${decisions.length} ref(s) accepted)`);
     return accepted > 0 ? 'accept' : 'reject';
   }

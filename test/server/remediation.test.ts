@@ -10,6 +10,7 @@ import { mkdirSync, symlinkSync, writeFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { TestRepo, GIT_ENV, tempDir } from '../helpers/repo.js';
 import { gitAsync, startGate, type Gate } from '../helpers/gate.js';
+import { DECISION_TABLE, ROW_CODES, rowCode } from '../../src/policy/decision-table.js';
 
 type T = Parameters<Parameters<typeof t.test>[1]>[0];
 
@@ -125,6 +126,31 @@ async function setup(t: T, extra: Record<string, string> = {}) {
   return { gate, human, agent, w };
 }
 
+/**
+ * The machine line of a refusal (issue 21): one `remote: patchgate-json` line, valid JSON under
+ * 4 KiB, the documented code of the row the human lines name, each reason coded, and the fix
+ * commands exactly those printed as `$ ` lines.
+ */
+function machineChecks(t: T, stderr: string, row: RegExp, cmds: string[]): void {
+  const json = stderr.split('\n').filter((l) => l.startsWith('remote: patchgate-json ')).map((l) => l.slice('remote: patchgate-json '.length).replace(/\s+$/, ''));
+  t.equal(json.length, 1, 'one machine line for the one refused ref');
+  const raw = json[0] ?? '{}';
+  t.ok(Buffer.byteLength(`patchgate-json ${raw}`) <= 4096, 'the machine line is at most 4 KiB');
+  const o = JSON.parse(raw) as { v: number; ref: string; old: string; new: string; verdict: string; mode: string; pushId: string; code: string; reasons: Array<{ code: string; rule: string; message: string }>; fix: string[] };
+  t.equal(o.v, 1);
+  t.equal(o.verdict, 'reject');
+  t.equal(o.mode, 'enforce');
+  t.match(o.ref, /^refs\/heads\//);
+  t.match(o.new, /^[0-9a-f]{40}$/);
+  t.match(stderr, new RegExp(`push ${o.pushId.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} audited`), 'the push id is the one the human line names');
+  const decided = DECISION_TABLE.find((r) => row.test(`decision: ${r.observation}`));
+  t.ok(decided, `a table row matches ${row}`);
+  t.equal(o.code, rowCode(decided?.id ?? ''), 'the decision code is the documented code of the row named');
+  const documented = new Set(Object.values(ROW_CODES));
+  t.ok(o.reasons.length > 0 && o.reasons.every((r) => documented.has(r.code) && r.message.length > 0), 'every reason has a documented code and a message');
+  t.same(o.fix, cmds, 'the fix commands are the printed ones, in order');
+}
+
 /** The printed steps that push to the gate (the remote's set-up and the push), run after any edit. */
 const isPushStep = (c: string): boolean => /^git (config remote\.patchgate-fix\.url |push patchgate-fix )/.test(c);
 
@@ -141,6 +167,7 @@ async function refuseThenFix(t: T, a: Agent, secret: string, row: RegExp, opts: 
   t.notMatch(lines.join('\n'), /git push origin|<the same remote or URL>/, 'no remote name is assumed and no placeholder is left');
   const cmds = commands(first.stderr);
   t.ok(cmds.length > 0, 'commands are printed');
+  machineChecks(t, first.stderr, row, cmds);
   if (opts.fetch) t.ok(cmds.some((c) => /^git fetch patchgate-fix refs\/heads\//.test(c)), 'a fetch step is printed as a command');
   const pushes = cmds.filter((c) => /^git push patchgate-fix HEAD:refs\/heads\//.test(c));
   t.equal(pushes.length, 1, 'one push step, as a command');
