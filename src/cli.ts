@@ -22,6 +22,15 @@ const init = () => import('./commands/init.js');
 import { defaultData, packageVersion, parseDays, parsePositiveInt } from './commands/args.js';
 import { SERVE_SETTINGS, resolveServeConfig } from './server/serve-config.js';
 
+// A reader that stops early (`patchgate audit export | head -1`) closes the pipe: that ends the
+// command quietly, with the status it had so far, instead of an EPIPE stack trace.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0);
+    throw err;
+  });
+}
+
 const io = { out: (l: string) => void process.stdout.write(l + '\n'), err: (l: string) => void process.stderr.write(l + '\n') };
 /** Arguments after `--`, as strings (yargs must not turn `1e3` into 1000). */
 const afterDashes = (a: Record<string, unknown>): string[] => ((a['--'] as unknown[] | undefined) ?? []).map(String);
@@ -145,12 +154,13 @@ export function buildCli(argv: string[]): Argv {
       return undefined;
     }))
     .command('daemon', 'the hook daemon of a git-host node (GitLab, Gitea, GHES, gitolite): see docs/hosts.md', (y) => y
-      .option('config', { type: 'string', demandOption: true, describe: 'the daemon\'s JSON config' })
-      .option('audit', { type: 'string', describe: 'audit store URL (sqlite:PATH); overrides the config and PATCHGATE_AUDIT_URL' }),
+      .option('config', { type: 'string', demandOption: true, describe: 'the daemon\'s JSON config: {"data": DIR, "audit": "sqlite:PATH" | "postgres://…", "humans": [glob…], "agents": [glob…], "admins": [glob…], "repos": [glob…], "repoRoots": [DIR…], "monitor": "127.0.0.1:7006"} (docs/hosts.md)' })
+      .option('audit', { type: 'string', describe: 'audit store URL: sqlite:PATH or postgres://USER@HOST:PORT/DB (the password from PGPASSWORD or PGPASSFILE, never the command line); overrides the config and PATCHGATE_AUDIT_URL' })
+      .epilog('Keep it running (systemd) as the user that runs the host\'s hooks; the shims `hook install` writes talk to it. /healthz and /metrics on the config\'s "monitor" address.'),
     (a) => guarded(async () => (await hostCommand()).runDaemon({ config: a.config, audit: a.audit })))
     .command('hook', 'hooks inside a git host: `hook install --host H --config FILE REPO_DIR...`', (y) => y
       .command('install <dirs..>', 'write the pre-receive shim for that host into each REPO_DIR', (y2) => y2
-        .positional('dirs', { type: 'string', array: true, demandOption: true })
+        .positional('dirs', { type: 'string', array: true, demandOption: true, describe: 'REPO_DIR...: where each shim goes, by host: gitlab REPO.git (writes custom_hooks/pre-receive), gitea REPO.git (hooks/pre-receive.d/patchgate), ghes the hook repository\'s work tree (patchgate-pre-receive.sh), gitolite ~/local (hooks/repo-specific/patchgate, created when missing), generic REPO.git (hooks/pre-receive)' })
         .option('host', { choices: ['gitlab', 'gitea', 'ghes', 'gitolite', 'generic'] as const, demandOption: true })
         .option('config', { type: 'string', demandOption: true, describe: 'the daemon\'s JSON config' }),
       (a) => guarded(async () => out((await hostCommand()).runHookInstall({ host: a.host, config: a.config, dirs: a.dirs as string[] }))))

@@ -19,13 +19,18 @@ export interface LogOptions {
 
 const REDACT = ['authorization', 'headers.authorization', 'req.headers.authorization', 'token', 'secret', 'password', '*.token', '*.secret', '*.password'];
 
+/** https://no-color.org: a NO_COLOR that is set and not empty turns colour off everywhere. */
+export function noColor(env: NodeJS.ProcessEnv = process.env): boolean {
+  return typeof env.NO_COLOR === 'string' && env.NO_COLOR !== '';
+}
+
 export function createLogger(opts: LogOptions = {}): Logger {
   const level = opts.level ?? process.env.PATCHGATE_LOG_LEVEL ?? 'info';
   const envFormat = process.env.PATCHGATE_LOG_FORMAT;
   const format = opts.format ?? (envFormat === 'json' || envFormat === 'pretty' ? envFormat : process.stderr.isTTY ? 'pretty' : 'json');
   const base = { level, base: { service: 'patchgate' }, redact: { paths: REDACT, censor: '[redacted]' }, timestamp: pino.stdTimeFunctions.isoTime };
   if (format === 'pretty') {
-    const out = pretty({ destination: (opts.destination as NodeJS.WritableStream | undefined) ?? 2, sync: true, colorize: !opts.destination && !!process.stderr.isTTY, ignore: 'pid,hostname,service' });
+    const out = pretty({ destination: (opts.destination as NodeJS.WritableStream | undefined) ?? 2, sync: true, colorize: !opts.destination && !!process.stderr.isTTY && !noColor(), ignore: 'pid,hostname,service' });
     return pino(base, out);
   }
   return pino(base, (opts.destination as DestinationStream | undefined) ?? pino.destination({ dest: 2, sync: true }));

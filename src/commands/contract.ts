@@ -1,5 +1,6 @@
-// `patchgate contract`: print the contract digest of a revision (last line of output) and,
-// with --json, its rows, so a person can add the digest to the allow file knowingly.
+// `patchgate contract`: print the contract digest of a revision (last line of output) or, with
+// --json, one JSON document holding the rows and the digest, so a person can add the digest to
+// the allow file knowingly (and a script can read both with one JSON.parse).
 
 import { contractOf, type ContractFormat } from '../contract/digest.js';
 import { Git } from '../git/git.js';
@@ -12,10 +13,8 @@ export async function runContract(args: { repo: string; rev: string; format?: Co
     const policy = await loadPolicy(git, rev);
     const format = args.format ?? policy.contract.format;
     const c = await contractOf(git, rev, policy.contract.roots, format, new Map(), { maxSourceBytes: policy.contract.maxSourceBytes });
-    const out: string[] = [];
-    if (args.json) out.push(JSON.stringify({ rev, format, roots: policy.contract.roots, files: c.files, digest: c.digest, rows: c.rows }));
-    out.push(c.digest);
-    return out;
+    if (args.json) return [JSON.stringify({ rev, format, roots: policy.contract.roots, files: c.files, digest: c.digest, rows: c.rows })];
+    return [c.digest];
   } finally {
     git.close();
   }

@@ -51,7 +51,7 @@ t.test('check: exit codes and the pinned --json shape', async (t) => {
   t.match(JSON.parse(cfg.stdout).reasons[0].message, /CONFIG: ci\/patchgate.json@[0-9a-f]+: writeable: unknown key/);
 });
 
-t.test('contract: digest on the last line, rows with --json', async (t) => {
+t.test('contract: digest on the last line; --json is one JSON document with the rows and the digest', async (t) => {
   const r = TestRepo.init(t);
   r.commit('base', { 'src/app.py': 'def add(a, b):\n    return a + b\n' });
   const plain = await cli(['contract', '--repo', r.dir]);
@@ -59,9 +59,11 @@ t.test('contract: digest on the last line, rows with --json', async (t) => {
   const lines = plain.stdout.trim().split('\n');
   t.match(lines.at(-1), /^[0-9a-f]{64}$/);
   const json = await cli(['contract', '--repo', r.dir, '--json', '--format', 'seed']);
-  const jl = json.stdout.trim().split('\n');
-  t.same(JSON.parse(jl[0]!).rows, ['src/app.py::add(a,b)->']);
-  t.match(jl.at(-1), /^[0-9a-f]{64}$/);
+  const doc = JSON.parse(json.stdout) as { rows: string[]; digest: string };
+  t.same(doc.rows, ['src/app.py::add(a,b)->']);
+  t.match(doc.digest, /^[0-9a-f]{64}$/);
+  const seedPlain = await cli(['contract', '--repo', r.dir, '--format', 'seed']);
+  t.equal(doc.digest, seedPlain.stdout.trim().split('\n').at(-1), 'the same digest as plain contract prints last');
 });
 
 t.test('fixtures lock / verify', async (t) => {
