@@ -71,7 +71,9 @@ export function observeAudit(audit: AuditStore, metrics: GateMetrics, log: Logge
   audit.recordPush = (input: RecordPushInput) => {
     const rule = decidingRule(input);
     const ms = Number((input.timings as Record<string, number> | undefined)?.total ?? 0);
-    const fields = { event: 'push', pushId: input.pushId, repo: input.repo, actor: input.actor, role: input.role, verdict: input.verdict, rule, ms, refs: input.refs.length };
+    // Each ref with its own verdict and decision row, so one line says what happened to which branch.
+    const refs = input.refs.map((r) => ({ ref: r.ref, verdict: r.verdict, decision: r.decision }));
+    const fields = { event: 'push', pushId: input.pushId, repo: input.repo, actor: input.actor, role: input.role, verdict: input.verdict, rule, ms, refs };
     let out: ReturnType<AuditStore['recordPush']>;
     try {
       out = record(input);
@@ -82,7 +84,7 @@ export function observeAudit(audit: AuditStore, metrics: GateMetrics, log: Logge
     }
     metrics.pushes.inc({ verdict: input.verdict, rule });
     metrics.judgeSeconds.observe(ms / 1000);
-    log.info(fields, `push ${input.verdict}`);
+    log.info(fields, `push ${input.verdict}: ${refs.map((r) => `${r.ref} ${r.verdict}${r.verdict === 'accept' ? '' : ` (${r.decision})`}`).join(', ')}`);
     return out;
   };
 }

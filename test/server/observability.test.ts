@@ -121,6 +121,13 @@ t.test('serve from env vars: logs, metrics equal to the audit log, Bearer, API e
     t.ok(rows.some((r) => r.pushId === l.pushId), 'the logged push id is the audit row\'s');
   }
   t.same(pushLines.filter((l) => l.verdict === 'reject').map((l) => l.rule).sort(), ['refs', 'write-block']);
+  // The push line names its refs and their verdicts (issue 21), in the fields and in the message.
+  for (const l of pushLines) {
+    const refs = l.refs as Array<{ ref: string; verdict: string; decision: string }>;
+    t.ok(Array.isArray(refs) && refs.length > 0 && refs.every((r) => /^refs\//.test(r.ref) && /^(accept|reject)$/.test(r.verdict)), 'refs with verdicts');
+    for (const r of refs) t.ok(String(l.msg).includes(`${r.ref} ${r.verdict}`), `the message names ${r.ref} ${r.verdict}`);
+  }
+  t.ok(pushLines.some((l) => (l.refs as Array<{ verdict: string; decision: string }>).some((r) => r.verdict === 'reject' && r.decision === 'test-tree-write')), 'a refused ref carries its decision row');
   const reqLines = lines.filter((l) => l.event === 'request');
   t.ok(reqLines.some((l) => l.route === 'git-receive-pack' && l.status === 200 && l.actor === 'agent-1' && l.repo === 'app'), 'a push request line names actor and repo');
   t.ok(reqLines.some((l) => l.path === '/metrics' && l.status === 403), 'a refused request is logged too');
