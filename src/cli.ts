@@ -90,10 +90,11 @@ export function buildCli(argv: string[]): Argv {
       .command('verify', 'check the work tree (or --rev) against the lock; exit 1 on drift', (y2) => y2
         .option('repo', repoOpt)
         .option('lock', { type: 'string', default: 'ci/fixtures.lock' })
-        .option('rev', { type: 'string', describe: 'verify a commit instead of the work tree' }),
+        .option('rev', { type: 'string', describe: 'verify a commit instead of the work tree' })
+        .option('json', { type: 'boolean', default: false, describe: 'one JSON object: {"ok", "drift": [{"kind", "path", "expected"?, "actual"?}], "lines"}' }),
       (a) => guarded(async () => {
         const r = await (await fixtures()).runFixturesVerify({ repo: resolve(a.repo), lock: a.lock, rev: a.rev });
-        out(r.lines);
+        out(a.json ? [JSON.stringify({ ok: r.drift.length === 0, drift: r.drift, lines: r.lines })] : r.lines);
         return r.drift.length ? 1 : 0;
       }))
       .demandCommand(1, 'name a fixtures command: lock or verify'))
@@ -123,10 +124,11 @@ export function buildCli(argv: string[]): Argv {
     .command('ledger', 'the flake ledger: `ledger check`, `ledger freeze`', (y) => y
       .command('check', 'validate the flake ledger; exit 1 when a row is invalid', (y2) => y2
         .option('repo', repoOpt)
-        .option('today', { type: 'string', describe: 'YYYY-MM-DD (default: today, UTC)' }),
+        .option('today', { type: 'string', describe: 'YYYY-MM-DD (default: today, UTC)' })
+        .option('json', { type: 'boolean', default: false, describe: 'one JSON object: {"ok", "problems": [{"line", "messageId", "detail"}], "lines"}' }),
       (a) => guarded(async () => {
         const r = await (await ledger()).runLedgerCheck({ repo: resolve(a.repo), today: a.today });
-        out(r.lines);
+        out(a.json ? [JSON.stringify({ ok: r.problems.length === 0, problems: r.problems, lines: r.lines })] : r.lines);
         return r.problems.length ? 1 : 0;
       }))
       .command('freeze <nodeid>', 'freeze a flaky failure after re-running it twice (a person\'s command)', (y2) => y2

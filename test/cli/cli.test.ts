@@ -78,6 +78,11 @@ t.test('fixtures lock / verify', async (t) => {
   const drift = await cli(['fixtures', 'verify', '--repo', r.dir]);
   t.equal(drift.code, 1);
   t.match(drift.stdout, /drift: changed tests\/fixtures\/a.json/);
+  const driftJson = await cli(['fixtures', 'verify', '--repo', r.dir, '--json']);
+  t.equal(driftJson.code, 1, '--json keeps the exit code');
+  const dj = JSON.parse(driftJson.stdout) as { ok: boolean; drift: Array<{ kind: string; path: string }> };
+  t.equal(dj.ok, false);
+  t.same(dj.drift.map((d) => `${d.kind} ${d.path}`), ['changed tests/fixtures/a.json']);
   r.write('tests/fixtures/new.json', '{}');
   t.match((await cli(['fixtures', 'verify', '--repo', r.dir])).stdout, /drift: unlocked tests\/fixtures\/new.json/);
   const missing = await cli(['fixtures', 'lock', 'nope', '--repo', r.dir]);
@@ -95,6 +100,11 @@ t.test('ledger check', async (t) => {
   const bad = await cli(['ledger', 'check', '--repo', r.dir, '--today', '2026-11-18']);
   t.equal(bad.code, 1);
   t.match(bad.stdout, /:2: missingField: missing fixture_digest/);
+  const badJson = await cli(['ledger', 'check', '--repo', r.dir, '--today', '2026-11-18', '--json']);
+  t.equal(badJson.code, 1, '--json keeps the exit code');
+  const bj = JSON.parse(badJson.stdout) as { ok: boolean; problems: Array<{ line: number; messageId: string }> };
+  t.equal(bj.ok, false);
+  t.same(bj.problems.map((p) => `${p.line}:${p.messageId}`), ['2:missingField']);
   t.equal((await cli(['ledger', 'check', '--repo', r.dir, '--today', 'tomorrow'])).code, 2);
 });
 
