@@ -9,7 +9,9 @@
 //     `error`): the checked section as one chunk, then the rest of the body, counted;
 //   - an aborted or timed-out client ends that stream, so git reads EOF (a truncated pack
 //     fails `index-pack`; nothing moves), and the git child is not left blocked on a pipe;
-//   - the git child's pipes get error listeners (an early exit gives EPIPE on its stdin).
+//   - the git child's pipes get error listeners (an early exit gives EPIPE on its stdin);
+//   - git's probe (a body of one flush-pkt, sent before any body over http.postBuffer, whose
+//     real body then comes chunked) is answered here, as git http-backend answers it.
 
 import type http from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
@@ -167,7 +169,7 @@ export function preparePost(req: http.IncomingMessage, res: http.ServerResponse,
     if (encoding === 'gzip') {
       const gunzip = createGunzip();
       gunzip.on('error', (err) => {
-        if (!reader) return endView();
+        if (!reader && !probe) return endView();
         refuse(new RequestError(400, 'request body is not valid gzip', { cause: err }));
       });
       req.pipe(gunzip);
