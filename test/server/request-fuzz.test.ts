@@ -12,7 +12,10 @@ import { head, pkt, rawRequest, type RawResult, type Step } from '../helpers/raw
 
 const Z = '0'.repeat(40);
 const N = '1'.repeat(40);
-const LIMITS = { commandTimeoutMs: 1500, requestTimeoutMs: 6000, idleTimeoutMs: 3000, maxCommandBytes: 64 * 1024, maxBodyBytes: 2 * 1024 * 1024, otherTimeoutMs: 6000 };
+// idle and request deadlines leave room for the seed and final pushes on a loaded machine (a first
+// push starts the parse worker, and receive-pack is silent while its hook runs), and stay under
+// rawRequest's 20 s deadline, so every stalled case is ended by the server.
+const LIMITS = { commandTimeoutMs: 1500, requestTimeoutMs: 15_000, idleTimeoutMs: 8000, maxCommandBytes: 64 * 1024, maxBodyBytes: 2 * 1024 * 1024, otherTimeoutMs: 6000 };
 
 interface Case {
   name: string;
