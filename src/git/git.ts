@@ -545,6 +545,48 @@ export class Git {
     return this.quarantine;
   }
 
+  private pushedObjects: Promise<PushedObject[] | null> | null = null;
+
+  /**
+   * Every object in receive-pack's quarantine, referenced by a commit or not, with its kind
+   * and inflated size from its header: one `cat-file --batch-check --batch-all-objects` whose
+   * object directory is the quarantine alone (no alternates), so the repository's own objects
+   * are not listed and nothing is inflated (a delta's size is read from the delta's header).
+   * Null outside a quarantine. An object of a kind git does not write throws GitError.
+   */
+  quarantineObjects(): Promise<PushedObject[] | null> {
+    this.pushedObjects ??= (async () => {
+      const dir = this.env.GIT_QUARANTINE_PATH;
+      if (!dir) return null;
+      const env: NodeJS.ProcessEnv = { ...this.env, GIT_OBJECT_DIRECTORY: dir };
+      delete env.GIT_ALTERNATE_OBJECT_DIRECTORIES;
+      const args = ['cat-file', '--batch-check=%(objectname) %(objecttype) %(objectsize)', '--batch-all-objects', '--unordered'];
+      const out = (await new Git({ dir: this.dir, env }).run(args)).stdout.toString('latin1');
+      const objects: PushedObject[] = [];
+      for (const line of out.split('\n')) {
+        if (!line) continue;
+        const m = /^([0-9a-f]{40}|[0-9a-f]{64}) (commit|tree|blob|tag) (\d+)$/.exec(line);
+        if (!m) throw new GitError(args, null, `unexpected object in the push's quarantine: ${JSON.stringify(line.slice(0, 120))}`);
+        objects.push({ id: m[1]!, type: m[2] as PushedObject['type'], size: Number(m[3]) });
+      }
+      return objects;
+    })();
+    return this.pushedObjects;
+  }
+
+  /**
+   * Which of `ids` the repository had before this push (its object store without the
+   * quarantine): a thin pack's bases, which index-pack copies into the quarantine, are not
+   * something the push brought.
+   */
+  async storedBeforePush(ids: readonly string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const env: NodeJS.ProcessEnv = { ...this.env };
+    for (const k of QUARANTINE_VARS) delete env[k];
+    const out = await new Git({ dir: this.dir, env }).text(['cat-file', '--batch-check=%(objectname) ok'], ids.map((id) => `${id}\n`).join(''));
+    return new Set(out.split('\n').filter((l) => l.endsWith(' ok')).map((l) => l.slice(0, -3)));
+  }
+
   // ---- writing a small ref of our own (the audit checkpoint log, src/audit/checkpoint-publish.ts)
 
   /** `git init --bare` at `dir` (which may exist and be empty). */
@@ -639,6 +681,14 @@ export class Git {
     this.batch?.close();
     this.batch = null;
   }
+}
+
+/** One object a push brought, as its header says. */
+export interface PushedObject {
+  id: string;
+  type: 'commit' | 'tree' | 'blob' | 'tag';
+  /** Inflated size in bytes. */
+  size: number;
 }
 
 export interface QuarantineStats {

@@ -64,6 +64,7 @@ export const DECISION_TABLE: readonly TableRow[] = [
   { id: 'upstream-refused', observation: 'upstream refused the forward, or could not be reached', result: 'fail', action: 'nothing moved on the gate or upstream; do what upstream says, then push again', rule: 'upstream' },
   { id: 'push-too-large', observation: 'push over a size limit (objects or bytes)', result: 'fail', action: 'split the push; generated or vendored files stay out of it', rule: 'limits', findings: ['tooManyObjects', 'tooManyBytes'] },
   { id: 'blob-too-large', observation: 'a new file over limits.maxBlobBytes', result: 'fail', action: 'take the large file out of every new commit; re-push', rule: 'limits', findings: ['blobTooLarge'] },
+  { id: 'object-too-large', observation: 'the pack carries an object over limits.maxBlobBytes that no new commit names', result: 'fail', action: 'push with plain git push; re-push', rule: 'limits', findings: ['objectTooLarge'] },
   { id: 'no-trusted-branch', observation: 'the trusted branch does not exist on the gate yet', result: 'fail', action: 'a person pushes the trusted branch first; then re-push', rule: 'trusted' },
   { id: 'ref-not-allowed', observation: 'agent ref update not allowed (trusted branch, tag, delete, force)', result: 'fail', action: 'push a fast-forward to an agent branch', rule: 'refs' },
   { id: 'test-tree-write', observation: 'tests/ in the agent diff', result: 'fail', action: 'strip test edits; re-run', rule: 'write-block', findings: ['protectedPath:test'] },

@@ -9,7 +9,9 @@
 //     `error`): the checked section as one chunk, then the rest of the body, counted;
 //   - an aborted or timed-out client ends that stream, so git reads EOF (a truncated pack
 //     fails `index-pack`; nothing moves), and the git child is not left blocked on a pipe;
-//   - the git child's pipes get error listeners (an early exit gives EPIPE on its stdin).
+//   - the git child's pipes get error listeners (an early exit gives EPIPE on its stdin);
+//   - git's probe (a body of one flush-pkt, sent before any body over http.postBuffer, whose
+//     real body then comes chunked) is answered here, as git http-backend answers it.
 
 import type http from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
@@ -60,6 +62,8 @@ const exchanges = new WeakMap<object, Exchange>();
 export function exchangeOf(view: unknown): Exchange | undefined {
   return typeof view === 'object' && view !== null ? exchanges.get(view) : undefined;
 }
+
+const PROBE_WITH_MORE = 'a request body that starts with a flush-pkt is a probe and carries nothing after it';
 
 type Send = (res: http.ServerResponse, code: number, body: string, headers?: Record<string, string>) => void;
 
@@ -165,7 +169,7 @@ export function preparePost(req: http.IncomingMessage, res: http.ServerResponse,
     if (encoding === 'gzip') {
       const gunzip = createGunzip();
       gunzip.on('error', (err) => {
-        if (!reader) return endView();
+        if (!reader && !probe) return endView();
         refuse(new RequestError(400, 'request body is not valid gzip', { cause: err }));
       });
       req.pipe(gunzip);
@@ -173,6 +177,8 @@ export function preparePost(req: http.IncomingMessage, res: http.ServerResponse,
     }
 
     let reader: CommandSectionReader | null = new CommandSectionReader(service, limits.maxCommandBytes);
+    /** The body began with a flush-pkt: git's probe, answered once the body ends with nothing more. */
+    let probe = false;
     started = true;
     let total = 0;
     let ended = false;
@@ -212,7 +218,7 @@ export function preparePost(req: http.IncomingMessage, res: http.ServerResponse,
     exchanges.set(view, ex);
 
     const commandTimer = setTimeout(() => {
-      if (reader) refuse(new RequestError(408, `the request's ${service === 'receive-pack' ? 'ref commands' : 'want lines'} did not arrive within ${Math.round(limits.commandTimeoutMs / 1000)} s`));
+      if (reader || probe) refuse(new RequestError(408, `the request's ${service === 'receive-pack' ? 'ref commands' : 'want lines'} did not arrive within ${Math.round(limits.commandTimeoutMs / 1000)} s`));
     }, limits.commandTimeoutMs);
     const onData = (chunk: Buffer): void => {
       total += chunk.length;
@@ -223,6 +229,7 @@ export function preparePost(req: http.IncomingMessage, res: http.ServerResponse,
         req.socket.destroy();
         return;
       }
+      if (probe) return refuse(new RequestError(400, PROBE_WITH_MORE));
       if (!reader) {
         if (!ended && !view.write(chunk)) source.pause();
         return;
@@ -235,6 +242,11 @@ export function preparePost(req: http.IncomingMessage, res: http.ServerResponse,
       }
       if (!done) return;
       reader = null;
+      if (done.section.probe) {
+        if (done.rest.length) return refuse(new RequestError(400, PROBE_WITH_MORE));
+        probe = true; // the deadline for the command section still runs until the body ends
+        return;
+      }
       clearTimeout(commandTimer);
       ex.section = done.section;
       if (service === 'receive-pack' && !done.section.commands.some((c) => /^refs\/(heads|tags)\//.test(c.ref))) {
@@ -247,6 +259,7 @@ export function preparePost(req: http.IncomingMessage, res: http.ServerResponse,
     };
     view.on('drain', () => source.resume());
     const onEnd = (): void => {
+      if (probe) return answerProbe();
       if (reader) {
         const got = reader.received;
         return refuse(new RequestError(400, got === 0 ? `empty git-${service} request body` : `request body ended inside its command section (truncated pkt-line after ${got} bytes)`));
@@ -270,6 +283,21 @@ export function preparePost(req: http.IncomingMessage, res: http.ServerResponse,
       source.off('end', onEnd);
       source.resume(); // whatever still arrives is discarded
       reader = null;
+    }
+
+    /**
+     * git's probe (a body of one flush-pkt, sent before a body over http.postBuffer): answered
+     * as git http-backend answers it, 200 with the service's result type and an empty body
+     * (the git child reads no command and writes nothing). The client is authenticated by
+     * now, which is what the probe is for; nothing reaches node-git-server or git.
+     */
+    function answerProbe(): void {
+      stop();
+      probe = false;
+      if (res.headersSent) return settle(null);
+      res.writeHead(200, { 'Content-Type': `application/x-git-${service}-result`, 'Content-Length': '0', 'Cache-Control': 'no-cache, max-age=0, must-revalidate', Pragma: 'no-cache', Expires: 'Fri, 01 Jan 1980 00:00:00 GMT' });
+      res.end();
+      settle(null);
     }
 
     /** A receive-pack whose refs are all out of scope: read the rest, answer in git's own format. */

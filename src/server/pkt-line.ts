@@ -10,6 +10,9 @@
 //                 (then push options and the pack, which go to git unread)
 //   upload-pack:  PKT("want" SP oid [SP caps]) *PKT(want|shallow|deepen...|filter ...) FLUSH
 //                 (then have lines and "done")
+//   the probe:    FLUSH and nothing else. git's remote-curl (probe_rpc) sends it before a request
+//                 body larger than http.postBuffer (1 MiB by default), which it then streams with
+//                 Transfer-Encoding: chunked; it only checks that the answer is HTTP 200.
 
 export type GitService = 'receive-pack' | 'upload-pack';
 
@@ -37,6 +40,8 @@ export interface CommandSection {
   commands: RefCommand[];
   /** Capabilities of the first command / first want. */
   caps: string[];
+  /** The section is a lone flush-pkt: git's probe request, if nothing follows it. */
+  probe?: true;
 }
 
 const OID = '(?:[0-9a-f]{40}|[0-9a-f]{64})';
@@ -74,6 +79,7 @@ export class CommandSectionReader {
       const len = parseInt(hex, 16);
       if (len === 0) {
         const end = this.pos + 4;
+        if (this.lines.length === 0) return { section: { bytes: this.buf.subarray(0, end), commands: [], caps: [], probe: true }, rest: this.buf.subarray(end) };
         const section = this.finish(this.buf.subarray(0, end));
         return { section, rest: this.buf.subarray(end) };
       }
@@ -111,7 +117,6 @@ export class CommandSectionReader {
 
   private finish(bytes: Buffer): CommandSection {
     if (this.service === 'upload-pack') {
-      if (this.lines.length === 0) throw new PktLineError('upload-pack request without a want line');
       const first = this.lines[0]!.replace(/\n$/, '');
       return { bytes, commands: [], caps: first.split(' ').slice(2) };
     }

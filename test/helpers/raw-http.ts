@@ -65,3 +65,37 @@ export function head(method: string, path: string, headers: Record<string, strin
 export function pkt(payload: string): string {
   return (Buffer.byteLength(payload, 'latin1') + 4).toString(16).padStart(4, '0') + payload;
 }
+
+/** A body sent with Transfer-Encoding: chunked, decoded (as latin1 text); a body that is not chunked comes back as it is. */
+export function dechunk(body: string): string {
+  let out = '';
+  let i = 0;
+  for (;;) {
+    const nl = body.indexOf('\r\n', i);
+    if (nl < 0) return out || body;
+    const size = parseInt(body.slice(i, nl), 16);
+    if (!Number.isFinite(size)) return out || body;
+    if (size === 0) return out;
+    out += body.slice(nl + 2, nl + 2 + size);
+    i = nl + 2 + size + 2;
+  }
+}
+
+/** The side-band channels of a git result (pkt-lines of 1 = data, 2 = progress and `remote:` text, 3 = error). */
+export function sideband(body: string): { data: string; progress: string } {
+  let data = '';
+  let progress = '';
+  for (let i = 0; i + 4 <= body.length;) {
+    const len = parseInt(body.slice(i, i + 4), 16);
+    if (!Number.isFinite(len)) break;
+    if (len === 0) {
+      i += 4;
+      continue;
+    }
+    const payload = body.slice(i + 5, i + len);
+    if (body[i + 4] === '\x01') data += payload;
+    else progress += payload;
+    i += len;
+  }
+  return { data, progress };
+}

@@ -14,6 +14,10 @@ import { runRepoHooks } from '../../src/commands/admin.js';
 import { checkExitCode, checkJson, runCheck } from '../../src/commands/check.js';
 import { parsePolicy, DEFAULT_LIMITS } from '../../src/policy/config.js';
 import { REPO_GIT_CONFIG } from '../../src/server/repos.js';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { craftedPushBody, noise } from '../helpers/bigrepo.js';
+import { dechunk, head, rawRequest, sideband } from '../helpers/raw-http.js';
 
 type T = Parameters<Parameters<typeof t.test>[1]>[0];
 
@@ -96,6 +100,33 @@ t.test('a huge, highly compressible blob is refused from its header, never read'
   t.match(rules[0], { rule: 'limits', status: 'fail', details: { largestBlob: 64 * 1024 * 1024 } });
   t.ok(rules.slice(1).every((x) => x.status === 'skipped'), 'no other rule ran, so no rule read the blob');
   t.comment(`max RSS of the test process (which hosts the gate) grew by ${Math.round(grew / 1024)} MiB during the push`);
+});
+
+t.test('a large blob that no commit names, sent in a crafted pack over raw HTTP, is refused naming the object and the limit', async (t) => {
+  const { gate, agent, w, bare } = await setup(t, { maxBlobBytes: 4096 });
+  const base = w.head();
+  const tip = w.commit('small', { 'src/app.py': 'x = 2\n' });
+  // 2 MiB of incompressible bytes, stored in the work repository but named by no commit.
+  const tmp = join(w.dir, '.git', 'extra.bin');
+  writeFileSync(tmp, noise('unreferenced-blob', 2 * 1024 * 1024));
+  const extra = w.git('hash-object', '-w', tmp);
+  const body = craftedPushBody(w, { oldId: '0'.repeat(40), newId: tip, ref: 'refs/heads/agent/work', range: [tip, `^${base}`], extra: [extra] });
+  const r = await rawRequest(gate.srv.port, [head('POST', '/app.git/git-receive-pack', { 'Content-Type': 'application/x-git-receive-pack-request', 'Content-Length': body.length }, agent), body], 60_000);
+  t.equal(r.status, 200, 'git answers in its own format');
+  const { data, progress } = sideband(dechunk(r.body));
+  t.match(data, /ng refs\/heads\/agent\/work pre-receive hook declined/, 'the ref is refused');
+  t.match(progress, new RegExp(`\\[limits\\] the push carries blob ${extra} of 2\\.0 MiB, which no new commit names, over limits\\.maxBlobBytes \\(4\\.0 KiB\\)`), 'the refusal names the object and the limit');
+  t.match(progress, /push with plain `git push`/);
+  t.equal(await refIn(bare, 'refs/heads/agent/work'), null);
+  t.equal((await gitAsync(bare, ['cat-file', '-e', extra])).code === 0, false, 'the blob was not stored');
+  const { row, rules } = lastRef(gate);
+  t.equal(row.decision, 'object-too-large');
+  t.match(rules[0], { rule: 'limits', status: 'fail', details: { largestBlob: 2 * 1024 * 1024 } });
+
+  // The same commit pushed by git itself (which sends only what the commit names) is accepted.
+  const ok = await gitAsync(w.dir, ['push', gate.remote('app', 'agent-1', agent), 'agent/work']);
+  t.equal(ok.code, 0, ok.code ? ok.stderr : 'the plain push lands');
+  t.equal(await refIn(bare, 'refs/heads/agent/work'), tip);
 });
 
 t.test('too many bytes: refused with both sizes named', async (t) => {

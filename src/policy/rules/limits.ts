@@ -1,11 +1,15 @@
 // Rule `limits`: a pack bomb stops here, before any other rule reads a blob. A push may bring
 // at most `limits.maxObjects` objects and `limits.maxPushBytes` bytes (counted from the
-// receive-pack quarantine's files), and no new blob over `limits.maxBlobBytes` (sizes from
-// object headers via cat-file `info`, so a 1 GB blob of zeros packed into a few kB is never
-// inflated). It applies to people too: the other rules read blobs for everyone. The engine
-// runs it alone and first; when it fails, the other rules are skipped.
+// receive-pack quarantine's files), and no object over `limits.maxBlobBytes` (sizes from
+// object headers, so a 1 GB blob of zeros packed into a few kB is never inflated). Every
+// object in the quarantine counts, whether a new commit names it or not: git stores what a
+// pack carries, so a blob no commit names is as real a cost as one a commit adds. Blobs the
+// new commits name are reported by commit and path; the others by id and kind. It applies
+// to people too: the other rules read blobs for everyone. The engine runs it alone and
+// first; when it fails, the other rules are skipped.
 
 import { isZeroId } from '../../git/git.js';
+import { DEFAULT_LIMITS } from '../config.js';
 import type { Finding, Rule } from '../types.js';
 import { short } from '../types.js';
 import { stripCommand } from './write-block.js';
@@ -31,6 +35,7 @@ export const limits: Rule = {
     tooManyObjects: 'the push brings {objects} objects, over limits.maxObjects ({max}); nothing else was checked',
     tooManyBytes: 'the push brings {bytes} of objects, over limits.maxPushBytes ({max}); nothing else was checked',
     blobTooLarge: 'commit {commit} {verb} {path}, a blob of {size}, over limits.maxBlobBytes ({max})',
+    objectTooLarge: 'the push carries {kind} {object} of {size}{why}, over {limit} ({max})',
   },
   async check(ctx) {
     const l = ctx.policy.limits;
@@ -48,8 +53,11 @@ export const limits: Rule = {
         if (!blobs.has(c.newId)) blobs.set(c.newId, { commit: commit.id, path: c.path, verb: c.status === 'A' ? 'adds' : 'changes' });
       }
     }
+    // Every object the push brought (null outside a quarantine, i.e. in `check`): sizes from headers.
+    const pushed = await ctx.git.quarantineObjects();
+    const pushedSize = new Map((pushed ?? []).map((o) => [o.id, o.size]));
     const ids = [...blobs.keys()];
-    const sizes = await Promise.all(ids.map((id) => ctx.git.objectSize(id)));
+    const sizes = await Promise.all(ids.map((id) => pushedSize.get(id) ?? ctx.git.objectSize(id)));
     let largest = 0;
     for (let i = 0; i < ids.length; i++) {
       const size = sizes[i];
@@ -60,14 +68,31 @@ export const limits: Rule = {
         findings.push({ messageId: 'blobTooLarge', commit: where.commit, path: where.path, data: { commit: short(where.commit), path: where.path, verb: where.verb, size: formatBytes(size), max: formatBytes(l.maxBlobBytes) } });
       }
     }
-    return { findings, details: { ...details, blobs: ids.length, largestBlob: largest } };
+    // The other objects: blobs no new commit names (a crafted pack), and trees, commits and
+    // tags, which are held to maxBlobBytes too but never below its default (a policy that
+    // lowers the blob limit to a few KiB does not refuse an ordinary large folder). One that
+    // the repository already had is not counted (a thin pack's bases are copied in).
+    const cap = (type: string): number => (type === 'blob' ? l.maxBlobBytes : Math.max(l.maxBlobBytes, DEFAULT_LIMITS.maxBlobBytes));
+    const unnamed = (pushed ?? []).filter((o) => o.size > cap(o.type) && !blobs.has(o.id));
+    const stored = await ctx.git.storedBeforePush(unnamed.map((o) => o.id));
+    for (const o of unnamed) {
+      if (stored.has(o.id)) continue;
+      const why = o.type === 'blob' ? ', which no new commit names' : '';
+      const limit = o.type === 'blob' || l.maxBlobBytes >= DEFAULT_LIMITS.maxBlobBytes ? 'limits.maxBlobBytes' : `the floor for a ${o.type} (the default limits.maxBlobBytes)`;
+      findings.push({ messageId: 'objectTooLarge', data: { kind: o.type, why, object: o.id, size: formatBytes(o.size), limit, max: formatBytes(cap(o.type)) } });
+    }
+    for (const o of pushed ?? []) largest = Math.max(largest, o.size);
+    return { findings, details: { ...details, blobs: ids.length, largestBlob: largest, ...(pushed ? { pushedObjects: pushed.length } : {}) } };
   },
   remediation(ctx, findings) {
     const raise = 'if a person decides the repository should take it, they raise `limits` in ci/patchgate.json on the trusted branch first';
     const paths = [...new Set(findings.filter((f) => f.messageId === 'blobTooLarge').map((f) => f.path!))];
+    const unnamed = findings.some((f) => f.messageId === 'objectTooLarge');
+    const extra = unnamed ? '\nthe objects no commit names came in a pack git itself would not build: push with plain `git push`, which sends only what the commits need' : '';
     if (paths.length) {
-      return `${stripCommand(ctx, paths, 'the large files')}\nlarge files do not belong in the repository; ${raise}`;
+      return `${stripCommand(ctx, paths, 'the large files')}\nlarge files do not belong in the repository; ${raise}${extra}`;
     }
+    if (unnamed) return `${raise}${extra}\n${pushAgain(ctx)}`;
     return `split the work into smaller pushes (fewer commits and objects per push), or drop generated or vendored files from it; ${raise}\n${pushAgain(ctx)}`;
   },
 };
