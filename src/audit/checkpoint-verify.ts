@@ -43,11 +43,10 @@ export async function verifyAgainst(sink: AuditSink, checkpoints: readonly Named
       : 'it holds no checkpoints (nothing was published, or the wrong source was named)';
     return { ok: false, checked: 0, where: pub ? `${opts.source} (commit ${pub.commit.slice(0, 12)})` : 'the source', checkpoint: null, reason };
   }
-  const roots = rootsOfChain(hashes, checkpoints.map((c) => c.cp.size));
+  // First the line itself (what one copy of the latest proves), then the line against today's chain.
   let prev: Checkpoint | null = null;
-  let checked = 0;
   for (const { cp, where } of checkpoints) {
-    const fail = (reason: string): CheckpointVerifyResult => ({ ok: false, checked, where, checkpoint: cp, reason });
+    const fail = (reason: string): CheckpointVerifyResult => ({ ok: false, checked: 0, where, checkpoint: cp, reason });
     const sigProblem = checkSignature(cp, verifier);
     if (sigProblem) return fail(`checkpoint refused: ${sigProblem}`);
     if (!prev && cp.prev !== ZERO) return fail('it is the first of the line but names a previous checkpoint: the start of the line was cut off');
@@ -57,12 +56,17 @@ export async function verifyAgainst(sink: AuditSink, checkpoints: readonly Named
       if (cp.size === prev.size && cp.root !== prev.root) return fail(`it contradicts the checkpoint before it (same size ${cp.size}, another root)`);
       if (cp.time < prev.time) return fail(`it goes back in time (${cp.time} after ${prev.time})`);
     }
+    prev = cp;
+  }
+  const roots = rootsOfChain(hashes, checkpoints.map((c) => c.cp.size));
+  let checked = 0;
+  for (const { cp, where } of checkpoints) {
+    const fail = (reason: string): CheckpointVerifyResult => ({ ok: false, checked, where, checkpoint: cp, reason });
     if (cp.size > chain.rows) return fail(`it records ${cp.size} row(s) but the log has ${chain.rows}: the log was cut back below a published head`);
     if (cp.size > 0 && hashes[cp.size - 1] !== cp.head) {
       return fail(`row ${cp.size} hashes to ${short(hashes[cp.size - 1] ?? '(missing)')}, the checkpoint published ${short(cp.head)}: the log was rewritten since ${cp.time}`);
     }
     if (roots.get(cp.size) !== cp.root) return fail(`rows 1..${cp.size} give Merkle root ${roots.get(cp.size)}, the checkpoint published ${cp.root}: the log was rewritten since ${cp.time}`);
-    prev = cp;
     checked += 1;
   }
   const last = checkpoints[checkpoints.length - 1]!;
