@@ -7,7 +7,8 @@
 // read as its whole commit graph (not only first parents), and a merge is refused naming it.
 // All git I/O goes through src/git/git.ts.
 //
-// Targets are written `git:REPO` (path or URL) or `file:PATH`; a bare argument is a git
+// Targets are written `git:REPO` (path or URL; `git:REPO#refs/heads/NAME` for another ref,
+// e.g. a branch a host's branch protection covers) or `file:PATH`; a bare argument is a git
 // repository when it is a directory or looks like a URL, else a file. The anchor's
 // credential never travels in argv: a URL holding a password on the command line is refused
 // (ConfigError); it comes from a credential file or PATCHGATE_CHECKPOINT_CREDENTIAL, and
@@ -39,7 +40,7 @@ export class CheckpointLineError extends CheckpointError {
 }
 
 export interface Credential { user: string | null; secret: string }
-export type Target = { kind: 'git'; repo: string; cred: Credential | null } | { kind: 'file'; path: string };
+export type Target = { kind: 'git'; repo: string; ref: string; cred: Credential | null } | { kind: 'file'; path: string };
 
 export interface NamedCheckpoint {
   cp: Checkpoint;
@@ -81,24 +82,34 @@ export function loadCredential(file: string | undefined, env: NodeJS.ProcessEnv 
 export function parseTarget(spec: string, opts: { from?: string; cred?: Credential | null } = {}): Target {
   if (typeof spec !== 'string' || spec.trim() === '') throw new CheckpointError('a checkpoint target must be git:REPO or file:PATH');
   let repo: string;
-  if (spec.startsWith('git:')) repo = spec.slice(4);
+  let ref = CHECKPOINT_REF;
+  if (spec.startsWith('git:')) {
+    repo = spec.slice(4);
+    // git:REPO#refs/heads/NAME: another ref, e.g. a branch a host's branch protection covers.
+    const hash = repo.lastIndexOf('#');
+    if (hash > 0) {
+      ref = repo.slice(hash + 1);
+      repo = repo.slice(0, hash);
+      if (!/^refs\/[A-Za-z0-9._/-]+$/.test(ref) || /\.\.|\/\/|\/\.|\.lock(\/|$)|\/$|\.$/.test(ref)) throw new CheckpointError(`${JSON.stringify(ref)} is not a ref name (write git:REPO#refs/heads/NAME)`);
+    }
+  }
   else if (spec.startsWith('file:')) return { kind: 'file', path: resolve(spec.slice(5)) };
   else if (/^[a-z][a-z0-9+.-]*:\/\//i.test(spec) || /^[^/]+@[^/:]+:/.test(spec)) repo = spec;
   else if (existsSync(spec) && statSync(spec).isDirectory()) repo = resolve(spec);
   else return { kind: 'file', path: resolve(spec) };
   const from = opts.from ?? '--publish';
   const m = /^([a-z][a-z0-9+.-]*:\/\/)([^/@\s]*)@(.*)$/i.exec(repo);
-  if (!m || !m[2]!.includes(':')) return { kind: 'git', repo, cred: opts.cred ?? null };
+  if (!m || !m[2]!.includes(':')) return { kind: 'git', repo, ref, cred: opts.cred ?? null };
   if (from.startsWith('--')) {
     throw new ConfigError(from, `${redactUrl(repo)}: a credential in a URL on the command line shows in \`ps\`; give the URL without it and put the token (or user:token) in a file named by --checkpoint-credential-file (mode 0600), or in ${CREDENTIAL_ENV}`);
   }
   const [user, ...rest] = m[2]!.split(':');
   const dec = (x: string): string => { try { return decodeURIComponent(x); } catch { return x; } };
-  return { kind: 'git', repo: m[1]! + m[3]!, cred: opts.cred ?? { user: dec(user!), secret: dec(rest.join(':')) } };
+  return { kind: 'git', repo: m[1]! + m[3]!, ref, cred: opts.cred ?? { user: dec(user!), secret: dec(rest.join(':')) } };
 }
 
 export function describeTarget(t: Target): string {
-  return t.kind === 'git' ? `${CHECKPOINT_REF} in ${redactUrl(t.repo)}` : t.path;
+  return t.kind === 'git' ? `${t.ref} in ${redactUrl(t.repo)}` : t.path;
 }
 
 /** A scratch bare repository for one operation (removed by the returned cleanup). */
@@ -143,7 +154,7 @@ export async function publish(line: readonly Checkpoint[], target: Target): Prom
   try {
     // Two tries: another process may have appended between our fetch and our push.
     for (let attempt = 0; ; attempt++) {
-      const have = await s.git.fetchRef(target.repo, CHECKPOINT_REF, 'refs/remote-audit', target.cred ?? {});
+      const have = await s.git.fetchRef(target.repo, target.ref, 'refs/remote-audit', target.cred ?? {});
       let parent = have ? await s.git.refTip('refs/remote-audit') : null;
       const tipNote = parent ? await s.git.readBlob(`${parent}:${NOTE_FILE}`) : null;
       if (parent && !tipNote) throw new CheckpointError(`${describeTarget(target)}: its tip ${parent.slice(0, 12)} holds no ${NOTE_FILE} file (an older patchgate's format?); publish to a new ref or repository`);
@@ -153,7 +164,7 @@ export async function publish(line: readonly Checkpoint[], target: Target): Prom
         parent = await s.git.writeCommit(tree, parent ? [parent] : [], `patchgate audit checkpoint: ${cp.size} row(s)\n\n${cp.note}`);
       }
       try {
-        await s.git.pushRef(target.repo, parent!, CHECKPOINT_REF, target.cred ?? {});
+        await s.git.pushRef(target.repo, parent!, target.ref, target.cred ?? {});
         return parent!;
       } catch (err) {
         if (attempt >= 1) throw err;
@@ -202,11 +213,11 @@ export async function readCheckpoints(target: Target): Promise<NamedCheckpoint[]
   }
   const s = await scratch();
   try {
-    if (!(await s.git.fetchRef(target.repo, CHECKPOINT_REF, 'refs/remote-audit', target.cred ?? {}))) return [];
+    if (!(await s.git.fetchRef(target.repo, target.ref, 'refs/remote-audit', target.cred ?? {}))) return [];
     const out: NamedCheckpoint[] = [];
     const graph = await s.git.commitGraph('refs/remote-audit');
     for (const { id, parents } of graph) {
-      const where = `${CHECKPOINT_REF} commit ${id.slice(0, 12)}`;
+      const where = `${target.ref} commit ${id.slice(0, 12)}`;
       if (parents.length > 1) {
         throw new CheckpointLineError(where, `${where} is a merge (parents ${parents.map((p) => p.slice(0, 12)).join(', ')}): the checkpoint history must be one line; a merge can hide checkpoints`);
       }

@@ -288,3 +288,52 @@ t.test('serve publishes to an anchor that demands a credential, which is in no a
   t.same(seen.filter((l) => l.includes(secret)), [], 'no process on the machine showed it in /proc/*/cmdline');
   t.notMatch(text, new RegExp(secret), 'nor did serve print it');
 });
+
+t.test('receive.denyNonFastForwards/denyDeletes protect branches only; the pre-receive hook of docs/checkpoints.md protects refs/patchgate/*', async (t) => {
+  const data = temp(t, 'pg-cpl-');
+  const db = join(data, 'patchgate.db');
+  const anchor = bare(t);
+  git(anchor, 'config', 'receive.denyNonFastForwards', 'true');
+  git(anchor, 'config', 'receive.denyDeletes', 'true');
+  seedSqlite(db, 2);
+  t.equal(cli(['audit', 'checkpoint', '--data', data, '--publish', `git:${anchor}`, '--publish', `git:${anchor}#refs/heads/patchgate-audit`]).code, 0);
+  const c1 = tipOf(anchor);
+  seedSqlite(db, 2, 2);
+  t.equal(cli(['audit', 'checkpoint', '--data', data, '--publish', `git:${anchor}`, '--publish', `git:${anchor}#refs/heads/patchgate-audit`]).code, 0);
+  t.equal(git(anchor, 'show', 'refs/heads/patchgate-audit:checkpoint'), git(anchor, 'show', 'refs/patchgate/audit:checkpoint'), 'a branch target holds the same line');
+  t.equal(cli(['audit', 'verify', '--data', data, '--checkpoints', `git:${anchor}#refs/heads/patchgate-audit`]).code, 0);
+  const work = temp(t, 'pg-cpl-work-');
+  execFileSync('git', ['init', '-q', work]);
+  git(work, 'fetch', '-q', anchor, 'refs/patchgate/audit:refs/x');
+  const push = (...args: string[]) => spawnSync('git', ['-C', work, 'push', anchor, ...args], { encoding: 'utf8', env: { ...process.env, ...GIT_ENV } });
+  t.not(push('--force', `${c1}:refs/heads/patchgate-audit`).status, 0, 'git refuses a forced rollback of a branch');
+  t.not(push(':refs/heads/patchgate-audit').status, 0, 'and its delete');
+  const tip = tipOf(anchor);
+  t.equal(push('--force', `${c1}:refs/patchgate/audit`).status, 0, 'but takes a forced rollback of refs/patchgate/audit');
+  t.equal(tipOf(anchor), c1);
+  git(anchor, 'update-ref', 'refs/patchgate/audit', tip);
+  t.equal(push(':refs/patchgate/audit').status, 0, 'and its delete');
+  git(anchor, 'update-ref', 'refs/patchgate/audit', tip);
+
+  // The documented hook, byte for byte from the docs.
+  const doc = readFileSync(join(import.meta.dirname, '../../docs/checkpoints.md'), 'utf8');
+  const hook = /```sh\n(#!\/bin\/sh\n[\s\S]*?)```/.exec(doc)![1]!;
+  writeFileSync(join(anchor, 'hooks', 'pre-receive'), hook);
+  chmodSync(join(anchor, 'hooks', 'pre-receive'), 0o755);
+  let r = push('--force', `${c1}:refs/patchgate/audit`);
+  t.not(r.status, 0, 'the hook refuses the rollback');
+  t.match(r.stderr, /anchor: refs\/patchgate\/audit only moves forward/);
+  r = push(':refs/patchgate/audit');
+  t.not(r.status, 0, 'and the delete');
+  t.match(r.stderr, /anchor: refs\/patchgate\/audit may not be deleted/);
+  const merge = git(anchor, 'commit-tree', `${c1}^{tree}`, '-p', tip, '-p', c1, '-m', 'merge');
+  git(anchor, 'update-ref', 'refs/merge-src', merge);
+  git(work, 'fetch', '-q', anchor, 'refs/merge-src:refs/z');
+  r = push(`${merge}:refs/patchgate/audit`);
+  t.not(r.status, 0, 'and a fast-forward merge');
+  t.match(r.stderr, /must stay one line/);
+  t.equal(tipOf(anchor), tip, 'the ref did not move');
+  seedSqlite(db, 1, 4);
+  t.equal(cli(['audit', 'checkpoint', '--data', data, '--publish', `git:${anchor}`]).code, 0, 'the gate\'s own fast-forward publish still passes the hook');
+  t.equal(cli(['audit', 'verify', '--data', data, '--checkpoints', `git:${anchor}`]).code, 0);
+});
