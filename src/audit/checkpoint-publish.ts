@@ -99,13 +99,16 @@ export function parseTarget(spec: string, opts: { from?: string; cred?: Credenti
   else return { kind: 'file', path: resolve(spec) };
   const from = opts.from ?? '--publish';
   const m = /^([a-z][a-z0-9+.-]*:\/\/)([^/@\s]*)@(.*)$/i.exec(repo);
-  if (!m || !m[2]!.includes(':')) return { kind: 'git', repo, ref, cred: opts.cred ?? null };
+  // A password is a secret anywhere; over http(s) a user name alone can be one too (a token as user).
+  const secretInUrl = m && (m[2]!.includes(':') || /^https?:\/\//i.test(m[1]!));
+  if (!m || !secretInUrl) return { kind: 'git', repo, ref, cred: opts.cred ?? null };
   if (from.startsWith('--')) {
     throw new ConfigError(from, `${redactUrl(repo)}: a credential in a URL on the command line shows in \`ps\`; give the URL without it and put the token (or user:token) in a file named by --checkpoint-credential-file (mode 0600), or in ${CREDENTIAL_ENV}`);
   }
   const [user, ...rest] = m[2]!.split(':');
   const dec = (x: string): string => { try { return decodeURIComponent(x); } catch { return x; } };
-  return { kind: 'git', repo: m[1]! + m[3]!, ref, cred: opts.cred ?? { user: dec(user!), secret: dec(rest.join(':')) } };
+  const cred = rest.length ? { user: dec(user!), secret: dec(rest.join(':')) } : { user: null, secret: dec(user!) };
+  return { kind: 'git', repo: m[1]! + m[3]!, ref, cred: opts.cred ?? cred };
 }
 
 export function describeTarget(t: Target): string {
@@ -191,6 +194,9 @@ function readFileLine(path: string): NamedCheckpoint[] {
       throw new CheckpointError(`${where}: not JSON: ${errorMessage(err)}`, { cause: err });
     }
     const note = (v as { checkpoint?: unknown } | null)?.checkpoint;
+    if ((v as { format?: unknown } | null)?.format === 'patchgate-checkpoint/1') {
+      throw new CheckpointError(`${where}: a checkpoint of an older patchgate (patchgate-checkpoint/1, no longer read); move ${path} aside (e.g. to ${path}.v1) to start a new line of signed notes`);
+    }
     if (typeof note !== 'string') throw new CheckpointError(`${where}: not a patchgate checkpoint: expected {"checkpoint": NOTE}`);
     out.push({ cp: parseCheckpoint(note, where), where });
   });
@@ -222,7 +228,7 @@ export async function readCheckpoints(target: Target): Promise<NamedCheckpoint[]
         throw new CheckpointLineError(where, `${where} is a merge (parents ${parents.map((p) => p.slice(0, 12)).join(', ')}): the checkpoint history must be one line; a merge can hide checkpoints`);
       }
       const blob = await s.git.readBlob(`${id}:${NOTE_FILE}`);
-      if (!blob) throw new CheckpointError(`${where}: has no ${NOTE_FILE} file`);
+      if (!blob) throw new CheckpointError(`${where}: has no ${NOTE_FILE} file${(await s.git.readBlob(`${id}:checkpoint.json`)) ? ' (it holds an older patchgate\'s checkpoint.json, no longer read; publish to a new ref: git:REPO#refs/patchgate/audit-v2)' : ''}`);
       out.push({ cp: parseCheckpoint(blob.toString('utf8'), where), where, commit: id });
     }
     // No merges: the reachable commits are one line, and topological order is its order.

@@ -45,8 +45,8 @@ export async function verifyAgainst(sink: AuditSink, checkpoints: readonly Named
   }
   // First the line itself (what one copy of the latest proves), then the line against today's chain.
   let prev: Checkpoint | null = null;
-  for (const { cp, where } of checkpoints) {
-    const fail = (reason: string): CheckpointVerifyResult => ({ ok: false, checked: 0, where, checkpoint: cp, reason });
+  for (const [i, { cp, where }] of checkpoints.entries()) {
+    const fail = (reason: string): CheckpointVerifyResult => ({ ok: false, checked: i, where, checkpoint: cp, reason });
     const sigProblem = checkSignature(cp, verifier);
     if (sigProblem) return fail(`checkpoint refused: ${sigProblem}`);
     if (!prev && cp.prev !== ZERO) return fail('it is the first of the line but names a previous checkpoint: the start of the line was cut off');
