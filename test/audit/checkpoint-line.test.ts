@@ -227,6 +227,24 @@ t.test('PostgreSQL (PATCHGATE_AUDIT_URL): checkpoint, verify, prove; a log cut f
       await pg.psql(`ALTER TABLE events DISABLE TRIGGER USER; DELETE FROM events WHERE id > ${keep}; UPDATE chain_head SET last_id = ${keep}, last_hash = (SELECT hash FROM events WHERE id = ${keep}); ALTER TABLE events ENABLE TRIGGER USER;`);
     },
   });
+
+  // The --checkpoint-every schedule of `serve` signs the PostgreSQL chain, not the data folder's SQLite file.
+  const data = temp(t, 'pg-cpl-serve-pg-');
+  seedSqlite(join(data, 'patchgate.db'), 9);
+  const env = { ...process.env, ...GIT_ENV, PATCHGATE_AUDIT_URL: pg.url };
+  const child = spawn(process.execPath, [CLI, 'serve', '--data', data, '--port', '0', '--checkpoint-every', '1'], { stdio: ['ignore', 'pipe', 'pipe'], env });
+  let text = '';
+  child.stdout.on('data', (c) => (text += c));
+  child.stderr.on('data', (c) => (text += c));
+  const line = join(data, 'checkpoints.jsonl');
+  while (!(existsSync(line) && readFileSync(line, 'utf8').includes('\n')) && child.exitCode === null) await new Promise((r) => setTimeout(r, 50));
+  child.kill('SIGTERM');
+  await new Promise((r) => child.once('exit', r));
+  t.ok(existsSync(line), `serve wrote a checkpoint: ${existsSync(line) ? '' : text}`);
+  const mine = await cliRun(['audit', 'verify', '--data', data, '--checkpoints', `file:${line}`], { env });
+  t.equal(mine.code, 0, mine.code ? `${mine.stdout}${mine.stderr}` : "the schedule's checkpoint verifies against PostgreSQL");
+  const lite = await cliRun(['audit', 'verify', '--data', data, '--audit', `sqlite:${join(data, 'patchgate.db')}`, '--checkpoints', `file:${line}`], { env: { ...process.env, ...GIT_ENV } });
+  t.equal(lite.code, 1, 'and not against the data folder\'s SQLite file, which it did not sign');
 });
 
 /** Every process's argv on this machine (what `ps` shows). */
