@@ -54,6 +54,7 @@ async function guarded(fn: () => Promise<number | void>): Promise<void> {
 
 const repoOpt = { type: 'string', default: '.', describe: 'repository directory' } as const;
 const dataOpt = { type: 'string', default: defaultData(), describe: 'data folder (repos, audit log, hook socket); env PATCHGATE_DATA' } as const;
+const cpCredOpt = { type: 'string', describe: 'file whose first line is the checkpoint anchor\'s token (or user:token); else PATCHGATE_CHECKPOINT_CREDENTIAL' } as const;
 const auditOpt = { type: 'string', describe: 'audit log: sqlite:PATH or postgres://… (default: PATCHGATE_AUDIT_URL, else <data>/patchgate.db)' } as const;
 
 export function buildCli(argv: string[]): Argv {
@@ -240,18 +241,33 @@ export function buildCli(argv: string[]): Argv {
       (a) => guarded(async () => out(await (await admin()).runAuditShow({ data: a.data, audit: a.audit, id: a.id, json: a.json }))))
       .command('verify', 'check the hash chain (and, with --checkpoints, every published head); exit 1 when tampered', (y2) => y2.option('data', dataOpt).option('audit', auditOpt)
         .option('checkpoints', { type: 'string', describe: 'git:REPO (path or URL, ref refs/patchgate/audit) or file:PATH' })
-        .option('public-key', { type: 'string', describe: 'the gate\'s checkpoint public key (default: the data folder\'s)' }),
+        .option('public-key', { type: 'string', describe: 'the gate\'s checkpoint public key: audit-checkpoint.vkey or .pub (default: the data folder\'s)' })
+        .option('checkpoint-credential-file', cpCredOpt),
         (a) => guarded(async () => {
           const r = a.checkpoints
-            ? await (await auditCp()).runAuditVerifyCheckpoints({ data: a.data, checkpoints: a.checkpoints, publicKey: a.publicKey })
+            ? await (await auditCp()).runAuditVerifyCheckpoints({ data: a.data, audit: a.audit, checkpoints: a.checkpoints, publicKey: a.publicKey, credentialFile: a.checkpointCredentialFile })
             : await (await admin()).runAuditVerify({ data: a.data, audit: a.audit });
           out(r.lines);
           return r.ok ? 0 : 1;
         }))
-      .command('checkpoint', 'sign the chain head and publish it outside the database', (y2) => y2.option('data', dataOpt)
-        .option('publish', { type: 'string', array: true, default: [] as string[], describe: 'git:REPO or file:PATH (repeatable)' }),
+      .command('checkpoint', 'sign the chain (a C2SP tlog checkpoint) and publish it outside the database', (y2) => y2.option('data', dataOpt).option('audit', auditOpt)
+        .option('publish', { type: 'string', array: true, default: [] as string[], describe: 'git:REPO or file:PATH (repeatable)' })
+        .option('checkpoint-credential-file', cpCredOpt),
         (a) => guarded(async () => {
-          const r = await (await auditCp()).runAuditCheckpoint({ data: a.data, publish: a.publish as string[] });
+          const r = await (await auditCp()).runAuditCheckpoint({ data: a.data, audit: a.audit, publish: a.publish as string[], credentialFile: a.checkpointCredentialFile });
+          out(r.lines);
+          return r.ok ? 0 : 1;
+        }))
+      .command('prove <row>', 'an RFC 6962 inclusion proof of one row against the latest checkpoint; exit 0 proved, 1 not', (y2) => y2
+        .positional('row', { type: 'string', demandOption: true })
+        .option('data', dataOpt).option('audit', auditOpt)
+        .option('checkpoints', { type: 'string', describe: 'take the latest checkpoint from git:REPO or file:PATH (default: the data folder\'s)' })
+        .option('public-key', { type: 'string', describe: 'the gate\'s checkpoint public key: audit-checkpoint.vkey or .pub (default: the data folder\'s)' })
+        .option('checkpoint-credential-file', cpCredOpt)
+        .option('json', { type: 'boolean', default: false })
+        .parserConfiguration({ 'parse-positional-numbers': false }),
+        (a) => guarded(async () => {
+          const r = await (await auditCp()).runAuditProve({ data: a.data, audit: a.audit, row: String(a.row), checkpoints: a.checkpoints, publicKey: a.publicKey, credentialFile: a.checkpointCredentialFile, json: a.json });
           out(r.lines);
           return r.ok ? 0 : 1;
         }))

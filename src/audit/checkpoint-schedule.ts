@@ -1,15 +1,18 @@
-// The gate's own checkpointing: every `--checkpoint-every` seconds (default hourly) it signs
-// the chain head and publishes it to each `--checkpoint-publish` target, and always appends
-// it to <data>/checkpoints.jsonl (which is NOT outside the machine: name a target for that).
-// A failure is logged, never fatal to serving; the next tick tries again.
+// Making checkpoints: `audit checkpoint` once, and the gate every `--checkpoint-every`
+// seconds (default hourly). Each run signs the CONFIGURED audit store's chain (SQLite or
+// PostgreSQL, whatever --audit names), appends the checkpoint to the data folder's line
+// (<data>/checkpoints.jsonl, which is NOT outside the machine) and brings each
+// `--checkpoint-publish` target up to that line. A failure is logged, never fatal to
+// serving; the next tick tries again (and catches every target up).
 
 import { join } from 'node:path';
 import { CheckpointError, errorMessage } from '../errors.js';
-import type { AuditStore } from './store.js';
-import { loadOrCreateKey, makeCheckpoint, type Checkpoint } from './checkpoint.js';
-import { describeTarget, lastCheckpointInFile, parseTarget, publish, type Target } from './checkpoint-publish.js';
+import type { AuditSink } from './sink.js';
+import { checkSignature, loadOrCreateKey, makeCheckpoint, verifierOf, type Checkpoint } from './checkpoint.js';
+import { describeTarget, loadCredential, parseTarget, publish, readLocalLine, recordPublished, type Target } from './checkpoint-publish.js';
 
 export const DEFAULT_CHECKPOINT_EVERY_S = 3600;
+export const LOCAL_LINE = 'checkpoints.jsonl';
 
 export interface CheckpointRun {
   checkpoint: Checkpoint;
@@ -17,24 +20,26 @@ export interface CheckpointRun {
   failed: string[];
 }
 
-/** Signs the head once and publishes it to every target (and the data folder's file). */
-export async function checkpointOnce(dataDir: string, audit: AuditStore, targets: readonly Target[]): Promise<CheckpointRun> {
-  const local = join(dataDir, 'checkpoints.jsonl');
-  // Never sign a log that contradicts the last head we signed: that is tampering, not progress.
-  const prev = lastCheckpointInFile(local);
-  if (prev && prev.rows > 0) {
-    const row = audit.get(prev.rows);
-    if (!row || row.hash !== prev.head) {
-      throw new CheckpointError(`the audit log contradicts the last checkpoint (${prev.rows} rows at ${prev.time}): it was rewritten or cut back; not signing it (run: patchgate audit verify --checkpoints file:${local})`);
-    }
+/** Signs the head once, appends it to the data folder's line, and publishes the line to every target. */
+export async function checkpointOnce(dataDir: string, audit: AuditSink, targets: readonly Target[]): Promise<CheckpointRun> {
+  const localPath = join(dataDir, LOCAL_LINE);
+  const line = readLocalLine(localPath);
+  const key = loadOrCreateKey(dataDir);
+  const prev = line[line.length - 1] ?? null;
+  if (prev) {
+    const why = checkSignature(prev, verifierOf(key));
+    if (why) throw new CheckpointError(`the last checkpoint in ${localPath} is not this gate's (${why}); move that file aside only if the key was replaced on purpose`);
   }
-  const cp = makeCheckpoint(audit, loadOrCreateKey(dataDir));
-  const all: Target[] = [{ kind: 'file', path: local }, ...targets];
-  const published: string[] = [];
+  // makeCheckpoint refuses a log that contradicts `prev`: that is tampering, not progress.
+  const cp = await makeCheckpoint(audit, key, prev);
+  const all = [...line, cp];
+  await publish(all, { kind: 'file', path: localPath });
+  const published: string[] = [localPath];
   const failed: string[] = [];
-  for (const t of all) {
+  for (const t of targets) {
     try {
-      await publish(cp, t);
+      const commit = await publish(all, t);
+      if (commit) recordPublished(dataDir, t, commit, cp);
       published.push(describeTarget(t));
     } catch (err) {
       failed.push(errorMessage(err));
@@ -43,9 +48,22 @@ export async function checkpointOnce(dataDir: string, audit: AuditStore, targets
   return { checkpoint: cp, published, failed };
 }
 
-export function startCheckpointSchedule(opts: { dataDir: string; audit: AuditStore; everySeconds: number; targets: readonly string[]; log: (l: string) => void }): { stop: () => void } {
+/**
+ * Targets from their specs, with the anchor credential (file, else variable). `from` names
+ * where the specs came from; a password in a URL from the command line is refused.
+ */
+export function resolveTargets(specs: readonly string[], opts: { from?: string; credentialFile?: string }): Target[] {
+  const cred = loadCredential(opts.credentialFile);
+  return specs.map((s) => parseTarget(s, { from: opts.from ?? '--checkpoint-publish', cred }));
+}
+
+export function startCheckpointSchedule(opts: {
+  dataDir: string; audit: AuditSink; everySeconds: number; targets: readonly string[];
+  targetsFrom?: string; credentialFile?: string; log: (l: string) => void;
+}): { stop: () => void } {
+  // Parsed even when checkpoints are off: a credential on the command line is refused at start.
+  const targets = resolveTargets(opts.targets, { from: opts.targetsFrom ?? '--checkpoint-publish', credentialFile: opts.credentialFile });
   if (!(opts.everySeconds > 0)) return { stop: () => {} };
-  const targets = opts.targets.map(parseTarget);
   if (targets.length === 0) opts.log('patchgate: checkpoints go only to the data folder; add --checkpoint-publish git:REPO so the chain head leaves this machine');
   let busy = false;
   const timer = setInterval(() => {

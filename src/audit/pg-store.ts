@@ -349,6 +349,15 @@ export class PgAuditStore implements AuditSink {
     };
   }
 
+  /** Every row's hash in id order: the leaves of the checkpoints' Merkle tree (src/audit/merkle.ts). */
+  async rowHashes(): Promise<string[]> {
+    const rows = await this.read(async () => (await this.pool.query('SELECT id, hash FROM events ORDER BY id')).rows);
+    return rows.map((r: { id: unknown; hash: unknown }, i: number) => {
+      if (Number(r.id) !== i + 1) throw new AuditError(`audit: row ${i + 1} is missing (the next row is ${String(r.id)}); run \`patchgate audit verify\``);
+      return String(r.hash);
+    });
+  }
+
   async lastRow(): Promise<{ id: number; hash: string }> {
     const h = await this.read(async () => (await this.pool.query('SELECT last_id, last_hash FROM chain_head WHERE singleton = 1')).rows[0]);
     if (!h) throw new AuditError('audit: chain_head is missing');

@@ -34,6 +34,8 @@ export interface AuditSink {
   getPush(pushId: string): Awaitable<PushTrace | null>;
   verify(): Awaitable<VerifyResult>;
   lastRow(): Awaitable<{ id: number; hash: string }>;
+  /** Every row's hash in id order (the checkpoints' Merkle leaves); both stores have it. */
+  rowHashes?(): Awaitable<string[]>;
   close(): Awaitable<void>;
 }
 

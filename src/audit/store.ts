@@ -807,6 +807,14 @@ export class AuditStore {
     };
   }
 
+  /** Every row's hash in id order: the leaves of the checkpoints' Merkle tree (src/audit/merkle.ts). */
+  rowHashes(): string[] {
+    return this.read(() => (this.db.prepare('SELECT id, hash FROM events ORDER BY id').raw().all() as Array<[number, string]>)).map(([id, hash], i) => {
+      if (id !== i + 1) throw new AuditError(`audit: row ${i + 1} is missing (the next row is ${id}); run \`patchgate audit verify\``);
+      return hash;
+    });
+  }
+
   /** The chain head as recorded (id 0 and 64 zeros for an empty log). */
   lastRow(): { id: number; hash: string } {
     const h = this.read(() => this.stmts.head.get());

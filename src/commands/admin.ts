@@ -53,7 +53,7 @@ export async function runServe(args: ServeConfig): Promise<void> {
   const srv = await startServer({
     dataDir: args.data, port: args.port, host: args.host, tlsCert: args.tlsCert, tlsKey: args.tlsKey, hookTimeoutMs: args.hookTimeout * 1000,
     logger, metricsPort: args.metricsPort, metricsHost: args.metricsHost,
-    checkpointEverySeconds: args.checkpointEvery, checkpointPublish: args.checkpointPublish, auditUrl: auditUrlOf(args.audit),
+    checkpointEverySeconds: args.checkpointEvery, checkpointPublish: args.checkpointPublish, checkpointPublishFrom: args.sources.checkpointPublish, checkpointCredentialFile: args.checkpointCredentialFile, auditUrl: auditUrlOf(args.audit),
     ...(args.publicUrl ? { publicUrl: args.publicUrl } : {}),
   });
   const say = (l: string) => process.stdout.write(l + '\n');

@@ -621,29 +621,42 @@ export class Git {
     await this.run(['update-ref', ref, id, old ?? '0'.repeat(id.length)]);
   }
 
-  /** Commit ids on the first-parent line of `ref`, oldest first; [] when the ref is absent. */
-  async firstParentLine(ref: string): Promise<string[]> {
+  /** Every commit reachable from `ref` with its parents, oldest first (topological); [] when the ref is absent. */
+  async commitGraph(ref: string): Promise<Array<{ id: string; parents: string[] }>> {
     if ((await this.refTip(ref)) === null) return [];
-    return (await this.text(['rev-list', '--first-parent', '--reverse', ref])).split('\n').filter(Boolean);
+    return (await this.text(['rev-list', '--parents', '--topo-order', '--reverse', ref])).split('\n').filter(Boolean).map((l) => {
+      const [id, ...parents] = l.split(' ');
+      return { id: id!, parents };
+    });
   }
 
   /**
    * Copies `ref` of the repository at `remote` (a path or URL) into `localRef` here (forced:
-   * the local copy mirrors the remote). False when the remote has no such ref. Credentials in
-   * `remote` never reach the error message.
+   * the local copy mirrors the remote). False when the remote has no such ref. A credential
+   * travels as in fetchDefaultBranch (environment, never argv); credentials in `remote`
+   * never reach the error message.
    */
-  async fetchRef(remote: string, ref: string, localRef: string): Promise<boolean> {
-    return redacting(remote, async () => {
-      const ls = await this.text(['ls-remote', '--end-of-options', remote, ref]);
-      if (!ls.split('\n').some((l) => l.endsWith(`\t${ref}`))) return false;
-      await this.run(['fetch', '-q', '--no-tags', '--no-write-fetch-head', '--end-of-options', remote, `+${ref}:${localRef}`]);
-      return true;
-    });
+  async fetchRef(remote: string, ref: string, localRef: string, cred: { user?: string | null; secret?: string | null } = {}): Promise<boolean> {
+    const { pre, env } = credentialArgs(cred.user, cred.secret);
+    const opts = { env, timeoutMs: REMOTE_REF_TIMEOUT_MS };
+    const ls = await this.remoteOk(remote, [...pre, 'ls-remote', '--end-of-options', remote, ref], opts);
+    if (!ls.split('\n').some((l) => l.endsWith(`\t${ref}`))) return false;
+    await this.remoteOk(remote, [...pre, 'fetch', '-q', '--no-tags', '--no-write-fetch-head', '--end-of-options', remote, `+${ref}:${localRef}`], opts);
+    return true;
   }
 
-  /** Pushes `id` to `ref` of `remote` as a fast-forward (never forced). Credentials are redacted from errors. */
-  async pushRef(remote: string, id: string, ref: string): Promise<void> {
-    await redacting(remote, () => this.run(['push', '-q', '--no-verify', '--end-of-options', remote, `${id}:${ref}`]));
+  /** Pushes `id` to `ref` of `remote` as a fast-forward (never forced). Credential and redaction as fetchRef. */
+  async pushRef(remote: string, id: string, ref: string, cred: { user?: string | null; secret?: string | null } = {}): Promise<void> {
+    const { pre, env } = credentialArgs(cred.user, cred.secret);
+    await this.remoteOk(remote, [...pre, 'push', '-q', '--no-verify', '--end-of-options', remote, `${id}:${ref}`], { env, timeoutMs: REMOTE_REF_TIMEOUT_MS });
+  }
+
+  /** remote() that throws a redacted GitError unless git exits 0. */
+  private async remoteOk(remote: string, args: string[], opts: { env: Record<string, string>; timeoutMs: number }): Promise<string> {
+    const r = await this.remote(args, opts);
+    if (r.code === 0 && !r.timedOut) return r.stdout;
+    const clean = (x: string): string => redactUrl(x.split(remote).join(redactUrl(remote)));
+    throw new GitError(args.map(clean), r.code, r.timedOut ? `timed out after ${opts.timeoutMs} ms` : clean(r.stderr));
   }
 
   /**
@@ -850,6 +863,9 @@ function parseHeader(line: string, data: Buffer): BatchResult | null {
   return { id: m[1]!, type: m[2]!, size: Number(m[3]), data };
 }
 
+/** How long one fetch or push of the checkpoint ref may take. */
+const REMOTE_REF_TIMEOUT_MS = 60_000;
+
 /** A credential helper that answers `get` from the child's environment, so a secret is never an argument or in a URL. */
 const CREDENTIAL_HELPER = '!f() { test "$1" = get && printf \'username=%s\\npassword=%s\\n\' "$PATCHGATE_GIT_USER" "$PATCHGATE_GIT_SECRET"; }; f';
 
@@ -869,13 +885,3 @@ export function redactUrl(text: string): string {
   return text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/@\s]*@/gi, '$1***@');
 }
 
-/** Runs fn; a GitError from it is rethrown with the remote's credentials taken out of its args and stderr. */
-async function redacting<T>(remote: string, fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    if (!(err instanceof GitError)) throw err;
-    const clean = (x: string): string => redactUrl(x.split(remote).join(redactUrl(remote)));
-    throw new GitError(err.args.map(clean), err.exitCode, clean(err.stderr));
-  }
-}

@@ -53,6 +53,9 @@ export interface ServerOptions {
   /** Seconds between signed audit checkpoints (0: off; default 3600) and where they are published (src/audit/checkpoint-publish.ts). */
   checkpointEverySeconds?: number;
   checkpointPublish?: string[];
+  /** Where checkpointPublish came from (`--checkpoint-publish`: a URL with a password there is refused), and the anchor credential file. */
+  checkpointPublishFrom?: string;
+  checkpointCredentialFile?: string;
   /** Structured log (one line per request and per push decision); default: silent. */
   logger?: Logger;
   /** The prom-client registry and metrics (default: a new one); GET /metrics with an admin token. */
@@ -329,7 +332,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
 
     const front: FrontDeps = { limits, send, log, orphanGraceMs: hookTimeoutMs + 60_000 };
     const web = createWeb({ dataDir, audit, tokens, limiter, secure: opts.tlsCert !== undefined, log });
-    const checkpoints = startCheckpointSchedule({ dataDir, audit, everySeconds: opts.checkpointEverySeconds ?? 3600, targets: opts.checkpointPublish ?? [], log });
+    // Checkpoints sign the configured store (`sink`), not the data folder's file when --audit names another.
+    const checkpoints = startCheckpointSchedule({
+      dataDir, audit: sink, everySeconds: opts.checkpointEverySeconds ?? 3600, targets: opts.checkpointPublish ?? [], log,
+      ...(opts.checkpointPublishFrom ? { targetsFrom: opts.checkpointPublishFrom } : {}), ...(opts.checkpointCredentialFile ? { credentialFile: opts.checkpointCredentialFile } : {}),
+    });
     undo.push(() => checkpoints.stop());
 
     /** Every part a push needs; an empty list is healthy. */

@@ -29,6 +29,7 @@ export const SERVE_SETTINGS = {
   audit: { flag: 'audit', env: 'PATCHGATE_AUDIT_URL', kind: 'string', describe: 'audit log: sqlite:PATH or postgres://… (default <data>/patchgate.db)' },
   checkpointEvery: { flag: 'checkpoint-every', env: 'PATCHGATE_CHECKPOINT_EVERY', kind: 'seconds0', default: 3600, describe: 'seconds between signed audit checkpoints (0: off)' },
   checkpointPublish: { flag: 'checkpoint-publish', env: 'PATCHGATE_CHECKPOINT_PUBLISH', kind: 'list', describe: 'git:REPO or file:PATH to publish checkpoints to (repeatable; comma-separated in the variable)' },
+  checkpointCredentialFile: { flag: 'checkpoint-credential-file', env: 'PATCHGATE_CHECKPOINT_CREDENTIAL_FILE', kind: 'string', describe: 'file whose first line is the token (or user:token) for the --checkpoint-publish git URLs (or set PATCHGATE_CHECKPOINT_CREDENTIAL)' },
   publicUrl: { flag: 'public-url', env: 'PATCHGATE_PUBLIC_URL', kind: 'string', describe: 'base URL clients use, e.g. https://git.example.com behind a proxy (printed in refusals; default: the request\'s Host)' },
 } as const satisfies Record<string, Setting>;
 
@@ -46,6 +47,7 @@ export interface ServeConfig {
   audit?: string;
   checkpointEvery: number;
   checkpointPublish?: string[];
+  checkpointCredentialFile?: string;
   publicUrl?: string;
   /** Where each value came from: `--port`, `PATCHGATE_PORT`, `config FILE`, `default`. */
   sources: Partial<Record<ServeKey, string>>;

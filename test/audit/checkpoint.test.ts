@@ -111,18 +111,20 @@ t.test('a checkpoint whose signature (or content) was altered is refused', async
   const file = join(data, 'published.jsonl');
   seed(data, 2);
   t.equal(cli(['audit', 'checkpoint', '--data', data, '--publish', `file:${file}`]).code, 0);
-  const cp = JSON.parse(readFileSync(file, 'utf8').trim()) as Record<string, unknown>;
-  const sig = Buffer.from(cp.sig as string, 'base64');
+  const note = (JSON.parse(readFileSync(file, 'utf8').trim()) as { checkpoint: string }).checkpoint;
+  t.match(note, /^patchgate\.invalid\/audit\/[0-9a-f]{16}\n2\n[A-Za-z0-9+/]{43}=\nprev 0{64}\nhead [0-9a-f]{64}\ntime \S+\n\n\u2014 patchgate\.invalid\/audit\/[0-9a-f]{16} \S+\n$/, 'a C2SP signed note with a tlog-checkpoint body');
+  const sigB64 = note.trimEnd().split(' ').pop()!;
+  const sig = Buffer.from(sigB64, 'base64');
   sig[10] = sig[10]! ^ 0x01;
-  writeFileSync(file, JSON.stringify({ ...cp, sig: sig.toString('base64') }) + '\n');
+  writeFileSync(file, JSON.stringify({ checkpoint: note.replace(sigB64, sig.toString('base64')) }) + '\n');
   let r = cli(['audit', 'verify', '--data', data, '--checkpoints', `file:${file}`]);
   t.equal(r.code, 1);
-  t.match(r.out, /line 1 .*checkpoint refused: its signature does not verify/);
-  // Rows raised to hide a truncation: the signature no longer covers it.
-  writeFileSync(file, JSON.stringify({ ...cp, rows: 1 }) + '\n');
+  t.match(r.out, /line 1 .*checkpoint refused: the signature of patchgate\.invalid\/audit\/\S+ \(key [0-9a-f]{8}\) does not verify/);
+  // The size lowered to hide a truncation: the signature no longer covers it.
+  writeFileSync(file, JSON.stringify({ checkpoint: note.replace('\n2\n', '\n1\n') }) + '\n');
   r = cli(['audit', 'verify', '--data', data, '--checkpoints', `file:${file}`]);
   t.equal(r.code, 1);
-  t.match(r.out, /signature does not verify/);
+  t.match(r.out, /signature .* does not verify/);
   // Unparsable input fails closed with the place named.
   writeFileSync(file, '{"format":"nope"}\n');
   r = cli(['audit', 'verify', '--data', data, '--checkpoints', `file:${file}`]);
@@ -133,11 +135,18 @@ t.test('a checkpoint whose signature (or content) was altered is refused', async
   t.equal(cli(['audit', 'verify', '--data', data, '--checkpoints', `file:${file}`]).code, 1);
 });
 
-t.test('publishing to an unreachable repository fails with the credentials redacted', async (t) => {
+t.test('an anchor credential in a URL on the command line is refused; from a file it is used and never shown', async (t) => {
   const data = tempDir('pg-cp-');
   t.teardown(() => rmSync(data, { recursive: true, force: true }));
   seed(data, 1);
-  const r = cli(['audit', 'checkpoint', '--data', data, '--publish', 'git:http://user:s3cr3t-token@127.0.0.1:9/x.git']);
+  let r = cli(['audit', 'checkpoint', '--data', data, '--publish', 'git:http://user:s3cr3t-token@127.0.0.1:9/x.git']);
+  t.equal(r.code, 2, 'refused before anything runs');
+  t.match(r.err, /--publish: http:\/\/\*\*\*@127\.0\.0\.1:9\/x\.git: a credential in a URL on the command line shows in `ps`; .*--checkpoint-credential-file/);
+  t.equal(r.err.trim().split('\n').length, 1, 'one line');
+  t.notMatch(r.out + r.err, /s3cr3t-token/, 'the credential never appears');
+  const credFile = join(data, 'anchor.cred');
+  writeFileSync(credFile, 'user:s3cr3t-token\n', { mode: 0o600 });
+  r = cli(['audit', 'checkpoint', '--data', data, '--publish', 'git:http://127.0.0.1:9/x.git', '--checkpoint-credential-file', credFile]);
   t.equal(r.code, 1, 'a failed publish is a failed command');
   t.match(r.out, /FAILED: cannot publish the checkpoint/);
   t.notMatch(r.out + r.err, /s3cr3t-token/, 'the credential never appears');
