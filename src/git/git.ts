@@ -621,8 +621,8 @@ export class Git {
    * the caller reads code and stderr, and must redact stderr before showing it.
    */
   fetchDefaultBranch(url: string, localRef: string, opts: { user?: string; secret?: string; timeoutMs: number }): Promise<{ code: number | null; stdout: string; stderr: string; timedOut: boolean }> {
-    const { pre, env } = credentialArgs(opts.user, opts.secret);
-    return this.remote([...pre, '-c', 'http.followRedirects=false', 'fetch', '--quiet', '--no-tags', '--no-write-fetch-head', '--no-recurse-submodules', '--end-of-options', url, `+HEAD:${localRef}`], { env, timeoutMs: opts.timeoutMs });
+    const { pre, env } = credentialArgs(opts.user, opts.secret, url);
+    return this.remote([...pre, 'fetch', '--quiet', '--no-tags', '--no-write-fetch-head', '--no-recurse-submodules', '--end-of-options', url, `+HEAD:${localRef}`], { env, timeoutMs: opts.timeoutMs });
   }
 
   /** Start the object reader process now rather than at the first read. */
@@ -800,19 +800,41 @@ function parseHeader(line: string, data: Buffer): BatchResult | null {
   return { id: m[1]!, type: m[2]!, size: Number(m[3]), data };
 }
 
-/** A credential helper that answers `get` from the child's environment, so a secret is never an argument or in a URL. */
-const CREDENTIAL_HELPER = '!f() { test "$1" = get && printf \'username=%s\\npassword=%s\\n\' "$PATCHGATE_GIT_USER" "$PATCHGATE_GIT_SECRET"; }; f';
+/**
+ * A credential helper that answers `get` from the child's environment, so a secret is never an
+ * argument or in a URL, and only for the one origin it was given: git tells a helper the
+ * protocol and host (with any port) it wants a credential for on stdin, and a redirect or a
+ * submodule elsewhere gets nothing.
+ */
+const CREDENTIAL_HELPER = '!f() { test "$1" = get || return 0; p=; h=; while IFS= read -r l; do case "$l" in protocol=*) p=${l#protocol=} ;; host=*) h=${l#host=} ;; esac; done; ' +
+  'test -n "$PATCHGATE_GIT_HOST" && test "$p" = "$PATCHGATE_GIT_PROTOCOL" && test "$h" = "$PATCHGATE_GIT_HOST" || return 0; ' +
+  'printf \'username=%s\\npassword=%s\\n\' "$PATCHGATE_GIT_USER" "$PATCHGATE_GIT_SECRET"; }; f';
+
+/** The protocol and host[:port] git names a URL's credential by (as it parses the URL: case and port as written). */
+export function credentialOrigin(url: string): { protocol: string; host: string } | null {
+  const m = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/(?:[^@/?#]*@)?([^/?#]+)/.exec(url);
+  return m ? { protocol: m[1]!, host: m[2]! } : null;
+}
 
 /**
- * git options and environment that give a git child exactly this credential: every configured
- * helper and prompt is switched off, and with a secret the one helper above answers from the
- * child's environment (the held-out fetch, upstream fetch and forward).
+ * git options and environment that give a git child exactly this credential, for `url`'s
+ * scheme, host and port only: every configured helper and prompt is switched off, redirects
+ * are not followed (git would otherwise send the credential on to wherever upstream points
+ * it), and with a secret the one helper above answers from the child's environment (the
+ * held-out fetch, upstream fetch and forward).
  */
-export function credentialArgs(user: string | null | undefined, secret: string | null | undefined): { pre: string[]; env: Record<string, string> } {
-  const pre = ['-c', 'credential.helper=', '-c', 'core.askPass=true'];
-  if (!secret) return { pre, env: {} };
-  return { pre: [...pre, '-c', `credential.helper=${CREDENTIAL_HELPER}`], env: { PATCHGATE_GIT_USER: user || 'x-access-token', PATCHGATE_GIT_SECRET: secret } };
+export function credentialArgs(user: string | null | undefined, secret: string | null | undefined, url: string): { pre: string[]; env: Record<string, string> } {
+  const pre = ['-c', 'credential.helper=', '-c', 'core.askPass=true', '-c', 'http.followRedirects=false'];
+  const origin = credentialOrigin(url);
+  if (!secret || !origin) return { pre, env: {} };
+  return {
+    pre: [...pre, '-c', `credential.helper=${CREDENTIAL_HELPER}`],
+    env: { PATCHGATE_GIT_USER: user || 'x-access-token', PATCHGATE_GIT_SECRET: secret, PATCHGATE_GIT_PROTOCOL: origin.protocol, PATCHGATE_GIT_HOST: origin.host },
+  };
 }
+
+/** git's line for an HTTP redirect it did not follow (http.followRedirects=false). */
+export const REDIRECT_REFUSED = /The requested URL returned error: (30[12378])/;
 
 /** `user:password@` taken out of a URL, for messages. */
 export function redactUrl(text: string): string {
