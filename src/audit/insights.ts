@@ -34,10 +34,11 @@ export interface Overview {
 
 const SERIES_VERDICTS = ['accept', 'reject', 'would-reject'];
 
-function series(store: AuditStore, since: string, width: number, step: number, unit: 'day' | 'hour', now: number): Series {
+function series(store: AuditStore, since: string, width: number, step: number, unit: 'day' | 'hour', now: number, repos?: readonly string[]): Series {
+  const only = repos === undefined ? '' : repos.length === 0 ? ' AND 1 = 0' : ` AND repo IN (${repos.map(() => '?').join(', ')})`;
   const rows = store.db
-    .prepare(`SELECT substr(time, 1, ${width}) AS b, verdict, count(*) AS n FROM events INDEXED BY events_kind_time_cover WHERE kind = 'push' AND time >= ? GROUP BY b, verdict`)
-    .all(since) as Array<{ b: string; verdict: string | null; n: number }>;
+    .prepare(`SELECT substr(time, 1, ${width}) AS b, verdict, count(*) AS n FROM events INDEXED BY events_kind_time_cover WHERE kind = 'push' AND time >= ?${only} GROUP BY b, verdict`)
+    .all(since, ...(repos ?? [])) as Array<{ b: string; verdict: string | null; n: number }>;
   const buckets: string[] = [];
   for (let t = Date.parse(since); t <= now; t += step) buckets.push(new Date(t).toISOString().slice(0, width));
   const index = new Map(buckets.map((b, i) => [b, i]));
@@ -53,7 +54,7 @@ function series(store: AuditStore, since: string, width: number, step: number, u
 }
 
 /** Everything the charts show, for refusals at or after `since` (default: 30 days ago). */
-export function overview(store: AuditStore, opts: { days?: number; now?: Date } = {}): Overview {
+export function overview(store: AuditStore, opts: { days?: number; now?: Date; repos?: readonly string[] } = {}): Overview {
   const now = (opts.now ?? new Date()).getTime();
   const days = opts.days ?? 30;
   if (!Number.isInteger(days) || days < 1 || days > 366) throw new UsageError(`days: must be 1 to 366 (got ${JSON.stringify(opts.days)})`);
@@ -62,12 +63,15 @@ export function overview(store: AuditStore, opts: { days?: number; now?: Date } 
   const since = dayStart.toISOString();
   const hourStart = new Date(now - 47 * 3_600_000);
   hourStart.setUTCMinutes(0, 0, 0);
-  const refusals = `FROM events INDEXED BY events_kind_time_cover WHERE kind = 'ref' AND time >= ? AND verdict = 'reject'`;
+  // A token's grant (src/server/grant.ts): only its repositories' refusals are counted.
+  const only = opts.repos === undefined ? '' : opts.repos.length === 0 ? ' AND 1 = 0' : ` AND repo IN (${opts.repos.map(() => '?').join(', ')})`;
+  const args = [since, ...(opts.repos ?? [])];
+  const refusals = `FROM events INDEXED BY events_kind_time_cover WHERE kind = 'ref' AND time >= ? AND verdict = 'reject'${only}`;
   const group = (col: string) =>
-    (store.db.prepare(`SELECT ${col} AS key, count(*) AS n ${refusals} GROUP BY ${col} ORDER BY n DESC, key LIMIT ${TOP}`).all(since) as Array<{ key: string | null; n: number }>)
+    (store.db.prepare(`SELECT ${col} AS key, count(*) AS n ${refusals} GROUP BY ${col} ORDER BY n DESC, key LIMIT ${TOP}`).all(...args) as Array<{ key: string | null; n: number }>)
       .map((r) => ({ key: r.key ?? '(none)', n: r.n }));
-  const total = (store.db.prepare(`SELECT count(*) AS n ${refusals}`).get(since) as { n: number }).n;
-  const sample = store.db.prepare(`SELECT rules ${refusals} ORDER BY time DESC LIMIT ${SAMPLE_LIMIT}`).all(since) as Array<{ rules: string | null }>;
+  const total = (store.db.prepare(`SELECT count(*) AS n ${refusals}`).get(...args) as { n: number }).n;
+  const sample = store.db.prepare(`SELECT rules ${refusals} ORDER BY time DESC LIMIT ${SAMPLE_LIMIT}`).all(...args) as Array<{ rules: string | null }>;
   const rules = new Map<string, number>();
   const paths = new Map<string, number>();
   for (const { rules: text } of sample) {
@@ -91,8 +95,8 @@ export function overview(store: AuditStore, opts: { days?: number; now?: Date } 
   const top = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, TOP).map(([key, n]) => ({ key, n }));
   return {
     since,
-    days: series(store, since, 10, 86_400_000, 'day', now),
-    hours: series(store, hourStart.toISOString(), 13, 3_600_000, 'hour', now),
+    days: series(store, since, 10, 86_400_000, 'day', now, opts.repos),
+    hours: series(store, hourStart.toISOString(), 13, 3_600_000, 'hour', now, opts.repos),
     byRow: group('decision'),
     byRule: top(rules),
     topPaths: top(paths),
@@ -139,7 +143,8 @@ export interface TablePage {
 const TEXT_MAX = 256;
 
 /** One page (PAGE_SIZE) of ref decisions, newest first, filtered. Bad filters are UsageErrors naming the field. */
-export function tablePage(store: AuditStore, f: TableFilter): TablePage {
+/** `repos`: only rows of these repositories (a token's grant, src/server/grant.ts); absent: every row. */
+export function tablePage(store: AuditStore, f: TableFilter, repos?: readonly string[]): TablePage {
   const where = ["e.kind = 'ref'"];
   const params: unknown[] = [];
   const text = (v: string | undefined, name: string): string | undefined => {
@@ -150,6 +155,10 @@ export function tablePage(store: AuditStore, f: TableFilter): TablePage {
   const repo = text(f.repo, 'repo');
   const actor = text(f.actor, 'actor');
   if (repo) (where.push('e.repo = ?'), params.push(repo));
+  if (repos) {
+    if (repos.length === 0) where.push('1 = 0');
+    else (where.push(`e.repo IN (${repos.map(() => '?').join(', ')})`), params.push(...repos));
+  }
   if (actor) (where.push('e.actor = ?'), params.push(actor));
   const verdict = text(f.verdict, 'verdict');
   if (verdict) {

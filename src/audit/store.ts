@@ -172,6 +172,8 @@ export interface QueryOptions {
   until?: string;
   kind?: string;
   pushId?: string;
+  /** Only rows of these repositories (a token's grant, src/server/grant.ts); absent: every row. */
+  repos?: readonly string[];
   /** Default 100. */
   limit?: number;
 }
@@ -870,6 +872,14 @@ export function buildQuery(options: QueryOptions): { sql: string; params: unknow
   if (options.repo !== undefined) {
     where.push('e.repo = ?');
     params.push(str(options.repo, '--repo'));
+  }
+  if (options.repos !== undefined) {
+    if (!Array.isArray(options.repos) || options.repos.some((r) => typeof r !== 'string')) throw new UsageError('query: repos must be a list of names');
+    if (options.repos.length === 0) where.push('1 = 0');
+    else {
+      where.push(`e.repo IN (${options.repos.map(() => '?').join(', ')})`);
+      params.push(...options.repos);
+    }
   }
   if (options.actor !== undefined) {
     where.push('e.actor = ?');

@@ -637,7 +637,7 @@ export class Git {
    * never reach the error message.
    */
   async fetchRef(remote: string, ref: string, localRef: string, cred: { user?: string | null; secret?: string | null } = {}): Promise<boolean> {
-    const { pre, env } = credentialArgs(cred.user, cred.secret);
+    const { pre, env } = credentialArgs(cred.user, cred.secret, remote);
     const opts = { env, timeoutMs: REMOTE_REF_TIMEOUT_MS };
     const ls = await this.remoteOk(remote, [...pre, 'ls-remote', '--end-of-options', remote, ref], opts);
     if (!ls.split('\n').some((l) => l.endsWith(`\t${ref}`))) return false;
@@ -647,7 +647,7 @@ export class Git {
 
   /** Pushes `id` to `ref` of `remote` as a fast-forward (never forced). Credential and redaction as fetchRef. */
   async pushRef(remote: string, id: string, ref: string, cred: { user?: string | null; secret?: string | null } = {}): Promise<void> {
-    const { pre, env } = credentialArgs(cred.user, cred.secret);
+    const { pre, env } = credentialArgs(cred.user, cred.secret, remote);
     await this.remoteOk(remote, [...pre, 'push', '-q', '--no-verify', '--end-of-options', remote, `${id}:${ref}`], { env, timeoutMs: REMOTE_REF_TIMEOUT_MS });
   }
 
@@ -676,8 +676,8 @@ export class Git {
    * the caller reads code and stderr, and must redact stderr before showing it.
    */
   fetchDefaultBranch(url: string, localRef: string, opts: { user?: string; secret?: string; timeoutMs: number }): Promise<{ code: number | null; stdout: string; stderr: string; timedOut: boolean }> {
-    const { pre, env } = credentialArgs(opts.user, opts.secret);
-    return this.remote([...pre, '-c', 'http.followRedirects=false', 'fetch', '--quiet', '--no-tags', '--no-write-fetch-head', '--no-recurse-submodules', '--end-of-options', url, `+HEAD:${localRef}`], { env, timeoutMs: opts.timeoutMs });
+    const { pre, env } = credentialArgs(opts.user, opts.secret, url);
+    return this.remote([...pre, 'fetch', '--quiet', '--no-tags', '--no-write-fetch-head', '--no-recurse-submodules', '--end-of-options', url, `+HEAD:${localRef}`], { env, timeoutMs: opts.timeoutMs });
   }
 
   /** Start the object reader process now rather than at the first read. */
@@ -866,19 +866,41 @@ function parseHeader(line: string, data: Buffer): BatchResult | null {
 /** How long one fetch or push of the checkpoint ref may take. */
 const REMOTE_REF_TIMEOUT_MS = 60_000;
 
-/** A credential helper that answers `get` from the child's environment, so a secret is never an argument or in a URL. */
-const CREDENTIAL_HELPER = '!f() { test "$1" = get && printf \'username=%s\\npassword=%s\\n\' "$PATCHGATE_GIT_USER" "$PATCHGATE_GIT_SECRET"; }; f';
+/**
+ * A credential helper that answers `get` from the child's environment, so a secret is never an
+ * argument or in a URL, and only for the one origin it was given: git tells a helper the
+ * protocol and host (with any port) it wants a credential for on stdin, and a redirect or a
+ * submodule elsewhere gets nothing.
+ */
+const CREDENTIAL_HELPER = '!f() { test "$1" = get || return 0; p=; h=; while IFS= read -r l; do case "$l" in protocol=*) p=${l#protocol=} ;; host=*) h=${l#host=} ;; esac; done; ' +
+  'test -n "$PATCHGATE_GIT_HOST" && test "$p" = "$PATCHGATE_GIT_PROTOCOL" && test "$h" = "$PATCHGATE_GIT_HOST" || return 0; ' +
+  'printf \'username=%s\\npassword=%s\\n\' "$PATCHGATE_GIT_USER" "$PATCHGATE_GIT_SECRET"; }; f';
+
+/** The protocol and host[:port] git names a URL's credential by (as it parses the URL: case and port as written). */
+export function credentialOrigin(url: string): { protocol: string; host: string } | null {
+  const m = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/(?:[^@/?#]*@)?([^/?#]+)/.exec(url);
+  return m ? { protocol: m[1]!, host: m[2]! } : null;
+}
 
 /**
- * git options and environment that give a git child exactly this credential: every configured
- * helper and prompt is switched off, and with a secret the one helper above answers from the
- * child's environment (the held-out fetch, upstream fetch and forward).
+ * git options and environment that give a git child exactly this credential, for `url`'s
+ * scheme, host and port only: every configured helper and prompt is switched off, redirects
+ * are not followed (git would otherwise send the credential on to wherever upstream points
+ * it), and with a secret the one helper above answers from the child's environment (the
+ * held-out fetch, upstream fetch and forward).
  */
-export function credentialArgs(user: string | null | undefined, secret: string | null | undefined): { pre: string[]; env: Record<string, string> } {
-  const pre = ['-c', 'credential.helper=', '-c', 'core.askPass=true'];
-  if (!secret) return { pre, env: {} };
-  return { pre: [...pre, '-c', `credential.helper=${CREDENTIAL_HELPER}`], env: { PATCHGATE_GIT_USER: user || 'x-access-token', PATCHGATE_GIT_SECRET: secret } };
+export function credentialArgs(user: string | null | undefined, secret: string | null | undefined, url: string): { pre: string[]; env: Record<string, string> } {
+  const pre = ['-c', 'credential.helper=', '-c', 'core.askPass=true', '-c', 'http.followRedirects=false'];
+  const origin = credentialOrigin(url);
+  if (!secret || !origin) return { pre, env: {} };
+  return {
+    pre: [...pre, '-c', `credential.helper=${CREDENTIAL_HELPER}`],
+    env: { PATCHGATE_GIT_USER: user || 'x-access-token', PATCHGATE_GIT_SECRET: secret, PATCHGATE_GIT_PROTOCOL: origin.protocol, PATCHGATE_GIT_HOST: origin.host },
+  };
 }
+
+/** git's line for an HTTP redirect it did not follow (http.followRedirects=false). */
+export const REDIRECT_REFUSED = /The requested URL returned error: (30[12378])/;
 
 /** `user:password@` taken out of a URL, for messages. */
 export function redactUrl(text: string): string {

@@ -9,6 +9,8 @@ import { z } from 'zod';
 import { ConfigError, errorMessage } from '../errors.js';
 
 const Globs = z.array(z.string().min(1)).default([]);
+/** A branch name as `git check-ref-format --branch` takes it, without `refs/heads/`. */
+const Branch = z.string().regex(/^(?!-)(?!.*\.\.)(?!.*\/\.)(?!.*@\{)(?!.*\.lock$)(?!.*\/$)(?!\.)[^\x00-\x20\x7f~^:?*[\\]+$/, 'not a branch name');
 
 const Schema = z.strictObject({
   /** Folder of hook.endpoint, cache.db, the lock and the default audit log. */
@@ -18,10 +20,19 @@ const Schema = z.strictObject({
   humans: Globs,
   agents: Globs,
   admins: Globs,
-  /** Host repository names (GL_PROJECT_PATH / owner/name / GL_REPO) that are gated; default all. */
+  /**
+   * Which repositories are gated, by the repository's own folder (the real path of GIT_DIR):
+   * a relative glob matches its path below one of `repoRoots` (`team/app` for
+   * ROOT/team/app.git), an absolute one its whole real path; default all.
+   */
   repos: z.array(z.string().min(1)).default(['**']),
   /** When set, a hook may only run in a repository below one of these folders. */
   repoRoots: z.array(z.string().min(1)).optional(),
+  /**
+   * The trusted branch, instead of the repository's HEAD: one branch for every repository, or
+   * globs over the repository (as in `repos`) to a branch, the first that matches wins.
+   */
+  trusted: z.union([Branch, z.record(z.string().min(1), Branch)]).optional(),
   /** Seconds the policy may take per push (any host). */
   hookTimeout: z.number().positive().max(3600).default(30),
   /** The GHES budget for the whole hook, in ms (GitHub Enterprise allows 5 s for all hooks). */
@@ -46,6 +57,12 @@ export function parseDaemonConfig(raw: unknown, configPath: string | null = null
   const base = configPath ? dirname(resolve(configPath)) : process.cwd();
   const abs = (p: string) => (isAbsolute(p) ? p : resolve(base, p));
   const data = abs(r.data.data);
+  // A relative `repos` glob names a repository by its path below a root: without roots it
+  // could only be matched against a host variable, which never decides what is gated.
+  const relative = r.data.repos.filter((p) => p !== '**' && !isAbsolute(p));
+  if (relative.length && !r.data.repoRoots?.length) throw new ConfigError('repos', `${JSON.stringify(relative[0])} names repositories by their path below repoRoots: set repoRoots (the host's repository storage folder), or give absolute paths`);
+  const trustedKeys = r.data.trusted && typeof r.data.trusted === 'object' ? Object.keys(r.data.trusted).filter((p) => p !== '**' && !isAbsolute(p)) : [];
+  if (trustedKeys.length && !r.data.repoRoots?.length) throw new ConfigError('trusted', `${JSON.stringify(trustedKeys[0])} names repositories by their path below repoRoots: set repoRoots, or give absolute paths`);
   let audit = r.data.audit ?? `sqlite:${join(data, 'patchgate.db')}`;
   if (audit.startsWith('sqlite:')) audit = `sqlite:${abs(audit.slice('sqlite:'.length))}`;
   else if (!/^postgres(ql)?:\/\//.test(audit)) throw new ConfigError('audit', 'give sqlite:PATH or postgres://…');

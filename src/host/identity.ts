@@ -1,12 +1,14 @@
 // Who is pushing, inside a git host: the host's own variables (read by the shim, sent as
 // `id` lines) mapped to a role by the daemon's config. Unknown pusher = agent (the strict
 // path); no pusher at all, an unknown host, or a repository outside the configured roots
-// refuses. One place for the per-host variable names, used by the shims and the docs.
+// refuses. The repository is the folder git runs in (the real path of GIT_DIR): whether it is
+// gated is decided from that path, never from a host variable, which only names it. One place for the per-host variable names, used by the shims and the docs.
 
 import { hostRepoPath } from '../policy/push-target.js';
 import { realpathSync } from 'node:fs';
-import { basename, sep } from 'node:path';
+import { basename, isAbsolute, sep } from 'node:path';
 import picomatch from 'picomatch';
+import { foldName, protectedMatcher } from '../policy/match.js';
 import { HostIdentityError } from '../errors.js';
 import { newPushId } from '../audit/store.js';
 import type { HookRequest, PushSession } from '../server/hook-service.js';
@@ -55,8 +57,46 @@ export function roleOf(name: string, cfg: Pick<DaemonConfig, 'humans' | 'agents'
   return 'agent';
 }
 
+/** Folded as policy paths are (src/policy/match.ts): NFC, then lower case. */
+const fold = (p: string) => foldName(p);
+
 function inside(root: string, p: string): boolean {
-  return p === root || p.startsWith(root.endsWith(sep) ? root : root + sep);
+  const r = fold(root);
+  const q = fold(p);
+  return q === r || q.startsWith(r.endsWith(sep) ? r : r + sep);
+}
+
+/** A repository name as compared: folded, without leading or trailing slashes or `.git`. */
+const sameRepo = (a: string, b: string) => fold(a).replace(/^\/+|\/+$/g, '').replace(/\.git$/, '') === fold(b).replace(/^\/+|\/+$/g, '').replace(/\.git$/, '');
+
+/** C0 and C1 controls, DEL, and the Unicode line and paragraph separators. */
+const CONTROL = /[\x00-\x1f\x7f-\x9f\u2028\u2029]/;
+
+/**
+ * Where the repository is, from the real path of GIT_DIR: its path below the repoRoot it
+ * sits in (`team/app` for ROOT/team/app.git), or with no roots its whole real path.
+ */
+export interface RepoPlace {
+  dir: string;
+  /** Below its root, without `.git`; null when no repoRoots are configured. */
+  name: string | null;
+}
+
+/** Whether a repository at `place` matches one of the globs (as `repos` and `trusted` keys are matched). */
+export function placeMatches(globs: readonly string[], place: RepoPlace): boolean {
+  if (globs.includes('**')) return true;
+  const abs = globs.filter((g) => isAbsolute(g));
+  const rel = globs.filter((g) => !isAbsolute(g));
+  const whole = place.dir.replace(/\.git$/, '');
+  if (abs.length && (protectedMatcher(abs)(whole) || protectedMatcher(abs)(place.dir))) return true;
+  return place.name !== null && rel.length > 0 && protectedMatcher(rel)(place.name);
+}
+
+/** The trusted branch the config names for this repository, if any. */
+export function trustedFor(cfg: Pick<DaemonConfig, 'trusted'>, place: RepoPlace): string | undefined {
+  const t = cfg.trusted;
+  if (t === undefined || typeof t === 'string') return t;
+  return Object.entries(t).find(([glob]) => placeMatches([glob], place))?.[1];
 }
 
 /**
@@ -67,7 +107,11 @@ export function hostSession(hr: HookRequest, cfg: DaemonConfig): PushSession | s
   const host = hr.id.host ?? '';
   if (!isHost(host)) throw new HostIdentityError(`the hook did not name a known git host (${JSON.stringify(host.slice(0, 40))}); reinstall it with: patchgate hook install --host gitlab|gitea|ghes|gitolite|generic --config FILE REPO_DIR`);
   const vars = HOST_VARS[host];
-  const user = (hr.id.user ?? '').trim();
+  // Taken as the host set them: " alice" is not alice (it is an unknown name, so an agent).
+  for (const [k, v] of Object.entries(hr.id)) {
+    if (CONTROL.test(v)) throw new HostIdentityError(`the host's identity variable for ${k.slice(0, 20)} holds a control character, so ${vars.label} did not say plainly who pushes where; nothing was accepted; ask the host's admin to check the account and repository names`);
+  }
+  const user = hr.id.user ?? '';
   if (!user) throw new HostIdentityError(`no pusher identity: ${vars.user.join('/')} is not set, so ${vars.label} did not say who pushes; nothing was accepted`);
   if (hr.hook !== 'pre-receive') throw new HostIdentityError(`only the pre-receive hook talks to the daemon inside ${vars.label} (got ${hr.hook.slice(0, 40)})`);
   let repoDir: string;
@@ -83,20 +127,30 @@ export function hostSession(hr: HookRequest, cfg: DaemonConfig): PushSession | s
       return r;
     }
   });
-  if (roots && !roots.some((r) => inside(r, repoDir))) throw new HostIdentityError(`repository ${repoDir} is outside the daemon's repoRoots; nothing was accepted`);
-  const repo = (hr.id.repo ?? '').trim() || basename(repoDir).replace(/\.git$/, '');
-  if (!picomatch(cfg.repos, { dot: true })(repo)) return `patchgate: ${repo} is not gated by this daemon's config (repos): accepted without judgement`;
+  const root = roots?.find((r) => inside(r, repoDir));
+  if (roots && root === undefined) throw new HostIdentityError(`repository ${repoDir} is outside the daemon's repoRoots; nothing was accepted`);
+  const place: RepoPlace = { dir: repoDir, name: root === undefined ? null : repoDir.slice(root.length).replace(/^\/+/, '').replace(/\.git$/, '') || basename(repoDir) };
+  // The folder decides whether the push is gated. The host's variable only names it, and a
+  // push passes unjudged only when the variable is there and names the same repository.
+  const named = hr.id.repo;
+  const pathName = place.name ?? repoDir.replace(/\.git$/, '');
+  if (!placeMatches(cfg.repos, place) && named !== undefined && named !== '' && sameRepo(named, pathName)) {
+    return `patchgate: ${pathName} is not gated by this daemon's config (repos): accepted without judgement`;
+  }
+  const repo = named || place.name || basename(repoDir).replace(/\.git$/, '');
   const role = roleOf(user, cfg);
   const budget = Number(hr.id['budget-ms']);
   const limited = host === 'ghes' && Number.isFinite(budget) && budget > 0;
   const timeoutMs = limited ? Math.max(100, Math.min(cfg.hookTimeout * 1000, budget - cfg.ghesReserveMs)) : undefined;
-  const via = (hr.id.via ?? '').trim();
+  const via = hr.id.via ?? '';
   const path = hostRepoPath(repo);
+  const trustedBranch = trustedFor(cfg, place);
   return {
     pid: hr.ppid, pushId: newPushId(), repo, repoDir, actor: user, role,
     remoteAddr: null, userAgent: `${host}${via ? ` via ${via}` : ''}${hr.id.userid ? ` (${host} user id ${hr.id.userid})` : ''}`.slice(0, 300),
     decisions: new Map(), confirmed: new Set(), auditAtJudge: true,
-    ...(path ? { pushTarget: { path } } : {}),
+    ...(trustedBranch ? { trustedBranch } : {}),
+    pushTarget: { host: vars.label, ...(path ? { path } : {}) },
     ...(timeoutMs !== undefined ? { timeoutMs, timeoutMessage: 'gate did not finish in time: ' } : {}),
   };
 }

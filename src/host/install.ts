@@ -43,7 +43,16 @@ export function installHostHooks(host: HostKind, cfg: DaemonConfig, dirs: readon
   const out: string[] = [];
   for (const d of dirs) {
     const dir = resolve(d);
-    if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new UsageError(`${dir} is not a directory`);
+    // gitolite's LOCAL_CODE and a GHES hook repository are folders of ours: made when missing.
+    // For the other hosts REPO_DIR is an existing repository (a missing one is a typo).
+    if (host === 'gitolite' || host === 'ghes') {
+      try {
+        mkdirSync(dir, { recursive: true });
+      } catch (err) {
+        throw new UsageError(`cannot create ${dir}: ${(err as { code?: string }).code ?? String(err)}`, { cause: err });
+      }
+    }
+    if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new UsageError(`${dir} is not a directory${host === 'gitolite' || host === 'ghes' ? '' : ' (give the repository folder the host keeps)'}`);
     const path = shimPath(host, dir);
     writeExec(path, text);
     out.push(`wrote ${path} (${HOST_VARS[host].label} pre-receive shim; daemon endpoint ${endpoint})`);
@@ -63,7 +72,7 @@ function nextSteps(host: HostKind, cfg: DaemonConfig): string[] {
     case 'gitlab': return ['next steps:', daemon, '  on Gitaly: (cd REPO_DIR && tar -cf custom_hooks.tar custom_hooks) | then `gitaly hooks set --storage STORAGE --repository RELATIVE_PATH --config /var/opt/gitlab/gitaly/config.toml < custom_hooks.tar`', '  or for every repository: copy the shim to <gitaly custom_hooks_dir>/pre-receive.d/patchgate on every Gitaly node'];
     case 'gitea': return ['next steps:', daemon, '  Gitea runs every file in hooks/pre-receive.d/ after its own check; keep [git] DISABLE_GIT_HOOKS off only for administrators'];
     case 'ghes': return ['next steps:', '  commit the script to the hook repository, add it as a pre-receive hook (Site admin > Hooks), and read PATCHGATE-GHES.md'];
-    case 'gitolite': return ['next steps:', daemon, "  in ~/.gitolite.rc: LOCAL_CODE => \"$ENV{HOME}/local\" and 'repo-specific-hooks' in ENABLE", '  in gitolite.conf, per gated repo: option hook.pre-receive = patchgate; then push gitolite-admin (or run gitolite setup)'];
+    case 'gitolite': return ['next steps:', daemon, "  in ~/.gitolite.rc: LOCAL_CODE => \"$ENV{HOME}/local\" and 'repo-specific-hooks' in ENABLE", '  in gitolite.conf, per gated repo: option hook.pre-receive = patchgate; then push gitolite-admin (or run gitolite setup)', ...(cfg.trusted ? [] : ['  gitolite makes repositories with HEAD at master: if your trusted branch is another, add "trusted": "main" (or {"REPO": "main"}) to the config'])];
     case 'generic': return ['next steps:', daemon, '  set PATCHGATE_USER (and PATCHGATE_REPO) in the environment of git receive-pack'];
   }
 }

@@ -56,8 +56,8 @@ body="hook pre-receive\${nl}ppid $PPID\${nl}dir $dir\${nl}id host ${host}\${nl}i
 repo=${repoExpr}
 via=${firstSet(v.via)}
 userid=${firstSet(v.userId)}
-case "$user$repo$via$userid" in *$'\n'*|*$'\r'*)
-  echo "patchgate: push refused: the host's identity variables hold a line break; ask the host's admin to check the pusher and repository names" >&2
+case "$user$repo$via$userid" in *[[:cntrl:]]*)
+  echo "patchgate: push refused: the host's identity variables hold a control character (a line break, tab or escape); nothing was accepted; ask the host's admin to check the account and repository names" >&2
   exit 1 ;;
 esac
 [ -z "$repo" ] || body+="id repo $repo\${nl}"

@@ -14,6 +14,8 @@ export interface PushTarget {
   url?: string;
   /** Inside a git host: the repository's path on the host (`group/project`), matched against the clone's remotes. */
   path?: string;
+  /** Inside a git host (its label): people push with their key or account there, not with a gate token. */
+  host?: string;
 }
 
 /** The remote the remediation sets up and then names. */

@@ -31,7 +31,10 @@ export function fixRemoteSetup(ctx: RuleContext): string | null {
 export function gateStep(ctx: RuleContext, intro: string, verb: 'push' | 'fetch', spec: string): string {
   const setup = fixRemoteSetup(ctx);
   if (!setup) return `${intro}, to the same remote name or URL you pushed to: git ${verb} <the same remote or URL> ${shq(spec)}`;
-  return remedy(`${intro}, through the remote ${FIX_REMOTE} (the first command points it at your remote for this gate, or at the gate's URL; no token is printed):`, [setup, `git ${verb} ${FIX_REMOTE} ${shq(spec)}`]);
+  const how = ctx.pushTarget?.host
+    ? `the first command points it at your remote for this repository on ${ctx.pushTarget.host}, or at origin; no key or password is printed`
+    : "the first command points it at your remote for this gate, or at the gate's URL; no token is printed";
+  return remedy(`${intro}, through the remote ${FIX_REMOTE} (${how}):`, [setup, `git ${verb} ${FIX_REMOTE} ${shq(spec)}`]);
 }
 
 /** The closing lines: push the fixed work again (in check mode: run the check again). */
@@ -74,6 +77,16 @@ export function startingPoint(ctx: RuleContext): string | null {
  * to rebuild on, so no command of the agent's own can help. A person pushes it first.
  */
 export function noTrustedBranch(branch: string, mode: 'push' | 'check', target?: PushTarget): string {
+  if (target?.host) {
+    // Inside a git host the trusted branch is the repository's HEAD (gitolite, for one, makes
+    // repositories with HEAD at master) unless the daemon's config names it.
+    return [
+      `the trusted branch ${branch} does not exist in this repository yet, so nothing can be judged against it and no command of yours can fix this push`,
+      `a person, with a person's key or account on ${target.host}, must push it first, from a clone of the project: git push <the remote of this repository> ${shq(`HEAD:refs/heads/${branch}`)}`,
+      `if the project's trusted branch is not ${branch}, the host's admin sets it in the daemon's config: "trusted": {"${target.path ?? 'REPO'}": "main"} (or points the repository's HEAD at it)`,
+      mode === 'push' ? 'then push again exactly as you did; the gate will judge your commits against it' : 'then re-run the check',
+    ].join('\n');
+  }
   const where = target?.url ?? "<the gate's remote or URL>";
   return [
     `the trusted branch ${branch} does not exist on the gate yet, so nothing can be judged against it and no command of yours can fix this push`,

@@ -15,7 +15,8 @@ import { Git as GitServer } from 'node-git-server';
 import { AuditStore, newPushId, type QueryOptions } from '../audit/store.js';
 import { TokenStore, allowsRepo, type AuthenticatedToken } from '../audit/tokens.js';
 import { ConfigError, errorMessage, StartupError, UsageError } from '../errors.js';
-import { FailureLimiter, parseCredentials, DEFAULT_LIMITER, type LimiterOptions } from './auth.js';
+import { FailureLimiter, crossSite, parseCredentials, DEFAULT_LIMITER, type LimiterOptions } from './auth.js';
+import { grantOf } from './grant.js';
 import { silentLogger, type Logger } from '../log.js';
 import { createMetrics, observeAudit, type GateMetrics } from './metrics.js';
 import { noteRequest, observeRequest, sendMetrics, startMetricsListener } from './observe-http.js';
@@ -220,11 +221,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
 
     const authenticate = async (req: http.IncomingMessage, res: http.ServerResponse, repo: string | null): Promise<AuthenticatedToken | null> => {
       const addr = req.socket.remoteAddress ?? 'unknown';
-      if (limiter.blocked(addr)) {
+      const creds = parseCredentials(req.headers.authorization);
+      if (limiter.blocked(addr, creds?.user)) {
         send(res, 429, 'patchgate: too many failed logins from this address; wait and retry', { 'Retry-After': '600' });
         return null;
       }
-      const creds = parseCredentials(req.headers.authorization);
       if (!creds) {
         // git sends credentials only after a 401 challenge; a missing header is not a failure yet.
         send(res, 401, 'patchgate: authentication required (HTTP Basic, token as password)', { 'WWW-Authenticate': 'Basic realm="patchgate"' });
@@ -232,13 +233,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       }
       const token = tokens.authenticate(creds.secret);
       if (!token) {
-        const delay = limiter.fail(addr);
+        const delay = limiter.fail(addr, creds.user);
         await sink.appendAuthFailure({ remoteAddr: addr, user: creds.user, repo, reason: 'bad or revoked token' });
         if (delay) await new Promise((r) => setTimeout(r, delay));
         send(res, 401, 'patchgate: bad credentials', { 'WWW-Authenticate': 'Basic realm="patchgate"' });
         return null;
       }
-      limiter.succeed(addr);
+      limiter.succeed(addr, creds.user);
       noteRequest(req, { actor: token.name });
       return token;
     };
@@ -248,7 +249,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       if (!token) return;
       if (url.pathname === '/api/audit' && req.method === 'GET') {
         if (token.role === 'agent') return send(res, 403, 'patchgate: agents may not read the audit log');
-        const q: QueryOptions = {};
+        // Only the rows of repositories this token may use (never a *-holdout one, unless admin).
+        const grant = grantOf(token, dataDir);
+        const q: QueryOptions = grant === null ? {} : { repos: grant };
         for (const k of ['repo', 'actor', 'verdict', 'since', 'until', 'kind'] as const) {
           const v = url.searchParams.get(k);
           if (v !== null) q[k] = v;
@@ -357,6 +360,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           return send(res, down.length ? 503 : 200, down.length ? `down: ${down.join('; ')}` : 'ok');
         }
         if (draining) return send(res, 503, 'patchgate: shutting down; retry shortly', { Connection: 'close' });
+        // A browser on another site may hold Basic credentials or a session for this one: it
+        // changes nothing here (git and API clients send no Origin).
+        if (req.method !== 'GET' && req.method !== 'HEAD' && crossSite(req)) return send(res, 403, 'patchgate: cross-site request refused (its Origin is not this server); send it from this server\'s own page, or without a browser');
         if (url.pathname === '/metrics' && req.method === 'GET') {
           const token = await authenticate(req, res, null);
           if (!token) return;

@@ -65,6 +65,8 @@ export interface PushSession {
   atomic?: boolean;
   /** Updates (ref old new) that upstream took (src/upstream/gate.ts). */
   forwarded?: Set<string>;
+  /** The trusted branch named by the host's config (src/host/identity.ts), instead of the repository's HEAD. */
+  trustedBranch?: string;
 }
 
 /** Seconds the shims wait for an answer beyond the daemon's own hook time limit. */
@@ -499,7 +501,7 @@ export class HookService {
       const t0 = performance.now();
       const store = this.mainStore(s.repoDir);
       // One policy for the whole push: every ref is judged against the same trusted tip.
-      const { trustedTip, trustedBranch, policy } = await trustedState(store);
+      const { trustedTip, trustedBranch, policy } = await trustedState(store, s.trustedBranch);
       // Where a push's time goes, kept in the audit row (ms): setup = trusted tip and policy.
       timings.setup = Math.round(performance.now() - t0);
       const out: RefDecision[] = [];
@@ -569,8 +571,8 @@ export class HookService {
 }
 
 /** The trusted branch (the bare repo's HEAD), its tip and the policy read from that tip. */
-async function trustedState(git: Git): Promise<{ trustedBranch: string; trustedTip: string | null; policy: Policy }> {
-  const trustedRef = (await git.symbolicHead()) ?? 'refs/heads/main';
+async function trustedState(git: Git, branch?: string): Promise<{ trustedBranch: string; trustedTip: string | null; policy: Policy }> {
+  const trustedRef = branch ? `refs/heads/${branch}` : ((await git.symbolicHead()) ?? 'refs/heads/main');
   const trustedTip = await git.refTip(trustedRef);
   return { trustedBranch: trustedRef.replace(/^refs\/heads\//, ''), trustedTip, policy: await loadPolicy(git, trustedTip) };
 }

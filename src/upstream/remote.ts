@@ -2,10 +2,13 @@
 // repository (bounded in time, reused for a few seconds so a burst of pushes asks upstream
 // once) and forwarding an accepted push's ref updates with the stored credential. The
 // credential reaches git through a credential helper that reads it from the child's
-// environment, so it is never in an argument list, a URL git could echo, or a log; every
+// environment, so it is never in an argument list, a URL git could echo, or a log, and only
+// for upstream's own scheme, host and port; git follows no redirect (one that points
+// elsewhere would take the credential along), and a redirect is refused with one line. Every
 // text that comes back from git or upstream is redacted before anyone sees it.
 
-import { credentialArgs, Git, isZeroId } from '../git/git.js';
+import { basename } from 'node:path';
+import { credentialArgs, Git, isZeroId, REDIRECT_REFUSED } from '../git/git.js';
 import { UpstreamError } from '../errors.js';
 import { redactor, type UpstreamConfig } from './settings.js';
 
@@ -16,8 +19,16 @@ export const UPSTREAM_TIMEOUT_MS = 14_000;
 
 /** git options and environment that give git the upstream credential (and nothing else). */
 function upstreamCredentialArgs(u: UpstreamConfig): { pre: string[]; env: Record<string, string> } {
-  const c = credentialArgs(u.user, u.secret);
+  const c = credentialArgs(u.user, u.secret, u.url);
   return { pre: [...c.pre, '-c', 'protocol.file.allow=always'], env: c.env };
+}
+
+/** The one-line refusal of an upstream that answered with a redirect (git did not follow it), or null. */
+function redirectReason(stderr: string, upstream: UpstreamConfig, repoDir: string, what: string): string | null {
+  const m = REDIRECT_REFUSED.exec(stderr);
+  if (!m) return null;
+  const name = basename(repoDir).replace(/\.git$/, '');
+  return `upstream ${upstream.url} answered the ${what} with a redirect (HTTP ${m[1]}), which the gate does not follow: its upstream credential goes only to that URL's own scheme, host and port; if the repository moved, point the gate at its new address: patchgate repo upstream ${name} NEW_URL`;
 }
 
 /** The lines of git's stderr worth showing (fatal/error/remote lines), redacted, at most `max`. */
@@ -96,6 +107,8 @@ export async function fetchTrusted(repoDir: string, upstream: UpstreamConfig, tr
     const ms = Date.now() - t0;
     if (r.timedOut) throw new UpstreamError('UPSTREAM_UNREACHABLE', `upstream ${upstream.url} did not answer the fetch of ${trustedRef} within ${Math.round(timeoutMs / 1000)} s`);
     if (r.code !== 0) {
+      const moved = redirectReason(r.stderr, upstream, repoDir, `fetch of ${trustedRef}`);
+      if (moved) throw new UpstreamError('UPSTREAM_REFUSED', redact(moved));
       const why = gitReason(r.stderr, redact);
       // An upstream without the trusted branch yet (a new, empty repository): nothing to mirror.
       // A ref to repair that upstream no longer has: fetch the trusted branch alone.
@@ -151,6 +164,8 @@ export async function forwardPush(repoDir: string, env: Record<string, string>, 
   git.close();
   const ms = Date.now() - t0;
   const messages = gitReason(r.stderr, redact, 20);
+  const moved = r.code !== 0 ? redirectReason(r.stderr, upstream, repoDir, 'push') : null;
+  if (moved) return { ms, answers: items.map((it) => ({ ref: it.ref, ok: false, answer: redact(moved), messages: [] })) };
   if (r.timedOut) {
     return { ms, answers: items.map((it) => ({ ref: it.ref, ok: false, answer: `upstream ${upstream.url} did not answer within ${Math.round(opts.timeoutMs / 1000)} s`, messages })) };
   }

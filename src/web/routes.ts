@@ -9,6 +9,7 @@ import type { AuditStore } from '../audit/store.js';
 import type { AuthenticatedToken, TokenStore } from '../audit/tokens.js';
 import { errorMessage, UsageError } from '../errors.js';
 import { parseBasic, type FailureLimiter } from '../server/auth.js';
+import { grantAllows, grantOf } from '../server/grant.js';
 import { overview, tablePage, type TableFilter } from '../audit/insights.js';
 import { lastCheckpointInFile } from '../audit/checkpoint-publish.js';
 import { asset } from './assets.js';
@@ -61,14 +62,14 @@ export function createWeb(deps: WebDeps): (req: http.IncomingMessage, res: http.
     }
     const creds = parseBasic(req.headers.authorization);
     if (!creds) return null;
-    if (deps.limiter.blocked(addr(req))) return 'bad';
+    if (deps.limiter.blocked(addr(req), creds.user)) return 'bad';
     const token = deps.tokens.authenticate(creds.secret);
     if (!token) {
-      deps.limiter.fail(addr(req));
+      deps.limiter.fail(addr(req), creds.user);
       deps.audit.appendAuthFailure({ remoteAddr: addr(req), user: creds.user, reason: 'audit page: bad or revoked token' });
       return 'bad';
     }
-    deps.limiter.succeed(addr(req));
+    deps.limiter.succeed(addr(req), creds.user);
     return token;
   };
 
@@ -123,16 +124,16 @@ export function createWeb(deps: WebDeps): (req: http.IncomingMessage, res: http.
     if (path === '/login' && req.method === 'GET') return page(res, 200, loginPage(null));
     if (path === '/login' && req.method === 'POST') {
       if (!sameOrigin(req)) return page(res, 403, messagePage('Refused', 'cross-site login refused', null));
-      if (deps.limiter.blocked(addr(req))) return page(res, 429, loginPage('too many failed logins from this address; wait and retry'), { 'Retry-After': '600' });
+      if (deps.limiter.blocked(addr(req), 'web login')) return page(res, 429, loginPage('too many failed logins from this address; wait and retry'), { 'Retry-After': '600' });
       const form = await readForm(req);
       const secret = form?.get('token') ?? '';
       const token = secret ? deps.tokens.authenticate(secret) : null;
       if (!token) {
-        deps.limiter.fail(addr(req));
+        deps.limiter.fail(addr(req), 'web login');
         deps.audit.appendAuthFailure({ remoteAddr: addr(req), user: 'web login', reason: 'audit page: bad or revoked token' });
         return page(res, 401, loginPage('bad or revoked token'));
       }
-      deps.limiter.succeed(addr(req));
+      deps.limiter.succeed(addr(req), 'web login');
       if (token.role === 'agent') return page(res, 403, loginPage('agent tokens may not read the audit log; log in with a human or admin token'));
       const sid = sessions.create(token.name, secret);
       return page(res, 303, messagePage('Logged in', 'continue to the overview', token.name), { Location: '/', 'Set-Cookie': cookieHeader(sid, deps.secure) });
@@ -148,8 +149,11 @@ export function createWeb(deps: WebDeps): (req: http.IncomingMessage, res: http.
     if (who === null) return challenge(req, res, null);
     if (who === 'bad') return challenge(req, res, 'bad or revoked token');
     if (who.role === 'agent') return page(res, 403, messagePage('Refused', 'agent tokens may not read the audit log', null));
+    // Only the rows of repositories this token may use (never a *-holdout one, unless admin).
+    const grant = grantOf(who, deps.dataDir);
+    const only = grant === null ? {} : { repos: grant };
     try {
-      if (path === '/') return page(res, 200, overviewPage(overview(deps.audit), chainStatus(), who.name));
+      if (path === '/') return page(res, 200, overviewPage(overview(deps.audit, only), chainStatus(), who.name));
       if (path === '/chain') return page(res, 200, layout('Chain', html`<h1>Chain</h1>${chainBlock(chainStatus())}`, who.name));
       if (path === '/pushes') {
         const f: TableFilter = {};
@@ -158,7 +162,7 @@ export function createWeb(deps: WebDeps): (req: http.IncomingMessage, res: http.
           if (v) f[k] = v;
         }
         try {
-          return page(res, 200, pushesPage(f, tablePage(deps.audit, f), who.name, null));
+          return page(res, 200, pushesPage(f, tablePage(deps.audit, f, grant ?? undefined), who.name, null));
         } catch (err) {
           if (!(err instanceof UsageError)) throw err;
           return page(res, 400, pushesPage(f, { rows: [], next: null }, who.name, err.message));
@@ -176,7 +180,9 @@ export function createWeb(deps: WebDeps): (req: http.IncomingMessage, res: http.
       } catch (err) {
         if (!(err instanceof UsageError)) throw err;
       }
-      if (!trace) return page(res, 404, messagePage('No such push', `no push ${id} in the audit log`, who.name));
+      // A push of a repository outside the grant is answered as one that does not exist.
+      const repoOf = trace?.push?.repo ?? trace?.refs[0]?.repo ?? trace?.confirms[0]?.repo ?? null;
+      if (!trace || !grantAllows(grant, repoOf)) return page(res, 404, messagePage('No such push', `no push ${id} in the audit log`, who.name));
       return page(res, 200, pushPage(trace, who.name));
     } catch (err) {
       deps.log(`patchgate: audit page error: ${errorMessage(err)}`);

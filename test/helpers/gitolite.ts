@@ -146,8 +146,8 @@ export async function startGitolite(t: T, users: string[]): Promise<Gitolite> {
   rc = rc.replace(/#\s*LOCAL_CODE\s*=>\s*"\$ENV\{HOME\}\/local",/, 'LOCAL_CODE => "$ENV{HOME}/local",').replace(/#\s*'repo-specific-hooks',/, "'repo-specific-hooks',");
   if (!rc.includes('LOCAL_CODE => "$ENV{HOME}/local"') || !rc.includes("\n            'repo-specific-hooks',")) throw new Error('could not enable LOCAL_CODE and repo-specific-hooks in .gitolite.rc');
   writeFileSync(rcPath, rc);
-  mkdirSync(join(home, 'local', 'hooks', 'repo-specific'), { recursive: true });
-  if (isRoot) for (const p of [rcPath, join(home, 'local'), join(home, 'local', 'hooks'), join(home, 'local', 'hooks', 'repo-specific')]) chownSync(p, uid, gid);
+  // LOCAL_CODE itself is left to `patchgate hook install`, which creates it.
+  if (isRoot) chownSync(rcPath, uid, gid);
 
   // sshd as that user: host key, config and pid in the temp folder, a high port, no PAM, no privilege separation user
   const sshDir = join(root, 'sshd');

@@ -3,8 +3,8 @@
 // environment carries the host's variables into the real git receive-pack and its hooks.
 
 import { execFile } from 'node:child_process';
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { parseDaemonConfig, type DaemonConfig } from '../../src/host/config.js';
 import { startDaemon, type RunningDaemon } from '../../src/host/daemon.js';
 import { GIT_ENV, TestRepo, tempDir } from './repo.js';
@@ -17,11 +17,12 @@ export const BASE = {
   'tests/test_app.py': 'from src.app import add\n\ndef test_add():\n    assert add(1, 2) == 3\n',
 };
 
-/** A bare repository (HEAD main) and a work repo whose main a person pushed into it. */
+/** A bare repository ROOT/NAME.git (HEAD main; NAME may hold folders) and a work repo whose main a person pushed into it. */
 export async function seededBare(t: T, name = 'app'): Promise<{ root: string; bare: string; w: TestRepo }> {
   const root = tempDir('pg-host-');
   t.teardown(() => rmSync(root, { recursive: true, force: true }));
   const bare = join(root, `${name}.git`);
+  mkdirSync(dirname(bare), { recursive: true });
   const init = await gitAsync(root, ['init', '-q', '--bare', '-b', 'main', bare]);
   if (init.code) throw new Error(init.stderr);
   const w = TestRepo.init(t);

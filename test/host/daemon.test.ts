@@ -50,18 +50,20 @@ t.test('generic host: /healthz ok, /metrics counts the answers by host and verdi
 
 t.test('a repository the config does not gate passes with a line saying so; repoRoots refuses a repository outside them', async (t) => {
   const { cfg } = await startTestDaemon(t, { repos: ['team/*'], repoRoots: [tempDir('pg-roots-')] });
-  const { bare, w } = await seededBare(t);
+  const { bare, w, root } = await seededBare(t);
   installHostHooks('generic', cfg, [bare]);
   w.checkout('agent/x', true);
   w.commit('weaken', { 'tests/test_app.py': 'def test_add():\n    assert True\n' });
   const outside = await gitWithEnv(w.dir, ['push', bare, 'agent/x'], generic('agent-1', 'team/app'));
   t.not(outside.code, 0);
   t.match(outside.stderr, /remote: patchgate: push refused: repository .* is outside the daemon's repoRoots/);
-  const { cfg: cfg2, d: d2 } = await startTestDaemon(t, { repos: ['team/*'] });
+  // Gated or not is decided by the folder below repoRoots (here ROOT/app.git, so `app`), and
+  // the variable must name the same repository for a push to pass unjudged.
+  const { cfg: cfg2, d: d2 } = await startTestDaemon(t, { repos: ['team/*'], repoRoots: [root] });
   installHostHooks('generic', cfg2, [bare]);
-  const ungated = await gitWithEnv(w.dir, ['push', bare, 'agent/x'], generic('agent-1', 'other/app'));
+  const ungated = await gitWithEnv(w.dir, ['push', bare, 'agent/x'], generic('agent-1', 'app'));
   t.equal(ungated.code, 0, ungated.stderr);
-  t.match(ungated.stderr, /remote: patchgate: other\/app is not gated by this daemon's config \(repos\)/);
+  t.match(ungated.stderr, /remote: patchgate: app is not gated by this daemon's config \(repos\)/);
   t.equal(d2.audit.query({ kind: 'push' }).length, 0);
 });
 
