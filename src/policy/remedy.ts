@@ -62,9 +62,13 @@ export function remedy(intro: string, commands: string[], closing?: string): str
   return [intro, ...commands.map((c) => RUN + c), ...(closing ? [closing] : [])].join('\n');
 }
 
-/** Where the agent's new work begins: the ref's old tip, else the first new commit's parent, else the trusted tip. */
+/**
+ * Where the agent's new work begins: the ref's old tip (unless it is itself among the judged
+ * commits: a person's commits the agent carries on that branch), else the first judged
+ * commit's parent, else the trusted tip.
+ */
 export function startingPoint(ctx: RuleContext): string | null {
-  if (!isZeroId(ctx.update.oldId)) return ctx.update.oldId;
+  if (!isZeroId(ctx.update.oldId) && !ctx.newCommits.some((c) => c.id === ctx.update.oldId)) return ctx.update.oldId;
   const first = ctx.newCommits[0];
   return first?.parents[0] ?? ctx.trustedTip ?? null;
 }
