@@ -80,7 +80,7 @@ export async function runRepoCreateUpstream(args: { data: string; name: string; 
   audit(args.data, 'repo.mode', name, { from: null, to: args.mode ?? 'enforce', user: osUser() });
   writeSettings(resolve(args.data), name, { mode: args.mode ?? 'enforce', upstream: u });
   const out = [`created ${dir} (trusted branch ${args.trusted}, hooks installed, receive.fsckObjects on, packs over 1 GiB refused)`];
-  if (args.mode === 'evaluate') out.push(`mode: evaluate (pushes are judged and audited; would-be refusals are accepted)`);
+  if (args.mode === 'evaluate') out.push(`mode: evaluate (pushes are judged and audited; one refused only for its content is accepted as would-reject; the refs rule and the policy files stay enforced)`);
   if (u) {
     out.push(`upstream: ${describeUpstream(u)}`);
     out.push(await syncNow(args.data, name, dir, u, false));
