@@ -6,9 +6,10 @@
 // every mode switch is an admin row.
 
 import t from 'tap';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { execFile } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
-import { TestRepo, tempDir } from '../helpers/repo.js';
+import { GIT_ENV, TestRepo, tempDir } from '../helpers/repo.js';
 import { bareDir, gitAsync, refIn, startGate, type Gate } from '../helpers/gate.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { runRepoCreateUpstream, runRepoMode } from '../../src/commands/upstream.js';
@@ -189,4 +190,47 @@ t.test('accepts in evaluate mode are not reused after the switch to enforce', as
   const again = await push(w, gate, 'agent-1', agent, 'agent/c:refs/heads/agent/c2');
   t.equal(again.code, 0, again.stderr);
   t.same(writeBlockTrace(gate, 'refs/heads/agent/c2'), { commits: 1, reused: 0, paths: 1 }, 'judged again in enforce mode');
+});
+
+/** The commands a refusal says to run as printed (`$ ` lines of its remote: output). */
+function commands(stderr: string): string[] {
+  return stderr.split('\n').filter((l) => l.startsWith('remote: ')).map((l) => l.slice('remote: '.length).trim()).filter((l) => l.startsWith('$ ')).map((l) => l.slice(2));
+}
+
+function sh(cwd: string, line: string): Promise<{ code: number; out: string }> {
+  return new Promise((resolve) => {
+    execFile('sh', ['-c', line], { cwd, env: { ...process.env, ...GIT_ENV, GIT_ASKPASS: 'true' } }, (err, stdout, stderr) => {
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr });
+    });
+  });
+}
+
+t.test('a person\'s test edit on an agent branch that the agent extends: refused, and the printed fix works as printed', async (t) => {
+  const { gate, human, agent, w, bare } = await ownServer(t);
+  w.checkout('agent/y', true);
+  const personal = w.commit('person: test edit', WEAK_TEST);
+  const p = await push(w, gate, 'alice', human, 'agent/y');
+  t.equal(p.code, 0, p.stderr);
+  // The agent's clone: a remote holding its token, the branch as the gate has it.
+  const dir = tempDir('pg-agent-');
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const c = await gitAsync(dirname(dir), ['clone', '-q', '-o', 'gate', '-b', 'agent/y', gate.remote('app', 'agent-1', agent), dir]);
+  t.equal(c.code, 0, c.stderr);
+  writeFileSync(join(dir, 'src', 'app.py'), 'def add(a, b):\n    return a + b  # agent\n');
+  await gitAsync(dir, ['commit', '-qam', 'agent work']);
+  const r = await gitAsync(dir, ['push', 'gate', 'HEAD:refs/heads/agent/y']);
+  t.not(r.code, 0, 'the person\'s commit is judged as the agent\'s now');
+  t.match(r.stderr, new RegExp(`commit ${personal.slice(0, 12)} modifies protected path tests/test_app.py`));
+  const cmds = commands(r.stderr);
+  t.ok(cmds.some((l) => /agent\/y-rebuilt/.test(l)), 'the rebuilt work goes to a new branch (the gate\'s agent/y cannot take it as a fast-forward)');
+  for (const line of cmds) {
+    const run = await sh(dir, line);
+    t.equal(run.code, 0, `${line}: ${run.out}`);
+  }
+  const rebuilt = await refIn(bare, 'refs/heads/agent/y-rebuilt');
+  t.ok(rebuilt, 'the fix as printed was accepted');
+  const show = await gitAsync(bare, ['show', `${rebuilt}:src/app.py`]);
+  t.match(show.stdout, /# agent/, 'with the agent\'s work');
+  const tests = await gitAsync(bare, ['show', `${rebuilt}:tests/test_app.py`]);
+  t.equal(tests.stdout, BASE['tests/test_app.py'], 'and without the person\'s test edit');
 });

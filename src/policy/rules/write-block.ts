@@ -93,7 +93,7 @@ export function stripCommand(ctx: RuleContext, paths: string[], what = 'the edit
   return remedy(
     `take ${what} out of your new commits, keeping the rest of the work as one commit on ${short(start)}${more}:`,
     [`git reset --soft ${start}`, `git restore --source=${start} --staged --worktree -- ${spec}`, `git commit -m ${shq('agent patch (protected paths restored)')}`],
-    pushAgain(ctx),
+    pushAgain(ctx, true),
   );
 }
 
@@ -109,7 +109,7 @@ function rebaseOnTrusted(ctx: RuleContext, paths: string[]): string {
   const cmds = [`git reset -q --soft ${rev}`, `git restore --source=${rev} --staged --worktree -- . ${excludes}`];
   if (inside.length) cmds.push(`git restore --source=${rev} --staged --worktree -- ${inside.join(' ')}`);
   cmds.push(`git commit -m ${shq('agent patch (on the trusted branch)')}`);
-  return [fetchTrusted(ctx), ...remedy('then keep only your work under `writable`, minus the paths listed above, as one commit on it:', cmds, pushAgain(ctx)).split('\n')].join('\n');
+  return [fetchTrusted(ctx), ...remedy('then keep only your work under `writable`, minus the paths listed above, as one commit on it:', cmds, pushAgain(ctx, true)).split('\n')].join('\n');
 }
 
 /** Every change of the push is blocked: drop the commits (a strip would leave nothing to commit). */
@@ -120,7 +120,7 @@ export function dropCommand(ctx: RuleContext): string {
   return pre + remedy(
     `every change in your new commits is to a path you may not write, so there is nothing to keep: drop those commits (a person makes such changes):`,
     [`git reset --hard ${unrelatedStart(ctx) ? trustedRev(ctx) : start}`],
-    pushAgain(ctx),
+    pushAgain(ctx, true),
   );
 }
 
@@ -134,7 +134,7 @@ export function rebuildCommand(ctx: RuleContext): string {
   return remedy(
     `commit the work again through git's own index, which writes only the modes git writes:`,
     [`git reset -q ${start}`, 'git add -A', `git commit -m ${shq('agent patch (modes as git writes them)')}`],
-    pushAgain(ctx),
+    pushAgain(ctx, true),
   );
 }
 
