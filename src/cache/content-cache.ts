@@ -82,9 +82,40 @@ export class PersistentCache {
     return undefined;
   }
 
+  /** Many keys in few reads (chunks of 500 per SELECT); a key that is absent or fails its checksum is left out. */
+  getMany(keys: string[]): Map<string, unknown> {
+    const out = new Map<string, unknown>();
+    for (let i = 0; i < keys.length; i += 500) {
+      const chunk = keys.slice(i, i + 500);
+      const rows = this.db.prepare(`SELECT key, value, sum FROM kv WHERE key IN (${chunk.map(() => '?').join(',')})`).all(...chunk) as Array<{ key: string; value: string; sum: string }>;
+      for (const row of rows) {
+        let v: unknown;
+        if (sum(row.value) === row.sum) {
+          try {
+            v = JSON.parse(row.value) as unknown;
+          } catch {
+            v = undefined;
+          }
+        }
+        if (v === undefined) {
+          this.dropped++;
+          this.delStmt.run(row.key);
+        } else out.set(row.key, v);
+      }
+    }
+    return out;
+  }
+
   set(key: string, value: unknown): void {
     const text = JSON.stringify(value);
     this.putStmt.run(key, text, sum(text));
+  }
+
+  /** Many entries in one transaction. */
+  setMany(entries: Array<[string, unknown]>): void {
+    this.db.transaction(() => {
+      for (const [k, v] of entries) this.set(k, v);
+    })();
   }
 
   close(): void {
@@ -124,6 +155,40 @@ export class ContentCache extends LruMap<string, unknown> {
       super.set(key, v);
     } else this.misses++;
     return v;
+  }
+
+  /** `get` for many keys: memory first, then one batched read of the disk for the rest. A failing disk answers only what memory holds. */
+  getMany(keys: string[]): Map<string, unknown> {
+    const out = new Map<string, unknown>();
+    const rest: string[] = [];
+    for (const k of keys) {
+      const hit = super.get(k);
+      if (hit !== undefined) out.set(k, hit);
+      else rest.push(k);
+    }
+    if (rest.length && this.disk) {
+      try {
+        for (const [k, v] of this.disk.getMany(rest.filter((k) => !k.startsWith('mem:')))) {
+          out.set(k, v);
+          super.set(k, v);
+        }
+      } catch {
+        // unreadable: what is missing is computed again
+      }
+    }
+    this.hits += out.size;
+    this.misses += keys.length - out.size;
+    return out;
+  }
+
+  /** `set` for many entries, written to disk in one transaction. */
+  setMany(entries: Array<[string, unknown]>): void {
+    for (const [k, v] of entries) super.set(k, v);
+    try {
+      this.disk?.setMany(entries.filter(([k]) => !k.startsWith('mem:')));
+    } catch {
+      // as set(): a failed write costs a recomputation later
+    }
   }
 
   override set(key: string, value: unknown): this {

@@ -6,6 +6,7 @@
 
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AuditStore } from '../audit/store.js';
@@ -14,6 +15,15 @@ import { Git } from '../git/git.js';
 import { createRepo, normalizeRepoName, resolveRepo } from '../server/repos.js';
 import { fetchTrusted } from '../upstream/remote.js';
 import { describeUpstream, GATE_MODES, parseUpstream, readSettings, writeSettings, type GateMode, type UpstreamConfig } from '../upstream/settings.js';
+
+/** Who ran the command, as the operating system names them (for the admin row; never a secret). */
+function osUser(): string | null {
+  try {
+    return userInfo().username;
+  } catch {
+    return null;
+  }
+}
 
 /** The CLI's own fetch (a first clone of a large repository may take minutes). */
 const CLI_FETCH_TIMEOUT_MS = 10 * 60_000;
@@ -66,10 +76,11 @@ export async function runRepoCreateUpstream(args: { data: string; name: string; 
   const u = args.upstream && args.upstream !== 'none' ? parseUpstream(args.upstream, args.credentialFile) : null;
   const dir = await createRepo(resolve(args.data), args.name, args.trusted);
   const name = normalizeRepoName(args.name);
-  writeSettings(resolve(args.data), name, { mode: args.mode ?? 'enforce', upstream: u });
   audit(args.data, 'repo.create', name, { dir, trusted: args.trusted, upstream: u ? u.url : null, mode: args.mode ?? 'enforce' });
+  audit(args.data, 'repo.mode', name, { from: null, to: args.mode ?? 'enforce', user: osUser() });
+  writeSettings(resolve(args.data), name, { mode: args.mode ?? 'enforce', upstream: u });
   const out = [`created ${dir} (trusted branch ${args.trusted}, hooks installed, receive.fsckObjects on, packs over 1 GiB refused)`];
-  if (args.mode === 'evaluate') out.push(`mode: evaluate (pushes are judged and audited; would-be refusals are accepted)`);
+  if (args.mode === 'evaluate') out.push(`mode: evaluate (pushes are judged and audited; one refused only for its content is accepted as would-reject; the refs rule and the policy files stay enforced)`);
   if (u) {
     out.push(`upstream: ${describeUpstream(u)}`);
     out.push(await syncNow(args.data, name, dir, u, false));
@@ -100,11 +111,13 @@ export function runRepoMode(args: { data: string; name: string; mode: string }):
   const { name } = repoDirOf(args.data, args.name);
   if (!GATE_MODES.includes(args.mode as GateMode)) throw new UsageError(`mode must be enforce or evaluate (got ${JSON.stringify(args.mode)})`);
   const settings = readSettings(resolve(args.data), name);
+  // The admin row first: a switch the audit log cannot record does not happen.
+  audit(args.data, 'repo.mode', name, { from: settings.mode, to: args.mode, user: osUser() });
   writeSettings(resolve(args.data), name, { ...settings, mode: args.mode as GateMode });
-  audit(args.data, 'repo.mode', name, { from: settings.mode, to: args.mode });
   return [args.mode === 'evaluate'
-    ? `repository ${name} is in evaluate mode: every push is judged and audited, and one that would be refused is accepted and audited as would-reject (list them: patchgate audit --verdict would-reject)`
-    : `repository ${name} is in enforce mode: pushes the policy refuses are refused`];
+    ? `repository ${name} is in evaluate mode: every push is judged and audited; one that would be refused only for its content (write-block outside the policy files, contract, fixtures, ledger, tamper-scan) is accepted and audited as would-reject (list them: patchgate audit --verdict would-reject); the refs rule and the policy files stay enforced`
+    : `repository ${name} is in enforce mode: pushes the policy refuses are refused`,
+  `recorded in the audit log (repo.mode ${settings.mode} -> ${args.mode})`];
 }
 
 /** Fill `<data>/cache.db` with the contract of the trusted tip (what the server reads on a miss). */

@@ -31,7 +31,8 @@ export async function isAncestorOfNew(ctx: RuleContext, a: string, b: string): P
 /**
  * merge-base(head, trusted) for head = update.newId. If a pushed commit's parent is the
  * trusted tip, the tip is an ancestor of head and is the merge-base. In a push (`linearBase`
- * set: new commits are those no ref reaches, so none is an ancestor of the trusted tip), the
+ * set: the judged commits are those no ref reaches, or for an agent those the trusted tip does
+ * not reach (src/policy/carried.ts), so none is an ancestor of the trusted tip), the
  * common ancestors of head and the tip are those of the line's base and the tip, so the answer
  * is the same as for the base, which the previous push to this branch already asked.
  */

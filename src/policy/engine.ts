@@ -8,6 +8,7 @@ import { errorMessage } from '../errors.js';
 import { throwIfCancelled } from '../cancel.js';
 import { loadPolicy, type Policy } from './config.js';
 import { linearBase } from './ancestry.js';
+import { acceptedBefore, carriedCommits, policyDigest, type Judged } from './carried.js';
 import { tableRow } from './decision-table.js';
 import { decide } from './deciding.js';
 import { PRE_RULES, RULES } from './rules/index.js';
@@ -63,12 +64,23 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
     if (opts.trustedBranch) policy = { ...policy, trustedBranch: opts.trustedBranch };
     const kind = updateKind(update);
     let newCommits: CommitInfo[] = [];
+    let judged: Judged | undefined;
+    let reusedCommits = 0;
     if (kind !== 'delete') {
       // The ref's own old tip and the trusted tip are ref tips now: a line of pushed commits
       // ending on one of them is the whole of `rev-list new --not --all`.
       const boundaries = [update.oldId, opts.trustedTip].filter((x): x is string => !!x && !isZeroId(x));
       const line = opts.mainStore && opts.exclude === undefined ? await opts.git.pushedLine(update.newId, boundaries, opts.mainStore).catch(() => null) : null;
-      newCommits = line ?? (await opts.git.newCommits(update.newId, opts.exclude ?? 'all'));
+      if (opts.role === 'agent' && opts.mode === 'push' && opts.exclude === undefined) {
+        // An agent's ref carries every commit off the trusted branch, new to the repository
+        // or not (src/policy/carried.ts); only those accepted for an agent before are skipped.
+        const carried = await carriedCommits(opts.git, update.newId, opts.trustedTip, line);
+        const digest = policyDigest(policy);
+        const known = opts.cache ? acceptedBefore(opts.cache, digest, carried) : new Set<string>();
+        newCommits = known.size ? carried.filter((c) => !known.has(c.id)) : carried;
+        reusedCommits = carried.length - newCommits.length;
+        judged = { policy: digest, commits: newCommits.map((c) => c.id) };
+      } else newCommits = line ?? (await opts.git.newCommits(update.newId, opts.exclude ?? 'all'));
     }
     const commitsMs = Date.now() - started;
     const diffMemo = new Map<string, Promise<{ changes: Change[]; oddModes: OddMode[] }>>();
@@ -79,7 +91,7 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
     };
     const ctx: RuleContext = {
       git: opts.git, policy, role: opts.role, mode: opts.mode, update, kind,
-      trustedTip: opts.trustedTip, newCommits, cache: opts.cache ?? new Map(),
+      trustedTip: opts.trustedTip, newCommits, reusedCommits, cache: opts.cache ?? new Map(),
       ...(opts.pushTarget ? { pushTarget: opts.pushTarget } : {}),
       // Only when new commits are those no ref reaches (a push): the ancestry shortcuts need it.
       linearBase: opts.exclude === undefined ? linearBase(newCommits, update.newId) : null,
@@ -148,6 +160,7 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
       ref: update.ref, oldId: update.oldId, newId: update.newId,
       verdict: failing.length ? 'reject' : 'accept', row: row.id, action: row.action,
       remediation, reasons, outcomes, contract, ms: Date.now() - started, commitsMs,
+      ...(judged ? { judged } : {}),
     };
   } catch (err) {
     return errorDecision(update, err, started, outcomes);

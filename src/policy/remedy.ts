@@ -37,10 +37,24 @@ export function gateStep(ctx: RuleContext, intro: string, verb: 'push' | 'fetch'
   return remedy(`${intro}, through the remote ${FIX_REMOTE} (${how}):`, [setup, `git ${verb} ${FIX_REMOTE} ${shq(spec)}`]);
 }
 
-/** The closing lines: push the fixed work again (in check mode: run the check again). */
-export function pushAgain(ctx: RuleContext): string {
+/**
+ * The closing lines: push the fixed work again (in check mode: run the check again). `rebuilt`:
+ * the fix rebuilt the commits from startingPoint; when that lies below the gate's tip of the
+ * branch (a person's commits the agent carried there), the branch cannot take the rebuilt
+ * work as a fast-forward, so it goes to a new branch beside it.
+ */
+export function pushAgain(ctx: RuleContext, rebuilt = false): string {
   if (ctx.mode !== 'push') return 'then re-run the check';
+  if (rebuilt && rebuildsBelowTip(ctx)) {
+    const ref = `${pushRefspec(ctx).slice('HEAD:'.length)}-rebuilt`;
+    return gateStep(ctx, `then push it as a new branch (the gate's ${pushedBranch(ctx)} holds the commits you rebuilt, and agents may not rewrite a branch)`, 'push', `HEAD:${ref}`);
+  }
   return gateStep(ctx, 'then push again', 'push', pushRefspec(ctx));
+}
+
+/** The rebuild starts below the ref's old tip: the old tip is itself among the commits judged. */
+export function rebuildsBelowTip(ctx: RuleContext): boolean {
+  return ctx.kind === 'update' && ctx.newCommits.some((c) => c.id === ctx.update.oldId);
 }
 
 /**
@@ -65,9 +79,13 @@ export function remedy(intro: string, commands: string[], closing?: string): str
   return [intro, ...commands.map((c) => RUN + c), ...(closing ? [closing] : [])].join('\n');
 }
 
-/** Where the agent's new work begins: the ref's old tip, else the first new commit's parent, else the trusted tip. */
+/**
+ * Where the agent's new work begins: the ref's old tip (unless it is itself among the judged
+ * commits: a person's commits the agent carries on that branch), else the first judged
+ * commit's parent, else the trusted tip.
+ */
 export function startingPoint(ctx: RuleContext): string | null {
-  if (!isZeroId(ctx.update.oldId)) return ctx.update.oldId;
+  if (!isZeroId(ctx.update.oldId) && !ctx.newCommits.some((c) => c.id === ctx.update.oldId)) return ctx.update.oldId;
   const first = ctx.newCommits[0];
   return first?.parents[0] ?? ctx.trustedTip ?? null;
 }

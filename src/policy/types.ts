@@ -4,6 +4,7 @@
 import type { PushTarget } from './push-target.js';
 import type { Git, CommitInfo, Change, OddMode } from '../git/git.js';
 import type { Policy } from './config.js';
+import type { Judged } from './carried.js';
 
 export type Role = 'agent' | 'human' | 'admin';
 export type RuleId = 'limits' | 'refs' | 'write-block' | 'contract' | 'fixtures' | 'tamper-scan' | 'ledger';
@@ -27,8 +28,15 @@ export interface RuleContext {
   kind: UpdateKind;
   /** The trusted branch tip (in check mode: --base). Null when the trusted branch does not exist yet. */
   trustedTip: string | null;
-  /** Commits this update brings that the repository did not have, oldest first. */
+  /**
+   * The commits judged for this update, oldest first. For an agent's push: every commit the new
+   * tip reaches that the trusted tip does not, less those already accepted for an agent under
+   * the same policy (src/policy/carried.ts). Otherwise (a person's push): the commits the
+   * repository did not have; in `check`: those of head not reachable from base.
+   */
   newCommits: CommitInfo[];
+  /** An agent's push: carried commits not judged again because the cache holds their accept. */
+  reusedCommits?: number;
   /**
    * In a push, when `newCommits` is one line of commits ending at the new tip: the commit
    * below it (see policy/ancestry.ts). Null otherwise, and always in `check`.
@@ -107,6 +115,8 @@ export interface RefDecision {
   ms: number;
   /** Of `ms`, the time spent listing the new commits (absent on an error decision). */
   commitsMs?: number;
+  /** An agent's push: the policy digest and the commits judged, for the accept cache (src/policy/carried.ts). */
+  judged?: Judged;
 }
 
 export function formatMessage(template: string, data: Record<string, string | number>): string {

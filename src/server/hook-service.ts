@@ -32,6 +32,7 @@ import type { RecordPushInput } from '../audit/store.js';
 import type { AuditSink } from '../audit/sink.js';
 import { AuthRowLimiter, type AuthRowLimits } from './auth-rows.js';
 import { UpstreamMirror } from '../upstream/remote.js';
+import { rememberAccepted, type Judged } from '../policy/carried.js';
 import { afterJudging, beforeJudging, upstreamRefused, recordDiverged } from '../upstream/gate.js';
 
 export interface PushSession {
@@ -167,6 +168,8 @@ export class HookService {
   private readonly background = new Set<Promise<void>>();
   /** Fetches of upstream trusted branches, shared by every push (src/upstream/remote.ts). */
   readonly upstream: UpstreamMirror;
+  /** An accept record's judged agent commits, cached once the record is written (remember). */
+  private readonly judgedOf = new WeakMap<RecordPushInput, Judged[]>();
 
   constructor(private readonly opts: HookServiceOptions) {
     this.authRows = new AuthRowLimiter(opts.audit, opts.authRows);
@@ -397,6 +400,7 @@ export class HookService {
     let shown: string[] | null = null;
     let auditVerdict = (d: RefDecision): 'accept' | 'reject' | 'would-reject' => d.verdict;
     let mode: 'enforce' | 'evaluate' = 'enforce';
+    let enforce = false;
     try {
       // Upstream and evaluate mode (src/upstream/gate.ts): refresh the trusted branch first,
       // forward what was accepted after; the engine's judgement in between is the same.
@@ -406,6 +410,7 @@ export class HookService {
       } else {
         if (pre.fetch) timings.upstreamFetch = pre.fetch.ms;
         if (pre.settings.mode === 'evaluate') mode = 'evaluate';
+        enforce = pre.settings.mode === 'enforce';
         decisions = await this.judgeAll(git, s, updates, timings, gone, s.timeoutMs ?? this.opts.timeoutMs);
         if ((pre.settings.upstream || pre.settings.mode === 'evaluate') && !gone.aborted) {
           const fin = await afterJudging({ settings: pre.settings, repo: s.repo, repoDir: s.repoDir, env, git, atomic: !!s.atomic, decisions, actor: s.actor, pushId: s.pushId, hookMs: this.opts.timeoutMs, mirror: this.upstream });
@@ -431,6 +436,10 @@ export class HookService {
       })),
     };
     for (const d of decisions) s.decisions.set(key(d.ref, d.oldId, d.newId), d);
+    // An agent's accept in enforce mode: its judged commits go to the accept cache once the
+    // record is durable (src/policy/carried.ts), never before, never for a would-reject.
+    const judged = enforce ? decisions.filter((d) => d.judged && d.verdict === 'accept' && auditVerdict(d) === 'accept').map((d) => d.judged!) : [];
+    if (judged.length) this.judgedOf.set(record, judged);
     if (accepted === 0) {
       // A refusal needs no delivery: written now (a failed write still refuses).
       await this.opts.audit.recordPush(record);
@@ -443,7 +452,8 @@ export class HookService {
       // Inside a git host no update hook follows: the accept is written before it is answered
       // (a failed write refuses the push).
       try {
-        this.opts.audit.recordPush(record);
+        await this.opts.audit.recordPush(record);
+        this.remember(record);
       } catch (err) {
         process.stderr.write(`patchgate: audit: push ${s.pushId} refused, its decision could not be written: ${errorMessage(err)}\n`);
         throw new AuditError(`the audit log could not record push ${s.pushId}, so nothing is accepted; push again, and if this repeats ask a person to check the gate daemon`, { cause: err });
@@ -462,6 +472,12 @@ export class HookService {
     }
     lines.push(`patchgate: push ${s.pushId} ${accepted ? 'judged' : 'audited'} (${accepted}/${decisions.length} ref(s) accepted)`);
     return accepted > 0 ? 'accept' : 'reject';
+  }
+
+  /** The record is durable in the audit log: its agent accepts may skip those commits next time. */
+  private remember(record: RecordPushInput): void {
+    const judged = this.judgedOf.get(record);
+    if (judged) rememberAccepted(this.opts.cache, judged, record.pushId);
   }
 
   /**
@@ -548,6 +564,7 @@ export class HookService {
       s.pending = null;
       try {
         await this.opts.audit.recordPush(record);
+        this.remember(record);
       } catch (err) {
         s.auditFailed = true;
         process.stderr.write(`patchgate: audit: push ${s.pushId} refused, its decision could not be written: ${errorMessage(err)}\n`);

@@ -3,7 +3,8 @@
 // is refused when that fails, never judged against a stale branch); after judging, turn the
 // would-be refusals of evaluate mode into accepts that are audited as `would-reject`, then
 // forward every accepted ref update upstream and refuse on the gate whatever upstream did
-// not take. The engine's judgement is the same in every mode: this only wraps it.
+// not take. Which refusals evaluate mode relaxes, and what it prints, is in
+// src/upstream/evaluate.ts. The engine's judgement is the same in every mode: this only wraps it.
 
 import { basename, dirname } from 'node:path';
 import { errorMessage, UpstreamError } from '../errors.js';
@@ -15,6 +16,7 @@ import type { Verdict } from '../audit/store.js';
 import type { AuditSink } from '../audit/sink.js';
 import { forwardPush, UPSTREAM_TIMEOUT_MS, type FetchResult, type ForwardItem, type UpstreamMirror } from './remote.js';
 import { readSettings, type RepoSettings } from './settings.js';
+import { renderEnforced, renderWouldReject, wouldRejectOnly } from './evaluate.js';
 
 /** The data folder and repository name of `<data>/repos/NAME.git`. */
 export function repoIdentity(dataDir: string | undefined, repoDir: string): { dataDir: string; name: string } {
@@ -62,11 +64,6 @@ export interface Finished {
 
 const keyOf = (d: { ref: string; oldId: string; newId: string }) => `${d.ref} ${d.oldId} ${d.newId}`;
 
-/** A decision that never rejected on the gate's own judgement (errors and upstream refusals stay refusals). */
-function evaluable(d: RefDecision): boolean {
-  return d.verdict === 'reject' && d.row !== 'gate-error' && d.row !== 'upstream-refused';
-}
-
 function upstreamRefusal(d: RefDecision, message: string, extra: string[], outcome: RuleOutcome): RefDecision {
   const row = tableRow('upstream-refused');
   const nonFf = /fetch first|non-fast-forward|stale info/.test(message);
@@ -96,15 +93,15 @@ export async function afterJudging(args: {
   const lines: string[] = [];
   const evaluate = settings.mode === 'evaluate';
   let decisions = args.decisions;
+  // Evaluate mode (src/upstream/evaluate.ts): only content findings become would-reject accepts.
+  const enforced = new Set<string>();
   if (evaluate) {
-    const bad = decisions.filter(evaluable);
-    if (bad.length) {
-      lines.push(`patchgate: evaluate mode: this push would be refused (repository ${repo} is in evaluate mode, so it is accepted and audited as would-reject)`);
-      for (const d of bad) lines.push(...renderDecision(d, args.actor));
-      lines.push(`patchgate: evaluate mode: fix these before the repository is switched to enforce (patchgate repo mode ${repo} enforce)`);
-    }
+    if (decisions.some(wouldRejectOnly)) lines.push(`patchgate: evaluate mode: repository ${repo} is in evaluate mode, so a push enforce mode would refuse for its content is accepted and audited as would-reject`);
     decisions = decisions.map((d) => {
-      if (!evaluable(d)) return d;
+      if (!wouldRejectOnly(d)) {
+        if (d.verdict === 'reject' && d.row !== 'gate-error' && d.row !== 'upstream-refused') enforced.add(keyOf(d));
+        return d;
+      }
       would.add(keyOf(d));
       return { ...d, verdict: 'accept' };
     });
@@ -146,7 +143,8 @@ export async function afterJudging(args: {
   }
   const render: string[] = [...lines];
   for (const d of decisions) {
-    if (would.has(keyOf(d))) render.push(`patchgate: ACCEPT (evaluate mode, would be refused) ${d.ref}`);
+    if (would.has(keyOf(d))) render.push(...renderWouldReject(d, args.actor));
+    else if (enforced.has(keyOf(d)) && d.verdict === 'reject') render.push(...renderEnforced(d, args.actor, repo));
     else render.push(...renderDecision(d, args.actor));
     if (forwarded.has(keyOf(d))) render.push(`  forwarded to upstream ${up!.url} (${timings.forward} ms)`);
   }

@@ -117,7 +117,7 @@ export const tamperScan: Rule = {
       `then delete those constructs and fix the behaviour the tests check instead of the tests' view of it, and commit (git commit -am ${shq('agent patch')}); the lines in question:`,
       ctx.trustedTip ? `${RUN}git diff ${ctx.trustedTip} -- ${files.map((f) => shq(`:(literal)${f}`)).join(' ')}` : `compare with the trusted branch: git diff <its commit> -- ${files.join(' ')}`,
       `if one is truly needed, a person can make that check advisory in ci/patchgate.json (tamperScan.checks) on ${ctx.policy.trustedBranch}`,
-      pushAgain(ctx),
+      pushAgain(ctx, true),
     );
     return steps.join('\n');
   },

@@ -1,6 +1,6 @@
-// Rule `write-block`: the heart of the gate. Every path changed by every new commit of an
-// agent's push must be writable and not protected (protected wins), and no symlink or
-// submodule may appear. Each commit is judged on its own, so a test edit that a later
+// Rule `write-block`: the heart of the gate. Every path changed by every judged commit of an
+// agent's push (all it carries off the trusted branch, src/policy/carried.ts) must be
+// writable and not protected (protected wins), and no symlink or submodule may appear. Each commit is judged on its own, so a test edit that a later
 // commit reverts is still a test-tree write. What an entry is (folder, file, symlink,
 // submodule) comes from git's own reading of its mode (src/git/modes.ts), and an entry
 // stored with mode digits git never writes is refused: it only serves to hide something.
@@ -28,6 +28,9 @@ export const writeBlock: Rule = {
     const protectedPatterns = [...policy.protected, ...policy.oracleFiles];
     const isProtected = protectedMatcher(protectedPatterns);
     const isWritable = writableMatcher(policy.writable);
+    // The gate's own files (policy, allow file, fixture lock, ledger): evaluate mode still
+    // refuses an agent's write to them (src/upstream/evaluate.ts), so their findings say so.
+    const isPolicyFile = protectedMatcher(policy.oracleFiles);
     const findings: Finding[] = [];
     let paths = 0;
     const touched = new Set<string>();
@@ -36,7 +39,7 @@ export const writeBlock: Rule = {
         paths++;
         const verb = c.status === 'A' ? 'adds' : c.status === 'D' ? 'deletes' : c.oldMode !== c.newMode && c.oldId === c.newId ? 'changes the mode of' : 'modifies';
         const base = { commit: commit.id, path: c.path };
-        const data = { commit: short(commit.id), path: c.path, verb };
+        const data = { commit: short(commit.id), path: c.path, verb, ...(isPolicyFile(c.path) ? { policyFile: 1 } : {}) };
         touched.add(c.path);
         if (isProtected(c.path)) {
           findings.push({ ...base, messageId: 'protectedPath', data: { ...data, pattern: firstMatch(protectedPatterns, c.path, true) ?? '?', category: isTestPath(c.path) ? 'test' : 'config' } });
@@ -49,12 +52,13 @@ export const writeBlock: Rule = {
       }
       for (const o of await ctx.oddModes(commit)) {
         const kind = o.kind === 'tree' ? 'folder' : o.kind === 'gitlink' ? 'submodule' : o.kind === 'executable' ? 'executable file' : o.kind === 'regular' ? 'file' : o.kind;
-        findings.push({ commit: commit.id, path: o.path, messageId: 'oddMode', data: { commit: short(commit.id), path: o.path, mode: o.mode, kind, written: WRITTEN_MODE[o.kind] } });
+        findings.push({ commit: commit.id, path: o.path, messageId: 'oddMode', data: { commit: short(commit.id), path: o.path, mode: o.mode, kind, written: WRITTEN_MODE[o.kind], ...(isPolicyFile(o.path) ? { policyFile: 1 } : {}) } });
       }
     }
     const blocked = new Set(findings.map((f) => f.path));
     if (findings.length && [...touched].every((p) => blocked.has(p))) for (const f of findings) f.data.onlyBlocked = 1;
-    return { findings, details: { commits: ctx.newCommits.length, paths } };
+    // commits: judged now; reused: carried commits whose accept for an agent the cache held.
+    return { findings, details: { commits: ctx.newCommits.length, reused: ctx.reusedCommits ?? 0, paths } };
   },
   remediation(ctx, findings) {
     if (findings.every((f) => f.messageId === 'oddMode')) return rebuildCommand(ctx);
@@ -89,7 +93,7 @@ export function stripCommand(ctx: RuleContext, paths: string[], what = 'the edit
   return remedy(
     `take ${what} out of your new commits, keeping the rest of the work as one commit on ${short(start)}${more}:`,
     [`git reset --soft ${start}`, `git restore --source=${start} --staged --worktree -- ${spec}`, `git commit -m ${shq('agent patch (protected paths restored)')}`],
-    pushAgain(ctx),
+    pushAgain(ctx, true),
   );
 }
 
@@ -105,7 +109,7 @@ function rebaseOnTrusted(ctx: RuleContext, paths: string[]): string {
   const cmds = [`git reset -q --soft ${rev}`, `git restore --source=${rev} --staged --worktree -- . ${excludes}`];
   if (inside.length) cmds.push(`git restore --source=${rev} --staged --worktree -- ${inside.join(' ')}`);
   cmds.push(`git commit -m ${shq('agent patch (on the trusted branch)')}`);
-  return [fetchTrusted(ctx), ...remedy('then keep only your work under `writable`, minus the paths listed above, as one commit on it:', cmds, pushAgain(ctx)).split('\n')].join('\n');
+  return [fetchTrusted(ctx), ...remedy('then keep only your work under `writable`, minus the paths listed above, as one commit on it:', cmds, pushAgain(ctx, true)).split('\n')].join('\n');
 }
 
 /** Every change of the push is blocked: drop the commits (a strip would leave nothing to commit). */
@@ -116,7 +120,7 @@ export function dropCommand(ctx: RuleContext): string {
   return pre + remedy(
     `every change in your new commits is to a path you may not write, so there is nothing to keep: drop those commits (a person makes such changes):`,
     [`git reset --hard ${unrelatedStart(ctx) ? trustedRev(ctx) : start}`],
-    pushAgain(ctx),
+    pushAgain(ctx, true),
   );
 }
 
@@ -130,7 +134,7 @@ export function rebuildCommand(ctx: RuleContext): string {
   return remedy(
     `commit the work again through git's own index, which writes only the modes git writes:`,
     [`git reset -q ${start}`, 'git add -A', `git commit -m ${shq('agent patch (modes as git writes them)')}`],
-    pushAgain(ctx),
+    pushAgain(ctx, true),
   );
 }
 
