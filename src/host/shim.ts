@@ -15,7 +15,22 @@ function firstSet(names: readonly string[]): string {
   return names.reduceRight((acc, n) => `\${${n}:-${acc}}`, '');
 }
 
+/**
+ * GitLab shows a server hook's message in its UI and API only on lines that start with
+ * `GL-HOOK-ERR: ` (DESIGN.md), so its shim prefixes every line it writes; the other hosts show
+ * stderr as it is. Every line goes through `say`, so no line can miss the prefix.
+ */
+export const GITLAB_PREFIX = 'GL-HOOK-ERR: ';
+
 export function shimText(host: HostKind, endpointPath: string, budgetMs: number): string {
+  const body = shimBody(host, endpointPath, budgetMs)
+    .replace(/^(\s*)echo "(.*)" >&2$/gm, '$1say "$2"')
+    .replace(/printf '%s\\n' "\$last" >&2/g, 'say "$last"');
+  const pfx = host === 'gitlab' ? GITLAB_PREFIX : '';
+  return body.replace('\nset -u\n', `\nset -u\npfx=${q(pfx)}\nsay() { printf '%s%s\\n' "$pfx" "$1" >&2; }\n`);
+}
+
+function shimBody(host: HostKind, endpointPath: string, budgetMs: number): string {
   const v = HOST_VARS[host];
   const repoExpr = v.repoPair ? `\${${v.repoPair[0]}:+\${${v.repoPair[0]}}/\${${v.repoPair[1]}:-}}` : firstSet(v.repo);
   const ghes = host === 'ghes';

@@ -56,14 +56,14 @@ t.test('a repository the config does not gate passes with a line saying so; repo
   w.commit('weaken', { 'tests/test_app.py': 'def test_add():\n    assert True\n' });
   const outside = await gitWithEnv(w.dir, ['push', bare, 'agent/x'], generic('agent-1', 'team/app'));
   t.not(outside.code, 0);
-  t.match(outside.stderr, /remote: patchgate: push refused: repository .* is outside the daemon's repoRoots/);
+  t.match(outside.stderr, /remote: (?:GL-HOOK-ERR: )?patchgate: push refused: repository .* is outside the daemon's repoRoots/);
   // Gated or not is decided by the folder below repoRoots (here ROOT/app.git, so `app`), and
   // the variable must name the same repository for a push to pass unjudged.
   const { cfg: cfg2, d: d2 } = await startTestDaemon(t, { repos: ['team/*'], repoRoots: [root] });
   installHostHooks('generic', cfg2, [bare]);
   const ungated = await gitWithEnv(w.dir, ['push', bare, 'agent/x'], generic('agent-1', 'app'));
   t.equal(ungated.code, 0, ungated.stderr);
-  t.match(ungated.stderr, /remote: patchgate: app is not gated by this daemon's config \(repos\)/);
+  t.match(ungated.stderr, /remote: (?:GL-HOOK-ERR: )?patchgate: app is not gated by this daemon's config \(repos\)/);
   t.equal(d2.audit.query({ kind: 'push' }).length, 0);
 });
 
@@ -79,7 +79,7 @@ t.test('a failed audit write refuses an otherwise good push (written before it i
   w.commit('fix', { 'src/app.py': 'def add(a, b):\n    return b + a\n' });
   const r = await gitWithEnv(w.dir, ['push', bare, 'agent/fix'], generic('alice'));
   t.not(r.code, 0);
-  t.match(r.stderr, /remote: patchgate: push refused: the audit log could not record push \S+, so nothing is accepted/);
+  t.match(r.stderr, /remote: (?:GL-HOOK-ERR: )?patchgate: push refused: the audit log could not record push \S+, so nothing is accepted/);
   t.equal(await refIn(bare, 'refs/heads/agent/fix'), null, 'nothing lands without its audit row');
 });
 

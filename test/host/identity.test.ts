@@ -70,7 +70,7 @@ t.test('a push passes unjudged only when the folder is outside `repos` and the v
   w.commit('weaken', WEAKEN);
   const passed = await gitWithEnv(w.dir, ['push', bare, 'agent/x'], glEnv('agent-1', { GL_PROJECT_PATH: 'Other/App', GL_REPOSITORY: 'project-9' }));
   t.equal(passed.code, 0, passed.stderr);
-  t.match(passed.stderr, /remote: patchgate: other\/app is not gated by this daemon's config \(repos\)/);
+  t.match(passed.stderr, /remote: (?:GL-HOOK-ERR: )?patchgate: other\/app is not gated by this daemon's config \(repos\)/);
   t.equal(d.audit.query({ kind: 'push' }).length, 0);
   w.commit('more', { 'tests/b.py': 'x = 1\n' });
   const disagree = await gitWithEnv(w.dir, ['push', bare, 'agent/x'], glEnv('agent-1', { GL_PROJECT_PATH: 'team/app' }));
@@ -95,7 +95,7 @@ t.test('identity values are taken as they are: " alice" is not alice; control ch
   for (const [k, v] of [['PATCHGATE_USER', 'alice\tx'], ['PATCHGATE_USER', 'alice\x1b[2K'], ['PATCHGATE_REPO', 'app\x07']] as const) {
     const r = await gitWithEnv(w.dir, ['push', bare, 'agent/x'], { PATCHGATE_USER: 'alice', PATCHGATE_REPO: 'app', [k]: v });
     t.not(r.code, 0, `${JSON.stringify(v)} refused`);
-    t.match(r.stderr, /remote: patchgate: push refused: the host's identity variables hold a control character/);
+    t.match(r.stderr, /remote: (?:GL-HOOK-ERR: )?patchgate: push refused: the host's identity variables hold a control character/);
   }
   t.equal(d.audit.query({ kind: 'push' }).length, 1, 'refused before judging');
   t.equal(await refIn(bare, 'refs/heads/agent/x'), null);

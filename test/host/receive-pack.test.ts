@@ -101,7 +101,7 @@ for (const h of HOSTS) {
     const good = w.commit('fix', { 'src/app.py': 'def add(a, b):\n    return b + a\n' });
     const ok = await gitWithEnv(w.dir, ['push', bare, 'agent/fix'], h.env('agent-1'));
     t.equal(ok.code, 0, ok.code ? ok.stderr : 'agent src/ push accepted');
-    t.match(ok.stderr, /remote: patchgate: ACCEPT refs\/heads\/agent\/fix/);
+    t.match(ok.stderr, /remote: (?:GL-HOOK-ERR: )?patchgate: ACCEPT refs\/heads\/agent\/fix/);
     t.equal(await refIn(bare, 'refs/heads/agent/fix'), good, 'the ref moved');
 
     w.checkout('agent/bad', true);
@@ -113,6 +113,17 @@ for (const h of HOSTS) {
     t.match(no.stderr, /remote: .*next step: /);
     t.match(no.stderr, /remote: .*\$ git (reset --hard|restore --source=)/, 'with a command to run');
     t.equal(await refIn(bare, 'refs/heads/agent/bad'), null);
+    // GitLab shows only lines that start with GL-HOOK-ERR: (issue 21): every line the shim relays
+    // carries it there, the machine line included; no other host gets it.
+    const relayed = [ok.stderr, no.stderr].flatMap((e) => e.split('\n')).filter((l) => l.startsWith('remote: ')).map((l) => l.slice('remote: '.length)).filter((l) => l.trim() !== '');
+    t.ok(relayed.length > 5, `${relayed.length} relayed lines`);
+    if (h.host === 'gitlab') {
+      t.same(relayed.filter((l) => !l.startsWith('GL-HOOK-ERR: ')), [], 'every GitLab line carries GL-HOOK-ERR: ');
+      t.ok(relayed.some((l) => l.startsWith('GL-HOOK-ERR: patchgate-json {')), 'the machine line too');
+    } else {
+      t.notOk(relayed.some((l) => l.includes('GL-HOOK-ERR')), 'no GitLab prefix elsewhere');
+      t.ok(relayed.some((l) => l.startsWith('patchgate-json {')), 'the machine line');
+    }
 
     // An unknown name is an agent: the strict path.
     const stranger = await gitWithEnv(w.dir, ['push', bare, 'agent/bad:refs/heads/stranger'], h.env('mallory'));
@@ -145,7 +156,7 @@ for (const h of HOSTS) {
     delete env[h.userVar];
     const r = await gitWithEnv(w.dir, ['push', bare, 'agent/fix'], env);
     t.not(r.code, 0);
-    t.match(r.stderr, new RegExp(`remote: patchgate: push refused: no pusher identity \\(${h.userVar}`));
+    t.match(r.stderr, new RegExp(`remote: (?:GL-HOOK-ERR: )?patchgate: push refused: no pusher identity \\(${h.userVar}`));
     t.equal(await refIn(bare, 'refs/heads/agent/fix'), null);
     t.equal(d.audit.query({ kind: 'push' }).length, 0);
   });
@@ -159,7 +170,7 @@ for (const h of HOSTS) {
     await d.close();
     const r = await gitWithEnv(w.dir, ['push', bare, 'agent/fix'], h.env('alice'));
     t.not(r.code, 0, 'even a person is refused without a daemon');
-    t.match(r.stderr, /remote: patchgate: push refused: the gate daemon is not running/);
+    t.match(r.stderr, /remote: (?:GL-HOOK-ERR: )?patchgate: push refused: the gate daemon is not running/);
     // A daemon killed without cleanup leaves its endpoint file naming a port nobody listens on.
     const dead = net.createServer();
     await new Promise<void>((r2) => dead.listen(0, '127.0.0.1', () => r2()));
@@ -168,7 +179,7 @@ for (const h of HOSTS) {
     writeFileSync(join(data, 'hook.endpoint'), `127.0.0.1 ${port} ${'0'.repeat(64)} 60\n`, { mode: 0o600 });
     const r2 = await gitWithEnv(w.dir, ['push', bare, 'agent/fix'], h.env('alice'));
     t.not(r2.code, 0);
-    t.match(r2.stderr, /remote: patchgate: push refused: the gate daemon did not answer on 127\.0\.0\.1:/);
+    t.match(r2.stderr, /remote: (?:GL-HOOK-ERR: )?patchgate: push refused: the gate daemon did not answer on 127\.0\.0\.1:/);
     t.equal(await refIn(bare, 'refs/heads/agent/fix'), null);
   });
 }
@@ -204,6 +215,6 @@ t.test('ghes: a daemon that takes the connection but never answers: the shim giv
   w.commit('fix', { 'src/app.py': 'x = 1\n' });
   const r = await gitWithEnv(w.dir, ['push', bare, 'agent/fix'], HOSTS[2]!.env('alice'));
   t.not(r.code, 0);
-  t.match(r.stderr, /remote: patchgate: push refused: gate did not finish in time \(the hook's budget is 800 ms/);
+  t.match(r.stderr, /remote: (?:GL-HOOK-ERR: )?patchgate: push refused: gate did not finish in time \(the hook's budget is 800 ms/);
   t.equal(await refIn(bare, 'refs/heads/agent/fix'), null);
 });
