@@ -5,6 +5,7 @@
 // `--checkpoint-publish` target up to that line. A failure is logged, never fatal to
 // serving; the next tick tries again (and catches every target up).
 
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CheckpointError, errorMessage } from '../errors.js';
 import type { AuditSink } from './sink.js';
@@ -57,6 +58,21 @@ export function resolveTargets(specs: readonly string[], opts: { from?: string; 
   return specs.map((s) => parseTarget(s, { from: opts.from ?? '--checkpoint-publish', cred }));
 }
 
+/**
+ * The warning that checkpoints stay on this machine, once per data folder (not on every start):
+ * a marker file remembers it was said. A folder where the marker cannot be written says it again.
+ */
+function warnOnce(dataDir: string, log: (l: string) => void): void {
+  const marker = join(dataDir, '.checkpoint-local-warned');
+  if (existsSync(marker)) return;
+  log('patchgate: checkpoints go only to the data folder; add --checkpoint-publish git:REPO so the chain head leaves this machine (said once for this data folder)');
+  try {
+    writeFileSync(marker, `${new Date().toISOString()}\n`, { mode: 0o600 });
+  } catch {
+    /* said again next start */
+  }
+}
+
 export function startCheckpointSchedule(opts: {
   dataDir: string; audit: AuditSink; everySeconds: number; targets: readonly string[];
   targetsFrom?: string; credentialFile?: string; log: (l: string) => void;
@@ -64,7 +80,7 @@ export function startCheckpointSchedule(opts: {
   // Parsed even when checkpoints are off: a credential on the command line is refused at start.
   const targets = resolveTargets(opts.targets, { from: opts.targetsFrom ?? '--checkpoint-publish', credentialFile: opts.credentialFile });
   if (!(opts.everySeconds > 0)) return { stop: () => {} };
-  if (targets.length === 0) opts.log('patchgate: checkpoints go only to the data folder; add --checkpoint-publish git:REPO so the chain head leaves this machine');
+  if (targets.length === 0) warnOnce(opts.dataDir, opts.log);
   let busy = false;
   const timer = setInterval(() => {
     if (busy) return;

@@ -7,7 +7,7 @@ import { execFile, spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '../helpers/repo.js';
-import { CLI } from '../helpers/serve.js';
+import { CLI, serve } from '../helpers/serve.js';
 import { AuditStore } from '../../src/audit/store.js';
 import { noColor } from '../../src/log.js';
 
@@ -79,4 +79,21 @@ t.test('daemon --help and hook install --help say what they accept', async (t) =
   t.match(h.stdout, /gitlab/);
   t.match(h.stdout, /REPO_DIR|dirs/, 'names what its directories are');
   t.match(h.stdout, /custom_hooks|pre-receive\.d|repo-specific/, 'says where each host\'s shim goes');
+});
+
+t.test('the start-up warning about local-only checkpoints is said once per data folder', async (t) => {
+  const data = tempDir('pg-warn-once-');
+  const said = async (): Promise<boolean> => {
+    const s = await serve(data, [], 120_000);
+    s.child.kill('SIGTERM');
+    await s.exited;
+    return /checkpoints go only to the data folder/.test(s.out());
+  };
+  t.equal(await said(), true, 'the first start says it');
+  t.equal(await said(), false, 'the second start on the same folder does not');
+  const other = tempDir('pg-warn-once-');
+  const s = await serve(other, [], 120_000);
+  s.child.kill('SIGTERM');
+  await s.exited;
+  t.match(s.out(), /checkpoints go only to the data folder/, 'a new data folder hears it again');
 });
