@@ -106,7 +106,7 @@ export function buildCli(argv: string[]): Argv {
       .option('today', { type: 'string', describe: 'YYYY-MM-DD for ledger expiry (default: today, UTC)' })
       .option('verbose', { type: 'boolean', default: false, describe: 'show the runner\'s output, the whole decision table and every reason (default: a summary)' })
       .usage('$0 ci --base REV --head REV [options] -- CMD...\n\nCMD (after --) runs the tests: pytest, node (--test), vitest or jest, run directly; npm test, npm run NAME, yarn test and pnpm test run the script the trusted revision\'s package.json names.')
-      .example('$0 ci --base origin/main --head HEAD -- node --test --test-reporter=tap test/node/', 'judge HEAD, then run patchgate\'s own node:test suite (green on this repository)')
+      .example('$0 ci --base origin/main --head HEAD -- node --import=@tapjs/typescript/import --test --test-reporter=tap test/node/npm-script.test.ts', 'judge HEAD, then run patchgate\'s own node:test suite (green on this repository)')
       .example('$0 ci --base origin/main --head HEAD -- python3 -m pytest tests', 'a pytest project (src/ put first on the import path)')
       .example('$0 ci --base origin/main --head HEAD -- npm test', 'the trusted package.json\'s test script (e.g. vitest run), run directly')
       .parserConfiguration({ 'populate--': true, 'parse-positional-numbers': false }),
