@@ -370,7 +370,7 @@ export function parseTap(text: string): ParsedReport {
 export async function parseJUnitReport(xml: string, fileExists: (path: string) => Promise<boolean>): Promise<ParsedReport> {
   const cases = parseJUnit(xml);
   const { tests, duplicates } = uniqueIds(await junitResults(cases, fileExists));
-  return { format: 'jest-json', tests, problems: [], duplicates };
+  return { format: 'junit', tests, problems: [], duplicates };
 }
 
 // ------------------------------------------------------------------------ jest --json
@@ -397,7 +397,7 @@ export function parseJestJson(text: string, rootDir: string): ParsedReport {
       const msg = Array.isArray(a.failureMessages) ? firstLine(String(a.failureMessages[0] ?? '').replace(ANSI, '')) : undefined;
       out.push({ id: `${file}::${names.join(' > ')}`, status, ...(msg ? { message: msg } : {}) });
     }
-    if (!asserts.length && f.status === 'failed') out.push({ id: `${file}::(file)`, status: 'failed', ...(firstLine(String(f.message ?? "").replace(ANSI, "")) ? { message: firstLine(String(f.message ?? "").replace(ANSI, ""))! } : {}) });
+    if (!asserts.length && f.status === 'failed') out.push({ id: `${file}::(file)`, status: 'failed', ...(firstLine(String(f.message ?? '').replace(ANSI, '')) ? { message: firstLine(String(f.message ?? '').replace(ANSI, ''))! } : {}) });
   }
   const { tests, duplicates } = uniqueIds(out);
   return { format: 'jest-json', tests, problems: [], duplicates };

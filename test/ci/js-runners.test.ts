@@ -60,6 +60,7 @@ t.test('vitest', async (t) => {
     t.same(rep.fired, ['accept']);
     t.match(res.text, /npm test runs "test: vitest run" in package\.json at the trusted revision/);
     t.ok(rep.command.argv.includes('--sequence.seed=4242'), rep.command.argv.join(' '));
+    t.equal(rep.results.format, 'junit', "vitest's own JUnit report");
     t.match(res.text, /run 2 of 2, order shuffled with seed \d+/);
     t.same({ total: rep.results.total, passed: rep.results.passed, skipped: rep.results.skipped }, { total: 4, passed: 3, skipped: 1 });
     t.ok(rep.tests.some((x) => x.id === 'tests/calc.test.js::calc > adds' && x.status === 'passed'), JSON.stringify(rep.tests));
