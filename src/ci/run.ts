@@ -45,6 +45,8 @@ export interface CiOptions {
   runs?: number;
   /** Show everything: the runner's output, the whole decision table, every reason. */
   verbose?: boolean;
+  /** `--sandbox bwrap|none` (pinned in DESIGN.md; the bubblewrap work reads it). Tests that measured a run unsandboxed say `none`. */
+  sandbox?: 'bwrap' | 'none';
 }
 
 export interface CiIo {
