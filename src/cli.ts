@@ -105,8 +105,8 @@ export function buildCli(argv: string[]): Argv {
     .command('ci', 'check, then run the tests with a recorded seed, apply the ledger, print the decision table; exit 0 green, 1 red, 2 error', (y) => y
       .option('repo', repoOpt)
       .option('base', { type: 'string', demandOption: true, describe: 'trusted revision' })
-      .option('head', { type: 'string', demandOption: true, describe: 'the revision under test (must be checked out)' })
-      .option('seed', { type: 'string', describe: 'run seed (default: random); exported as PATCHGATE_SEED' })
+      .option('head', { type: 'string', demandOption: true, describe: 'the revision under test (read from git objects into a sealed copy; only with ci.integrity "off" must --repo be checked out at it)' })
+      .option('seed', { type: 'string', describe: 'run seed (default: random): replaces {seed} in CMD, is passed to pytest (patchgate_seed fixture, shuffles), vitest (--sequence.seed) and jest (--seed); exported as PATCHGATE_SEED only with ci.integrity "off"' })
       .option('junit', { type: 'string', describe: 'JUnit XML report CMD writes (default: TAP on CMD\'s stdout)' })
       .option('report', { type: 'string', describe: 'write a JSON report here' })
       .option('baseline', { type: 'string', describe: 'test ids of the last green run of the base (JSON)' })
@@ -115,12 +115,15 @@ export function buildCli(argv: string[]): Argv {
       .option('runs', { type: 'number', describe: 'runs of the suite, later ones shuffled (default: policy ci.runs, 2)' })
       .option('data', { type: 'string', describe: 'also record the run in <data>/patchgate.db' })
       .option('today', { type: 'string', describe: 'YYYY-MM-DD for ledger expiry (default: today, UTC)' })
-      .usage('$0 ci --base REV --head REV [options] -- CMD...\n\nCMD (after --) runs the tests; it prints TAP on stdout, or writes --junit F.')
-      .example('$0 ci --base origin/main --head HEAD -- npx tap', 'judge HEAD, then run the suite with a recorded seed')
+      .option('verbose', { type: 'boolean', default: false, describe: 'show the runner\'s output, the whole decision table and every reason (default: a summary)' })
+      .usage('$0 ci --base REV --head REV [options] -- CMD...\n\nCMD (after --) runs the tests: pytest, node (--test), vitest or jest, run directly; npm test, npm run NAME, yarn test and pnpm test run the script the trusted revision\'s package.json names.')
+      .example('$0 ci --base origin/main --head HEAD -- node --import=@tapjs/typescript/import --test --test-reporter=tap test/node/npm-script.test.ts', 'judge HEAD, then run patchgate\'s own node:test suite (green on this repository)')
+      .example('$0 ci --base origin/main --head HEAD -- python3 -m pytest tests', 'a pytest project (src/ put first on the import path)')
+      .example('$0 ci --base origin/main --head HEAD -- npm test', 'the trusted package.json\'s test script (e.g. vitest run), run directly')
       .parserConfiguration({ 'populate--': true, 'parse-positional-numbers': false }),
     (a) => guarded(async () => (await ciCommand()).runCi({
       repo: resolve(a.repo), base: a.base, head: a.head, seed: a.seed, junit: a.junit, report: a.report,
-      baseline: a.baseline, writeBaseline: a.writeBaseline, data: a.data, today: a.today, cmd: afterDashes(a), ...(a.holdout !== undefined ? { holdout: a.holdout } : {}), ...(a.runs !== undefined ? { runs: a.runs } : {}),
+      baseline: a.baseline, writeBaseline: a.writeBaseline, data: a.data, today: a.today, cmd: afterDashes(a), verbose: a.verbose, ...(a.holdout !== undefined ? { holdout: a.holdout } : {}), ...(a.runs !== undefined ? { runs: a.runs } : {}),
     }, io)))
     .command('ledger', 'the flake ledger: `ledger check`, `ledger freeze`', (y) => y
       .command('check', 'validate the flake ledger; exit 1 when a row is invalid', (y2) => y2

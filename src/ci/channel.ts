@@ -9,9 +9,11 @@ import { existsSync } from 'node:fs';
 import { basename, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { numberIds } from './node-order.js';
+import { pythonSourceRoots } from './judged-code.js';
+import { attachJs, jsRunnerAt } from './runners/js.js';
 import type { TestResult } from './reports.js';
 
-export type RunnerKind = 'pytest' | 'node' | 'unknown';
+export type RunnerKind = 'pytest' | 'node' | 'vitest' | 'jest' | 'unknown';
 
 /** The fd of the child the reporter writes to. */
 export const CHANNEL_FD = 3;
@@ -42,9 +44,13 @@ export interface AttachOptions {
   haveReport: boolean;
   /** Collect only (the baseline of the trusted tree). */
   collectOnly?: boolean;
+  /** The sealed tree: its Python source roots go first on PYTHONPATH, so the judged code is what is imported. */
+  root?: string;
 }
 
 export function runnerKind(argv: string[]): { kind: RunnerKind; at: number } {
+  const js = jsRunnerAt(argv);
+  if (js) return js;
   for (let i = 0; i < argv.length; i++) {
     const b = basename(argv[i]!);
     if (/^(py\.test|pytest(-3)?)$/.test(b)) return { kind: 'pytest', at: i + 1 };
@@ -69,7 +75,8 @@ export async function attachChannel(argv: string[], o: AttachOptions): Promise<A
       junit = join(o.dir, 'junit.xml');
       extra.push(`--junitxml=${junit}`);
     }
-    const pp = [o.dir, process.env.PYTHONPATH].filter(Boolean).join(':');
+    // The sealed tree's source roots first: an installed copy of the project must not be what runs.
+    const pp = [o.dir, ...(o.root ? pythonSourceRoots(o.root) : [])].join(':');
     return { kind, argv: [...argv.slice(0, at), ...extra, ...argv.slice(at)], env: { PYTHONPATH: pp }, junit };
   }
   if (kind === 'node') {
@@ -85,6 +92,13 @@ export async function attachChannel(argv: string[], o: AttachOptions): Promise<A
     else for (let i = dests; i < reporters; i++) tail.push('--test-reporter-destination=stdout');
     // Options must come before the script/test paths: put the tail right after ours.
     return { kind, argv: [argv[0]!, ...extra, ...tail, ...rest], env: {}, junit: null };
+  }
+  if (kind === 'vitest' || kind === 'jest') {
+    const file = kind === 'vitest' ? 'patchgate-vitest-reporter.mjs' : 'patchgate-jest-reporter.cjs';
+    const reporter = join(o.dir, file);
+    await copyFile(join(pluginDir(), file), reporter);
+    const a = attachJs(kind, argv, at, { dir: o.dir, reporter, seed: o.seed, ...(o.shuffle !== undefined ? { shuffle: o.shuffle } : {}), haveReport: o.haveReport });
+    return { kind, argv: a.argv, env: {}, junit: a.report };
   }
   return { kind, argv, env: {}, junit: null };
 }
@@ -108,11 +122,13 @@ export interface Stream {
   collectErrors: string[];
   tests: StreamTest[];
   problems: string[];
+  /** pytest: where each top-level module was imported from (name -> file). */
+  modules: Record<string, string>;
 }
 
 /** Parse the reporter's JSON lines. `root` is the sealed tree (node's file ids are made relative to it). */
 export function parseStream(text: string, kind: RunnerKind, root: string): Stream {
-  const s: Stream = { started: false, ended: false, exitstatus: null, collected: [], collectErrors: [], tests: [], problems: [] };
+  const s: Stream = { started: false, ended: false, exitstatus: null, collected: [], collectErrors: [], tests: [], problems: [], modules: {} };
   const nodeRecs: Array<{ path: string[]; file: string | null; status: TestResult['status'] }> = [];
   for (const line of text.split('\n')) {
     if (!line.trim()) continue;
@@ -136,7 +152,9 @@ export function parseStream(text: string, kind: RunnerKind, root: string): Strea
       s.exitstatus = typeof r.exitstatus === 'number' ? r.exitstatus : null;
     } else if (r.t === 'collected' && typeof r.id === 'string') s.collected.push(r.id);
     else if (r.t === 'collect-error' && typeof r.id === 'string') s.collectErrors.push(r.id);
-    else if (r.t === 'test' && st && kind === 'pytest' && typeof r.id === 'string') s.tests.push({ id: r.id, status: st });
+    else if (r.t === 'modules' && r.files && typeof r.files === 'object') {
+      for (const [k, v] of Object.entries(r.files as Record<string, unknown>)) if (typeof v === 'string') s.modules[k] = v;
+    } else if (r.t === 'test' && st && kind !== 'node' && typeof r.id === 'string') s.tests.push({ id: r.id, status: st });
     else if (r.t === 'test' && st && kind === 'node' && Array.isArray(r.path) && r.path.every((x) => typeof x === 'string')) {
       const file = typeof r.file === 'string' ? r.file : null;
       const path = (r.path as string[]).map((n, i) => (i === 0 && file && n === file ? relative(root, file) : n));
@@ -184,7 +202,7 @@ function reportKeys(id: string, root: string): string[] {
 export function crossCheck(stream: Stream | null, kind: RunnerKind, report: TestResult[] | null, exit: { code: number | null; signal: string | null }, root: string): CrossCheck {
   const out: CrossCheck = { mismatches: [], noStream: null };
   if (kind === 'unknown') {
-    out.noStream = 'the command is neither pytest nor node, so patchgate could not attach its own reporter and cannot vouch for the results; run pytest or node directly after -- (not through npm or a script)';
+    out.noStream = 'the command is not pytest, node, vitest or jest (nor an npm/yarn/pnpm script that names one), so patchgate could not attach its own reporter and cannot vouch for the results; run the runner directly after --, not through a shell script';
     return out;
   }
   if (!stream || !stream.started) {

@@ -17,7 +17,7 @@ export interface TestResult {
 }
 
 export interface ParsedReport {
-  format: 'junit' | 'tap';
+  format: 'junit' | 'tap' | 'jest-json';
   tests: TestResult[];
   /** Reasons the report cannot be trusted as complete (truncated, bailed out, plan mismatch). */
   problems: string[];
@@ -91,6 +91,8 @@ export function parseJUnit(xml: string): JUnitCase[] {
   const parser = new XMLParser({
     ignoreAttributes: false, attributeNamePrefix: '', preserveOrder: true,
     parseAttributeValue: false, parseTagValue: false, trimValues: false, ignoreDeclaration: true, ignorePiTags: true,
+    // Numeric character references too: pytest writes a message's newlines as &#10;, and its first line is what is shown.
+    htmlEntities: true,
   });
   const doc = parser.parse(xml) as XNode[];
   const roots = doc.filter((n) => {
@@ -369,4 +371,34 @@ export async function parseJUnitReport(xml: string, fileExists: (path: string) =
   const cases = parseJUnit(xml);
   const { tests, duplicates } = uniqueIds(await junitResults(cases, fileExists));
   return { format: 'junit', tests, problems: [], duplicates };
+}
+
+// ------------------------------------------------------------------------ jest --json
+
+/**
+ * jest's own `--json --outputFile` report (the one patchgate asks jest for): each assertion
+ * result as `file::ancestor > ... > title`, the file relative to `rootDir`. A file that failed
+ * to run (no assertion results) is a failed test `file::(file)`. Throws on a malformed report.
+ */
+// eslint-disable-next-line no-control-regex
+const ANSI = /\x1b\[[0-9;]*m/g;
+
+export function parseJestJson(text: string, rootDir: string): ParsedReport {
+  const raw = JSON.parse(text) as { testResults?: unknown };
+  if (!raw || typeof raw !== 'object' || !Array.isArray(raw.testResults)) throw new Error('not a jest --json report (no testResults)');
+  const rel = (p: string) => (p.startsWith(rootDir + '/') ? p.slice(rootDir.length + 1) : p);
+  const out: TestResult[] = [];
+  for (const f of raw.testResults as Array<Record<string, unknown>>) {
+    const file = rel(String(f.name ?? ''));
+    const asserts = Array.isArray(f.assertionResults) ? (f.assertionResults as Array<Record<string, unknown>>) : [];
+    for (const a of asserts) {
+      const names = [...(Array.isArray(a.ancestorTitles) ? a.ancestorTitles.map(String) : []), String(a.title ?? '')];
+      const status: TestStatus = a.status === 'passed' ? 'passed' : a.status === 'failed' ? 'failed' : 'skipped';
+      const msg = Array.isArray(a.failureMessages) ? firstLine(String(a.failureMessages[0] ?? '').replace(ANSI, '')) : undefined;
+      out.push({ id: `${file}::${names.join(' > ')}`, status, ...(msg ? { message: msg } : {}) });
+    }
+    if (!asserts.length && f.status === 'failed') out.push({ id: `${file}::(file)`, status: 'failed', ...(firstLine(String(f.message ?? '').replace(ANSI, '')) ? { message: firstLine(String(f.message ?? '').replace(ANSI, ''))! } : {}) });
+  }
+  const { tests, duplicates } = uniqueIds(out);
+  return { format: 'jest-json', tests, problems: [], duplicates };
 }

@@ -2,6 +2,7 @@
 // recorded seed, results from a structured report only, the trusted baseline (the oracle may
 // not shrink), the flake ledger, and one verdict that names the decision-table row that fired.
 
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat, writeFile, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
@@ -11,15 +12,20 @@ import { fixtureDigest, readLock } from '../fixtures/lock.js';
 import { Git } from '../git/git.js';
 import { dayOf, parseDay } from '../ledger/ledger.js';
 import { loadPolicy } from '../policy/config.js';
-import { DECISION_TABLE, renderTable, tableRow } from '../policy/decision-table.js';
+import { DECISION_TABLE } from '../policy/decision-table.js';
 import { renderDecision } from '../policy/engine.js';
 import type { RefDecision } from '../policy/types.js';
 import { applyLedger, loadLedgerAt, type LedgerApplication } from './apply-ledger.js';
-import { compareBaseline, readBaseline, writeBaseline, type Baseline } from './baseline.js';
+import { compareBaseline, compareTrusted, readBaseline, trustedRun, writeBaseline, type Baseline } from './baseline.js';
 import { parseSeed, randomSeed, runCommand, seedEnv, showArgv, withSeed } from './process.js';
-import { parseJUnitReport, parseTap, type ParsedReport, type TestResult } from './reports.js';
+import { parseJestJson, parseJUnitReport, parseTap, type ParsedReport, type TestResult } from './reports.js';
+import { runnerKind } from './channel.js';
+import { foreignMessage, foreignModules, projectModules } from './judged-code.js';
+import { resolveCommand } from './command-line.js';
+import { capped, decidingRow, FAILURE_KINDS, Tail } from './summary.js';
+export { decidingRow, printVerdict } from './summary.js';
 import { materialiseHoldout } from './holdout.js';
-import { checkStream, holdoutArgv, laterRun, orderChanges, sealedRun, trustedIds, type SealedRun, type StrictFinding, type StrictOptions } from './strict.js';
+import { checkStream, holdoutArgv, laterRun, orderChanges, sealedRun, type SealedRun, type StrictFinding, type StrictOptions } from './strict.js';
 
 export interface CiOptions {
   repo: string;
@@ -37,6 +43,10 @@ export interface CiOptions {
   holdout?: string;
   /** Runs of the suite (default: the policy's ci.runs); later runs are shuffled. */
   runs?: number;
+  /** Show everything: the runner's output, the whole decision table, every reason. */
+  verbose?: boolean;
+  /** `--sandbox bwrap|none` (pinned in DESIGN.md; the bubblewrap work reads it). Tests that measured a run unsandboxed say `none`. */
+  sandbox?: 'bwrap' | 'none';
 }
 
 export interface CiIo {
@@ -47,7 +57,7 @@ export interface CiIo {
 export type ReasonKind =
   | 'check' | 'ledger-invalid' | 'failed' | 'new-seed' | 'expired' | 'fixture-mismatch'
   | 'no-report' | 'stale-report' | 'unreadable-report' | 'incomplete-report' | 'empty-report'
-  | 'seed-file' | 'command-failed' | 'vanished' | 'skipped' | 'error'
+  | 'seed-file' | 'command-failed' | 'vanished' | 'skipped' | 'error' | 'not-judged-code' | 'command-not-found'
   | StrictFinding['kind'];
 
 export interface CiReason {
@@ -74,23 +84,19 @@ export interface CiReport {
   today: string;
   check: Record<string, unknown> | null;
   command: { argv: string[]; exitCode: number | null; signal: string | null; ms: number } | null;
-  results: { format: 'junit' | 'tap'; source: string; total: number; passed: number; failed: number; skipped: number; duplicates: string[] } | null;
+  results: { format: ParsedReport['format']; source: string; total: number; passed: number; failed: number; skipped: number; duplicates: string[] } | null;
   tests: Array<TestResult & { seed: string; ledger?: LedgerApplication['outcome'] }>;
   ledger: { path: string; rows: number; applications: LedgerApplication[] } | null;
   fixtureDigest: string | null;
-  baseline: { path: string; tests: number; vanished: string[]; skipped: string[] } | null;
+  baseline: { path: string; tests: number; vanished: string[]; skipped: string[]; skippedThere?: number } | null;
+  /** pytest: where each of the project's own modules was imported from (the judged tree's, or not). */
+  modules?: Record<string, string>;
+  /** Set when the command could not start: one line says why, and nothing else is printed. */
+  notRun?: string;
   wroteBaseline: string | null;
   audit: { id: number } | null;
   startedAt: string;
   ms: number;
-}
-
-const FAIL_ROWS = new Set(DECISION_TABLE.filter((r) => r.result === 'fail').map((r) => r.id));
-
-/** The deciding row: the first failing row in the table's order, else accept. */
-export function decidingRow(fired: string[]): string {
-  for (const r of DECISION_TABLE) if (FAIL_ROWS.has(r.id) && fired.includes(r.id)) return r.id;
-  return 'accept';
 }
 
 function todayOf(s: string | undefined): Date {
@@ -147,7 +153,7 @@ interface Ctx {
 function finish(ctx: Ctx, extraFired: string[] = []): CiReport {
   const { report } = ctx;
   const fired = [...new Set([...report.reasons.map((r) => r.row), ...extraFired])];
-  const row = decidingRow(fired);
+  const row = decidingRow(fired, report.reasons.filter((r) => FAILURE_KINDS.has(r.kind)).map((r) => r.row));
   if (report.verdict !== 'error') report.verdict = row === 'accept' ? 'green' : 'red';
   if (row === 'accept' && !fired.includes('accept')) fired.push('accept');
   report.fired = DECISION_TABLE.map((r) => r.id).filter((id) => fired.includes(id));
@@ -206,6 +212,10 @@ export async function executeCi(args: CiOptions, io: CiIo): Promise<CiReport> {
       report.head = headId;
       const policy = await loadPolicy(git, baseId);
       const strict = policy.ci.integrity === 'strict';
+      // npm test and friends: the script the trusted package.json names, run directly.
+      const resolved = await resolveCommand(git, baseId, args.cmd, repo);
+      if (resolved.note) io.out(`patchgate: ${resolved.note}`);
+      const cmd = resolved.argv;
       // Held-out tests run only in the sealed (strict) run: asked for without it, the run cannot vouch for them.
       if (args.holdout !== undefined && !strict) red(ctx, 'holdout-unavailable', 'holdout-red', `--holdout needs ci.integrity "strict" in the policy on the trusted branch (it is "${policy.ci.integrity}"): the held-out tests were not run`);
       // A sealed run reads the judged tree from git objects; only the old in-checkout run needs the checkout at head.
@@ -236,10 +246,15 @@ export async function executeCi(args: CiOptions, io: CiIo): Promise<CiReport> {
       // A report from an earlier run must never be read as this run's: remove it first.
       if (junitPath) await rm(junitPath, { force: true });
       if (args.junit && isAbsolute(args.junit)) await rm(args.junit, { force: true });
-      runArgv = withSeed(args.cmd, seed);
+      runArgv = withSeed(cmd, seed);
       report.results = null;
       const runStarted = Date.now();
-      const so: StrictOptions = { git, policy, repo, cmd: args.cmd, seed, tmp, ...(args.junit ? { junit: args.junit } : {}), io };
+      // The runner's own output is kept for the end of a run that died; --verbose shows it all.
+      const tail = new Tail();
+      const relay = args.verbose ? io : { out: tail.push, err: tail.push };
+      // The dependencies CI installed in the checkout (node_modules) are linked into the sealed copy.
+      const links = existsSync(join(repo, 'node_modules')) ? [{ name: 'node_modules', target: join(repo, 'node_modules') }] : [];
+      const so: StrictOptions = { git, policy, repo, cmd, seed, tmp, ...(args.junit ? { junit: args.junit } : {}), io, relay, links };
       let sealed: SealedRun | null = null;
       let res;
       if (strict) {
@@ -249,13 +264,15 @@ export async function executeCi(args: CiOptions, io: CiIo): Promise<CiReport> {
         junitPath = sealed.junit;
       } else {
         io.out(`patchgate: running ${showArgv(runArgv)} (cwd ${repo}, PATCHGATE_SEED=${seed})`);
-        res = await runCommand(runArgv, { cwd: repo, env: seedEnv(seed, seedFile), onStdout: io.out, onStderr: io.err, capture: !junitPath });
+        res = await runCommand(runArgv, { cwd: repo, env: seedEnv(seed, seedFile), onStdout: relay.out, onStderr: relay.err, capture: !junitPath });
       }
       report.command = { argv: runArgv, exitCode: res.code, signal: res.signal, ms: res.ms };
       if (res.spawnError) {
+        // One line: the command is not there. Nothing ran, so there is no table to show.
         report.verdict = 'error';
-        red(ctx, 'error', 'gate-error', res.spawnError);
-        io.err(`patchgate: ${res.spawnError}`);
+        report.notRun = res.spawnError;
+        red(ctx, 'command-not-found', 'gate-error', res.spawnError);
+        io.err(`patchgate: ${res.spawnError}; nothing was judged: install it, or fix the command after -- (exit 2)`);
         return finish(ctx);
       }
       io.out(`patchgate: the command ${res.signal ? `was killed by ${res.signal}` : `exited ${res.code}`} after ${res.ms} ms`);
@@ -269,7 +286,9 @@ export async function executeCi(args: CiOptions, io: CiIo): Promise<CiReport> {
         else if (st.mtimeMs < runStarted - 2000) red(ctx, 'stale-report', 'report-missing', `the JUnit report ${junitPath} is older than this run`);
         else {
           try {
-            parsed = await parseJUnitReport(await readFile(junitPath, 'utf8'), exists);
+            const text = await readFile(junitPath, 'utf8');
+            // jest has no JUnit of its own: patchgate asks it for its --json report (runners/js.ts).
+            parsed = sealed && junitPath.endsWith('.jest.json') ? parseJestJson(text, sealed.root) : await parseJUnitReport(text, exists);
           } catch (e) {
             red(ctx, 'unreadable-report', 'report-missing', `the JUnit report ${junitPath} cannot be read: ${errorMessage(e)}`);
           }
@@ -282,7 +301,7 @@ export async function executeCi(args: CiOptions, io: CiIo): Promise<CiReport> {
         const counts = { passed: 0, failed: 0, skipped: 0 };
         for (const t of parsed.tests) counts[t.status]++;
         report.results = { format: parsed.format, source: junitPath ?? 'stdout', total: parsed.tests.length, ...counts, duplicates: parsed.duplicates };
-        io.out(`patchgate: ${parsed.format === 'junit' ? `JUnit report ${junitPath}` : 'TAP on stdout'}: ${parsed.tests.length} test(s), ${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped`);
+        io.out(`patchgate: ${parsed.format === 'junit' ? `JUnit report ${junitPath}` : parsed.format === 'jest-json' ? `jest's report ${junitPath}` : 'TAP on stdout'}: ${parsed.tests.length} test(s), ${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped`);
         if (parsed.duplicates.length) io.out(`patchgate: note: ${parsed.duplicates.length} test id(s) occur more than once; later copies are named "id #2", ...: ${parsed.duplicates.slice(0, 5).join(', ')}`);
         if (!parsed.tests.length && !parsed.problems.length) red(ctx, 'empty-report', 'report-missing', `the ${parsed.format === 'tap' ? 'TAP stream' : 'JUnit report'} lists no tests: an empty run shows nothing`);
       }
@@ -300,12 +319,14 @@ export async function executeCi(args: CiOptions, io: CiIo): Promise<CiReport> {
       report.ledger.applications = apps;
       const byId = new Map(apps.map((a) => [a.nodeid, a]));
       report.tests = tests.map((t) => ({ ...t, seed: seedOf(t.id), ...(byId.has(t.id) ? { ledger: byId.get(t.id)!.outcome } : {}) }));
+      const failLines: string[] = [];
       for (const t of tests.filter((x) => x.status === 'failed')) {
         const a = byId.get(t.id)!;
-        io.out(`patchgate: FAIL ${t.id} (seed ${a.seed})${t.message ? `: ${t.message}` : ''}`);
-        if (a.outcome === 'frozen') io.out(`patchgate: ${a.message}; calendar the expiry: ${a.ledger!.expires}`);
+        failLines.push(`patchgate: FAIL ${t.id} (seed ${a.seed})${t.message ? `: ${t.message}` : ''}`);
+        if (a.outcome === 'frozen') failLines.push(`patchgate: ${a.message}; calendar the expiry: ${a.ledger!.expires}`);
         else red(ctx, a.outcome === 'not-frozen' ? 'failed' : a.outcome, a.row, a.message, t.id);
       }
+      capped(io, failLines, !!args.verbose, 'failure line(s)', 20);
       const frozen = apps.filter((a) => a.outcome === 'frozen');
       if (res.signal) red(ctx, 'command-failed', 'contract-red', `the command was killed by ${res.signal}`);
       else if (res.code !== 0 && parsed && failures.length === 0) {
@@ -321,8 +342,14 @@ export async function executeCi(args: CiOptions, io: CiIo): Promise<CiReport> {
         for (const id of cmp.skipped) red(ctx, 'skipped', 'oracle-shrank', `${id} ran in the baseline but was skipped in this run: the oracle shrank`, id);
         if (!cmp.vanished.length && !cmp.skipped.length) io.out(`patchgate: baseline: all ${new Set(baseline.tests).size} baseline test(s) ran`);
       }
-      for (const r of report.reasons) if (r.kind !== 'failed' && r.kind !== 'new-seed' && r.kind !== 'expired' && r.kind !== 'fixture-mismatch') io.out(`patchgate: ${r.message}`);
-      for (const r of report.reasons) if (r.kind === 'failed' || r.kind === 'new-seed' || r.kind === 'expired' || r.kind === 'fixture-mismatch') io.out(`patchgate: ${r.message}`);
+      printReasons(ctx);
+      // A run that died or wrote no report: its own last lines say why.
+      const lost = report.reasons.some((r) => r.kind === 'no-stream' || r.row === 'report-missing');
+      const last = tail.take();
+      if (lost && last.length && !args.verbose) {
+        io.out(`patchgate: the command's last ${last.length} line(s):`);
+        for (const l of last) io.out(`  ${l}`);
+      }
 
       finish(ctx, frozen.length ? ['frozen-flake'] : []);
       if (report.verdict === 'green' && args.writeBaseline) {
@@ -372,20 +399,15 @@ async function strictChecks(ctx: Ctx, so: StrictOptions, first: SealedRun, parse
       red(ctx, 'order-dependent', 'order-dependent', `${c.id} ${c.from} in run 1 but ${c.to} in run ${i} (${again.how}): its outcome depends on the tests before it (state carried between tests); replay: patchgate ci --seed ${so.seed} ...`, c.id);
     }
   }
-  // The baseline without a green run: the ids of the trusted tree.
-  if (ok && o.autoBaseline) {
-    const t = await trustedIds(so, o.baseId);
-    if (t.problem) red(ctx, 'no-stream', 'report-forged', `${t.problem}: without the trusted ids nothing shows the oracle did not shrink (give --baseline FILE, or fix the trusted branch)`);
-    else {
-      const seen = new Map(first.stream!.tests.map((x) => [x.id, x.status]));
-      const vanished = t.ids.filter((id) => !seen.has(id));
-      const skipped = t.ids.filter((id) => seen.get(id) === 'skipped');
-      ctx.report.baseline = { path: `(trusted tree ${o.baseId.slice(0, 12)}${t.cached ? ', cached' : ''})`, tests: t.ids.length, vanished, skipped };
-      for (const id of vanished) red(ctx, 'vanished', 'oracle-shrank', `${id} exists on the trusted branch but did not run here: the oracle shrank (did the code exit, skip or fail to import?)`, id);
-      for (const id of skipped) red(ctx, 'skipped', 'oracle-shrank', `${id} exists on the trusted branch but was skipped or xfailed here: the oracle shrank`, id);
-      if (!vanished.length && !skipped.length) io.out(`patchgate: baseline: all ${t.ids.length} test(s) of the trusted tree ran`);
-    }
+  // The tested code must be the judged tree's: where pytest imported the project's own modules from.
+  if (ok && Object.keys(first.stream!.modules).length) {
+    ctx.report.modules = {};
+    const project = await projectModules(so.git, o.headId);
+    for (const [name] of project) if (first.stream!.modules[name]) ctx.report.modules[name] = first.stream!.modules[name]!;
+    for (const m of foreignModules(first.stream!.modules, project, first.root)) red(ctx, 'not-judged-code', 'not-the-judged-code', foreignMessage(m), m.name);
   }
+  // The baseline without a green run: the trusted tree's own run, under the same command.
+  if (ok && o.autoBaseline) await trustedBaseline(ctx, so, first, o.baseId);
   // Held-out tests: ids only, never their source or output.
   if (ok && args.holdout !== undefined) {
     // A URL, a bare repository or a folder (src/ci/holdout.ts), fetched only now: the visible run never saw it.
@@ -396,7 +418,7 @@ async function strictChecks(ctx: Ctx, so: StrictOptions, first: SealedRun, parse
     });
     if (got) io.out(`patchgate: held-out tests from ${got.source === 'folder' ? 'the folder' : 'the repository'} ${got.shown}${got.commit ? ` at ${got.commit.slice(0, 12)}` : ''} (${got.files} file(s))`);
     const dir = got?.dir;
-    const argv = dir ? await holdoutArgv(args.cmd, dir) : null;
+    const argv = dir ? await holdoutArgv(so.cmd, dir) : null;
     if (!dir) { /* red above: the source could not be had */ } else if (!argv) red(ctx, 'holdout-no-stream', 'holdout-red', 'the held-out tests need pytest or node as the test command');
     else {
       const h = await sealedRun(so, o.headId, 'holdout', { argv, quiet: true, extraFiles: dir });
@@ -412,23 +434,36 @@ async function strictChecks(ctx: Ctx, so: StrictOptions, first: SealedRun, parse
   }
 }
 
-/** The end of the job log: the table with the fired rows marked, the verdict, how to replay. */
-export function printVerdict(report: CiReport, args: CiOptions, io: CiIo): void {
-  io.out('');
-  for (const l of renderTable(report.fired).split('\n')) io.out(l);
-  io.out('');
-  const row = tableRow(report.row);
-  if (report.verdict === 'green') {
-    const skipped = report.ledger?.applications.filter((a) => a.outcome === 'frozen') ?? [];
-    io.out(`patchgate: GREEN (seed ${report.seed})${skipped.length ? `; ${skipped.length} frozen flake(s) skipped once, expiring ${skipped.map((a) => a.ledger!.expires).join(', ')}` : ''}`);
+/**
+ * The oracle may not shrink: every test that ran (passed or failed) on the trusted tree, under
+ * the same command, runs here too. One the trusted tree skipped may stay skipped.
+ */
+async function trustedBaseline(ctx: Ctx, so: StrictOptions, first: SealedRun, baseId: string): Promise<void> {
+  const { io } = ctx;
+  const tree = await so.git.commitTree(baseId);
+  const common = resolve(so.repo, (await so.git.text(['rev-parse', '--git-common-dir'])).trim());
+  const t = await trustedRun({ cacheDir: join(common, 'patchgate', 'baselines'), tree, base: baseId, key: [so.cmd, so.policy.ci.pytestPlugins, runnerKind(so.cmd).kind] }, async () => {
+    io.out(`patchgate: running the trusted tree ${baseId.slice(0, 12)} under the same command for the baseline (cached per trusted tree)`);
+    return (await sealedRun(so, baseId, 'baseline', { quiet: true })).stream;
+  });
+  if (t.problem) {
+    red(ctx, 'no-stream', 'report-forged', `${t.problem}: without the trusted run nothing shows the oracle did not shrink (give --baseline FILE, or fix the trusted branch)`);
     return;
   }
-  io.out(`patchgate: ${report.verdict === 'error' ? 'ERROR' : 'RED'}: ${row.observation} -> ${row.action} (seed ${report.seed})`);
-  if (report.command) {
-    const base = /^[0-9a-f]{40,64}$/.test(report.base) ? report.base.slice(0, 12) : args.base;
-    const head = /^[0-9a-f]{40,64}$/.test(report.head) ? report.head.slice(0, 12) : args.head;
-    io.out(`patchgate: replay: PATCHGATE_SEED=${report.seed} PYTHONHASHSEED=${report.seed} ${showArgv(report.command.argv)}   (or: patchgate ci --base ${base} --head ${head} --seed ${report.seed} -- ${showArgv(args.cmd)})`);
-  }
+  const cmp = compareTrusted(t.tests, first.stream!.tests);
+  ctx.report.baseline = { path: `(trusted tree ${baseId.slice(0, 12)}${t.cached ? ', cached' : ''}: ${t.file})`, tests: cmp.ran, vanished: cmp.vanished, skipped: cmp.skipped, skippedThere: cmp.skippedThere };
+  for (const id of cmp.vanished) red(ctx, 'vanished', 'oracle-shrank', `${id} ran on the trusted tree but did not run here: the oracle shrank (did the code exit, skip or fail to import?)`, id);
+  for (const id of cmp.skipped) red(ctx, 'skipped', 'oracle-shrank', `${id} ran on the trusted tree but was skipped or xfailed here: the oracle shrank`, id);
+  if (!cmp.vanished.length && !cmp.skipped.length) io.out(`patchgate: baseline: all ${cmp.ran} test(s) that ran on the trusted tree ran here${cmp.skippedThere ? ` (${cmp.skippedThere} skipped there too)` : ''}`);
+}
+
+/** The reasons, failures last; in the summary at most a few per kind (the JSON report has all). */
+function printReasons(ctx: Ctx): void {
+  const verbose = !!ctx.args.verbose;
+  const byKind = new Map<string, string[]>();
+  for (const r of ctx.report.reasons) byKind.set(r.kind, [...(byKind.get(r.kind) ?? []), `patchgate: ${r.message}`]);
+  const kinds = [...byKind.keys()];
+  for (const k of [...kinds.filter((x) => !FAILURE_KINDS.has(x)), ...kinds.filter((x) => FAILURE_KINDS.has(x))]) capped(ctx.io, byKind.get(k)!, verbose, `"${k}" reason(s)`);
 }
 
 export async function writeJsonReport(path: string, report: CiReport): Promise<void> {

@@ -2,9 +2,9 @@
 // in a sealed copy of the judged tree with a scrubbed environment and patchgate's reporter
 // attached; the stream is cross-checked against the runner's report and exit status; the
 // tree must be untouched after the run; later runs are shuffled and must agree; the baseline
-// is the test ids of the trusted tree when none is given; held-out tests run last.
+// is the trusted tree's own run when none is given (baseline.ts); held-out tests run last.
 
-import { cp, mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, symlink } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { isAbsolute, join, resolve } from 'node:path';
 import { errorMessage } from '../errors.js';
@@ -40,6 +40,10 @@ export interface StrictOptions {
   tmp: string;
   junit?: string;
   io: { out(l: string): void; err(l: string): void };
+  /** Where the test command's own output goes (default: io; the summary log drops it). */
+  relay?: { out(l: string): void; err(l: string): void };
+  /** Folders the sealed copy links to by name (the checkout's node_modules: the dependencies CI installed). */
+  links?: Array<{ name: string; target: string }>;
 }
 
 /** The n-th shuffle seed of a run: derived from the run seed, so a replay shuffles the same way. */
@@ -57,18 +61,19 @@ export async function sealedRun(o: StrictOptions, rev: string, name: string, opt
   await mkdir(root, { recursive: true });
   const extra = opt.extraFiles;
   const seal = await sealTree(o.git, rev, o.policy, root, extra ? () => cp(extra, join(root, '.patchgate-holdout'), { recursive: true }) : undefined);
+  for (const l of o.links ?? []) await symlink(l.target, join(root, l.name)).catch(() => {});
   const findings: StrictFinding[] = [];
   const parts: Array<{ res: CommandResult; argv: string[]; stream: Stream | null }> = [];
   let junit: string | null = null;
   for (const argv of opt.sequence ?? [opt.argv ?? withSeed(o.cmd, o.seed)]) {
     // Paths into the agent's checkout are paths into the sealed copy.
     const base = argv.map((a) => a.split(o.repo + '/').join(root + '/'));
-    const att = await attachChannel(base, { dir: join(o.tmp, name, 'plugin'), seed: o.seed, shuffle: opt.shuffle, plugins: o.policy.ci.pytestPlugins, haveReport: !!o.junit && !opt.argv, collectOnly: opt.collectOnly });
+    const att = await attachChannel(base, { dir: join(o.tmp, name, 'plugin'), seed: o.seed, shuffle: opt.shuffle, plugins: o.policy.ci.pytestPlugins, haveReport: !!o.junit && !opt.argv, collectOnly: opt.collectOnly, root });
     junit = o.junit && !opt.argv ? (isAbsolute(o.junit) ? o.junit : resolve(root, o.junit)) : att.junit;
     const env = sealedEnv(o.seed, opt.extraFiles ? { ...att.env, PYTHONPATH: [att.env.PYTHONPATH, root, join(root, 'src')].filter(Boolean).join(':') } : att.env);
     if (!opt.quiet) o.io.out(`patchgate: running ${showArgv(att.argv)} (sealed copy of ${rev.slice(0, 12)} in ${root})`);
     const quiet = () => {};
-    const res = await runCommand(att.argv, { cwd: root, env, exactEnv: true, channel: att.kind !== 'unknown', capture: true, onStdout: opt.quiet ? quiet : o.io.out, onStderr: opt.quiet ? quiet : o.io.err });
+    const res = await runCommand(att.argv, { cwd: root, env, exactEnv: true, channel: att.kind !== 'unknown', capture: true, onStdout: opt.quiet ? quiet : (o.relay ?? o.io).out, onStderr: opt.quiet ? quiet : (o.relay ?? o.io).err });
     const stream = att.kind === 'unknown' ? null : parseStream(res.channel ?? '', att.kind, root);
     parts.push({ res, argv: att.argv, stream });
     if (opt.sequence) findings.push(...checkStream({ res, argv: att.argv, root, junit: null, stream, findings: [] }, null).map((f) => ({ ...f, message: `${f.message} (${showArgv(argv.slice(1))})` })));
@@ -135,7 +140,7 @@ export async function laterRun(o: StrictOptions, rev: string, run: number, first
   const sh = shuffleSeed(o.seed, run);
   const kind = runnerKind(o.cmd).kind;
   let plan: { files: string[]; options: string[] } | { why: string } = { why: 'the runner is neither pytest nor node:test' };
-  if (kind === 'pytest') {
+  if (kind === 'pytest' || kind === 'vitest' || kind === 'jest') {
     const r = await sealedRun(o, rev, `run${run}`, { shuffle: sh, quiet: true });
     return { how: `order shuffled with seed ${sh}`, stream: r.stream, findings: [...r.findings, ...checkStream(r, null)] };
   }
@@ -165,31 +170,6 @@ async function nodePlan(o: StrictOptions, rev: string, first: Stream): Promise<{
   if (outside.length) return { why: `node ran files outside the tree (${outside.slice(0, 3).join(', ')})` };
   if (files.length < 2) return { why: `the first run ran ${files.length} test file(s); a file order needs two or more` };
   return { files, options: shape.options };
-}
-
-/**
- * The test ids of the trusted tree: pytest --collect-only through patchgate's plugin, or for
- * node:test the ids of a run at the trusted tip (failures there are fine). Cached per
- * trusted tree and command in the repository's git folder.
- */
-export async function trustedIds(o: StrictOptions, baseId: string): Promise<{ ids: string[]; cached: boolean; problem?: string }> {
-  const tree = await o.git.commitTree(baseId);
-  const key = createHash('sha256').update(JSON.stringify([tree, o.cmd, o.policy.ci.pytestPlugins])).digest('hex').slice(0, 32);
-  const common = resolve(o.repo, (await o.git.text(['rev-parse', '--git-common-dir'])).trim());
-  const file = join(common, 'patchgate', 'baselines', `${key}.json`);
-  try {
-    const cached = JSON.parse(await readFile(file, 'utf8')) as { tree: string; tests: string[] };
-    if (cached.tree === tree && Array.isArray(cached.tests)) return { ids: cached.tests, cached: true };
-  } catch { /* not cached yet */ }
-  const kind = runnerKind(o.cmd).kind;
-  const run = await sealedRun(o, baseId, 'baseline', { collectOnly: kind === 'pytest', quiet: true });
-  const s = run.stream;
-  if (!s || !s.started || !s.ended) return { ids: [], cached: false, problem: `the trusted tree's tests could not be listed (${kind} reporter stream ${s ? 'incomplete' : 'absent'})` };
-  const ids = kind === 'pytest' ? s.collected : s.tests.filter((t) => t.status !== 'skipped').map((t) => t.id);
-  if (kind === 'pytest' && s.collectErrors.length) return { ids: [], cached: false, problem: `collection fails on the trusted tree: ${s.collectErrors.slice(0, 3).join(', ')}` };
-  await mkdir(join(common, 'patchgate', 'baselines'), { recursive: true });
-  await writeFile(file, JSON.stringify({ tree, base: baseId, tests: ids }, null, 2) + '\n');
-  return { ids, cached: false };
 }
 
 /** The argv that runs the held-out tests in `.patchgate-holdout/` with the project's runner. */

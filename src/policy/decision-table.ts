@@ -79,6 +79,7 @@ export const DECISION_TABLE: readonly TableRow[] = [
   { id: 'src-tamper', observation: 'src/ code reaches into the test runner, its environment or process exit', result: 'fail', action: 'remove the construct named; fix the code, not the oracle', rule: 'tamper-scan' },
   { id: 'report-forged', observation: "runner report disagrees with the gate's own stream or exit status, or no stream", result: 'fail', action: 'reject patch; the run is not evidence' },
   { id: 'tree-tampered', observation: 'test tree or fixtures changed during the run', result: 'fail', action: 'reject patch; code under test may not touch the oracle' },
+  { id: 'not-the-judged-code', observation: 'a project module was imported from outside the sealed tree (an installed copy, another checkout)', result: 'fail', action: 'put the sealed source roots first on the import path (no sys.path or pythonpath edits that put another copy first; uninstall the installed copy); the run judged other code' },
   { id: 'order-dependent', observation: 'a test changed outcome between runs (shuffled order)', result: 'fail', action: 'remove state carried between tests; do not freeze' },
   { id: 'holdout-red', observation: 'a held-out test failed', result: 'fail', action: 'reject patch; fix the bug for every input' },
   { id: 'oracle-shrank', observation: 'a trusted test vanished, or became skipped or xfailed', result: 'fail', action: 'reject patch; the tests the trusted branch has must run and pass' },

@@ -150,11 +150,12 @@ t.test('reports that prove nothing are red', async (t) => {
     exits(t, await ci({ repo: r.dir, seed: '2', junit, cmd: junitCmd(junit) }), 0);
   });
 
-  t.test('a command that cannot start is an error', async (t) => {
+  t.test('a command that cannot start is an error, said in one line (no table, no "retry")', async (t) => {
     const res = await ci({ repo: r.dir, seed: '1', cmd: ['patchgate-no-such-command-here'] });
     exits(t, res, 2);
-    t.match(res.text, /cannot run patchgate-no-such-command-here/);
-    t.same(markedRows(res.out).map((l) => l.split('  ')[0]), ['the gate could not decide (error, timeout, bad policy)']);
+    t.match(res.text, /cannot run patchgate-no-such-command-here: .*nothing was judged/);
+    t.same(markedRows(res.out), []);
+    t.notMatch(res.text, /retry/);
   });
 
   t.test('usage errors', async (t) => {

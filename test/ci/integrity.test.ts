@@ -29,7 +29,7 @@ t.test('an honest fix on a branch whose main is red, no --baseline: green', { sk
   exits(t, res, 0);
   const rep = reportOf(d);
   t.same(rep.fired, ['accept']);
-  t.match(res.text, /all 2 test\(s\) of the trusted tree ran/);
+  t.match(res.text, /all 2 test\(s\) that ran on the trusted tree ran here/);
   t.match(res.text, /in agreement with the report and the exit status/);
 });
 
@@ -135,7 +135,7 @@ t.test('a command patchgate cannot attach its reporter to is red, even when it e
   exits(t, res, 1);
   const rep = reportOf(d);
   t.equal(rep.row, 'report-forged');
-  t.ok(rep.reasons.some((x) => x.kind === 'no-stream' && /neither pytest nor node/.test(x.message)));
+  t.ok(rep.reasons.some((x) => x.kind === 'no-stream' && /is not pytest, node, vitest or jest/.test(x.message)));
 });
 
 t.test('with the tamper scan on (the default), the same exit-handler forgery never reaches the run: src-tamper', { skip }, async (t) => {

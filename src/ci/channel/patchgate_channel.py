@@ -7,6 +7,7 @@
 import json
 import os
 import random
+import sys
 
 import pytest
 
@@ -75,6 +76,26 @@ def pytest_runtest_logfinish(nodeid, location):
     _emit({"t": "test", "id": nodeid, "status": _state.get(nodeid, "failed")})
 
 
+def _module_files():
+    # Where each top-level module was imported from: the gate checks that the project's own
+    # modules came from the sealed tree, not from an installed copy.
+    out = {}
+    for name, mod in list(sys.modules.items()):
+        if "." in name or mod is None:
+            continue
+        f = getattr(mod, "__file__", None)
+        if not isinstance(f, str):
+            p = getattr(mod, "__path__", None)
+            try:
+                f = next(iter(p)) if p is not None else None
+            except Exception:
+                f = None
+        if isinstance(f, str):
+            out[name] = os.path.abspath(f)
+    return out
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session, exitstatus):
+    _emit({"t": "modules", "files": _module_files()})
     _emit({"t": "end", "exitstatus": int(exitstatus)})
