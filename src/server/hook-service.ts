@@ -36,6 +36,7 @@ import { UpstreamMirror } from '../upstream/remote.js';
 import { afterJudging, beforeJudging, forwardOutcomes, refuseMovedRefs, upstreamBudget, upstreamRefused, recordDiverged, type ForwardRecord } from '../upstream/gate.js';
 import { recoverIntents, settleIntent, type SettleDeps } from '../upstream/recover.js';
 import { IntentJournal, RowQueue } from './intents.js';
+import { boundRecord } from '../audit/bound.js';
 import { join } from 'node:path';
 import type { Verdict } from '../audit/store.js';
 
@@ -484,10 +485,10 @@ export class HookService {
     return accepted > 0 ? 'accept' : 'reject';
   }
 
-  /** The push row and its ref rows as they go to the log. */
+  /** The push row and its ref rows as they go to the log, bounded in size (src/audit/bound.ts). */
   private recordOf(s: PushSession, decisions: RefDecision[], auditVerdict: (d: RefDecision) => Verdict, timings: Record<string, number>): RecordPushInput {
     const accepted = decisions.filter((d) => d.verdict === 'accept').length;
-    return {
+    return boundRecord({
       pushId: s.pushId, repo: s.repo, actor: s.actor, role: s.role, remoteAddr: s.remoteAddr, userAgent: s.userAgent,
       verdict: accepted < decisions.length ? 'reject' : decisions.some((d) => auditVerdict(d) === 'would-reject') ? 'would-reject' : 'accept',
       timings,
@@ -496,7 +497,7 @@ export class HookService {
         rules: JSON.parse(JSON.stringify(d.outcomes)) as unknown[],
         contractBase: d.contract.base, contractHead: d.contract.head, timings: { total: d.ms, ...(d.commitsMs !== undefined ? { commits: d.commitsMs } : {}) },
       })),
-    };
+    });
   }
 
   /**
