@@ -28,6 +28,8 @@ export interface Cut {
   byMessage: Record<string, number>;
   /** details replaced by their size and digest (when they alone were too large). */
   details?: { bytes: number; digest: string };
+  /** Text fields (e.g. remediation) shortened: their full length. */
+  clipped?: Record<string, number>;
 }
 
 const sha256 = (v: unknown): string => createHash('sha256').update(canonicalJson(v)).digest('hex');
@@ -35,13 +37,14 @@ const size = (v: unknown): number => Buffer.byteLength(JSON.stringify(v) ?? '', 
 
 type Outcome = { findings?: unknown; details?: unknown; cut?: Cut; [k: string]: unknown };
 
-function cutOutcome(o: Outcome, keep: number, topPaths: number, maxDetails: number): Outcome {
+function cutOutcome(o: Outcome, keep: number, topPaths: number, maxDetails: number, maxText: number): Outcome {
   const all = Array.isArray(o.findings) ? (o.findings as Array<Record<string, unknown>>) : [];
   const prior = o.cut;
   const tooMany = all.length > keep;
   const detailsBytes = o.details === undefined ? 0 : size(o.details);
   const bigDetails = detailsBytes > maxDetails;
-  if (!tooMany && !bigDetails) return o;
+  const longText = Object.keys(o).filter((k) => typeof o[k] === 'string' && (o[k] as string).length > maxText);
+  if (!tooMany && !bigDetails && !longText.length) return o;
   const byPath = new Map<string, number>();
   const byMessage: Record<string, number> = {};
   for (const f of all) {
@@ -60,9 +63,12 @@ function cutOutcome(o: Outcome, keep: number, topPaths: number, maxDetails: numb
       };
   const out: Outcome = { ...o, findings: all.slice(0, keep).map((f) => (typeof f.message === 'string' && f.message.length > 1000 ? { ...f, message: f.message.slice(0, 1000) + '…' } : f)), cut };
   if (bigDetails) {
-    out.details = undefined;
     delete out.details;
     cut.details = { bytes: detailsBytes, digest: sha256(o.details) };
+  }
+  for (const k of longText) {
+    cut.clipped = { ...cut.clipped, [k]: cut.clipped?.[k] ?? (o[k] as string).length };
+    out[k] = (o[k] as string).slice(0, maxText) + '…';
   }
   return out;
 }
@@ -74,10 +80,10 @@ function cutOutcome(o: Outcome, keep: number, topPaths: number, maxDetails: numb
  */
 export function boundRecord(record: RecordPushInput, max = MAX_PUSH_RECORD_BYTES): RecordPushInput {
   if (size(record) <= max) return record;
-  const passes: Array<[number, number, number]> = [[KEPT_FINDINGS, 20, 8192], [5, 5, 2048], [1, 3, 512], [0, 0, 0]];
+  const passes: Array<[number, number, number, number]> = [[KEPT_FINDINGS, 20, 8192, 2000], [5, 5, 2048, 600], [1, 3, 512, 200], [0, 0, 0, 80]];
   let out = record;
-  for (const [keep, top, maxDetails] of passes) {
-    out = { ...out, refs: out.refs.map((r) => ({ ...r, rules: (r.rules as Outcome[]).map((o) => (o && typeof o === 'object' ? cutOutcome(o, keep, top, maxDetails) : o)) })) };
+  for (const [keep, top, maxDetails, maxText] of passes) {
+    out = { ...out, refs: out.refs.map((r) => ({ ...r, rules: (r.rules as Outcome[]).map((o) => (o && typeof o === 'object' ? cutOutcome(o, keep, top, maxDetails, maxText) : o)) })) };
     if (size(out) <= max) return out;
   }
   return out;
@@ -88,5 +94,6 @@ export function describeCut(cut: Cut): string {
   const parts = [`${cut.findings - cut.kept} of ${cut.findings} finding(s) not stored (over ${cut.paths} path(s)); sha256 of the full list ${cut.digest}`];
   if (cut.byPath.length) parts.push(`most: ${cut.byPath.slice(0, 5).map(([p, n]) => `${p} (${n})`).join(', ')}`);
   if (cut.details) parts.push(`details (${cut.details.bytes} bytes, sha256 ${cut.details.digest}) not stored`);
+  for (const [k, n] of Object.entries(cut.clipped ?? {})) parts.push(`${k} shortened (${n} characters in all)`);
   return `cut: ${parts.join('; ')}`;
 }
