@@ -261,3 +261,33 @@ t.test('kill -9 of the gate while upstream holds the forward: no git outlives it
   process.kill(srv.child.pid!, 'SIGTERM');
   await srv.exited;
 });
+
+t.test('a ref the gate mirrors from upstream during a push is refused before anything is written or forwarded; the next push lands', async (t) => {
+  const g = await setup(t);
+  // Upstream takes X, the gate's own update fails (a stale lock): the gate marks the ref diverged.
+  mkdirSync(join(g.bare, 'refs', 'heads', 'agent'), { recursive: true });
+  writeFileSync(join(g.bare, 'refs', 'heads', 'agent', 'fix.lock'), '');
+  g.w.checkout('agent/fix', true);
+  const x = g.w.commit('fix', { 'src/app.py': 'def add(a, b):\n    return b + a\n' });
+  t.not((await gitAsync(g.w.dir, ['push', g.remote(), 'agent/fix'])).code, 0);
+  t.equal(await refIn(g.upDir, 'refs/heads/agent/fix'), x);
+  rmSync(join(g.bare, 'refs', 'heads', 'agent', 'fix.lock'));
+  // The next push's refresh sets the gate's ref to upstream's X while receive-pack expects none.
+  const z = g.w.commit('more', { 'src/app.py': 'def add(a, b):\n    return a + b + 0\n' });
+  const r = await gitAsync(g.w.dir, ['push', g.remote(), 'agent/fix']);
+  t.not(r.code, 0, 'refused');
+  t.notMatch(r.stderr, /cannot lock ref/, 'not an ACCEPT that git then fails to apply');
+  t.notMatch(r.stderr, /ACCEPT/);
+  t.match(r.stderr, /refs\/heads\/agent\/fix is at [0-9a-f]{12} on the gate now .* not at nothing as your push expected/);
+  t.match(r.stderr, /git pull --rebase origin agent\/fix && git push origin agent\/fix/);
+  t.equal(await refIn(g.upDir, 'refs/heads/agent/fix'), x, 'nothing was forwarded');
+  t.equal(await refIn(g.bare, 'refs/heads/agent/fix'), x, 'the gate mirrors upstream');
+  const again = await gitAsync(g.w.dir, ['push', g.remote(), 'agent/fix']);
+  t.equal(again.code, 0, again.stderr);
+  t.equal(await refIn(g.upDir, 'refs/heads/agent/fix'), z);
+  t.equal(await refIn(g.bare, 'refs/heads/agent/fix'), z);
+  await waitFor('every push to settle', () => intents(g.data).length === 0 && g.srv.hooks.rows.pending === 0);
+  t.ok((await g.srv.audit.verify()).ok);
+  const diverged = g.srv.audit.query({ kind: 'admin' }).filter((row) => row.action === 'upstream.diverged');
+  t.equal(diverged.length, 1, 'the first push\'s divergence is in the log');
+});
