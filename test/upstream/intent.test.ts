@@ -1,170 +1,20 @@
-// Intent before effect, in front of a real upstream (git http-backend): for every point where
-// the audit store can fail (before the forward, during it, after it) and for a gate killed
-// with kill -9 while upstream holds the forward, upstream's refs and the audit log agree after
-// a restart, and the log verifies. The store is a real PostgreSQL that the test stops and
-// starts, or the SQLite file with a trigger that makes its writes fail; the kill is a real
-// `kill -9` of a real `patchgate serve`.
+// Intent before effect in front of a real upstream (git http-backend): SQLite writes failing
+// after the forward are retried, never dropped; a real `kill -9` of a real `patchgate serve`
+// while upstream holds the forward leaves no git behind, and after a restart upstream's refs
+// and the log agree; a ref mirrored from upstream during a push is refused before anything
+// is written or forwarded. (PostgreSQL failure points: intent-pg.test.ts.)
 
 import t from 'tap';
-import { existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { TestRepo, tempDir } from '../helpers/repo.js';
 import { gitAsync, refIn } from '../helpers/gate.js';
-import { startUpstream, type Upstream } from '../helpers/upstream.js';
-import { needPostgres, startPostgres } from '../helpers/postgres.js';
+import { startUpstream } from '../helpers/upstream.js';
 import { cli, serve } from '../helpers/serve.js';
-import { startServer, type RunningServer } from '../../src/server/app.js';
 import { runRepoCreateUpstream } from '../../src/commands/upstream.js';
-import { openAuditSink, parseAuditUrl, type AuditSink } from '../../src/audit/sink.js';
-import { AuditStore, type AuditRow } from '../../src/audit/store.js';
-
-type TT = Parameters<Parameters<typeof t.test>[1]>[0];
-
-const BASE = {
-  'src/app.py': 'def add(a, b):\n    return a + b\n',
-  'tests/test_app.py': 'from src.app import add\n\ndef test_add():\n    assert add(1, 2) == 3\n',
-};
-
-async function waitFor(what: string, cond: () => boolean | Promise<boolean>, ms = 90_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-/** An upstream hook (pre-receive: before upstream's refs move; post-receive: after) that waits for `release`. */
-function holdingHook(up: Upstream, hook: 'pre-receive' | 'post-receive', dir: string): { entered: () => boolean; release: () => void } {
-  const p = join(up.dir('app'), 'hooks', hook);
-  mkdirSync(join(up.dir('app'), 'hooks'), { recursive: true });
-  writeFileSync(p, `#!/usr/bin/env bash\ncat > /dev/null\ntouch '${dir}/entered'\nwhile [ ! -e '${dir}/release' ]; do sleep 0.05; done\nexit 0\n`);
-  chmodSync(p, 0o755);
-  return { entered: () => existsSync(join(dir, 'entered')), release: () => writeFileSync(join(dir, 'release'), '') };
-}
-
-async function setup(t: TT, auditUrl?: string) {
-  const up = await startUpstream(t);
-  const w = TestRepo.init(t);
-  w.commit('base', BASE);
-  await up.create('app', w.dir);
-  const data = tempDir('pg-intent-');
-  const cred = join(tempDir('pg-cred-'), 'token');
-  writeFileSync(cred, `${up.secret}\n`);
-  await runRepoCreateUpstream({ data, name: 'app', trusted: 'main', upstream: up.url('app'), credentialFile: cred });
-  const logs: string[] = [];
-  let srv: RunningServer | null = null;
-  const start = async () => (srv = await startServer({ dataDir: data, port: 0, host: '127.0.0.1', log: (l) => logs.push(l), upstreamFreshMs: 0, ...(auditUrl ? { auditUrl } : {}) }));
-  await start();
-  const agent = srv!.tokens.create('agent-1', 'agent');
-  t.teardown(async () => {
-    await srv?.close();
-    rmSync(data, { recursive: true, force: true });
-  });
-  const remote = () => `http://agent-1:${agent}@127.0.0.1:${srv!.port}/app.git`;
-  return {
-    up, w, data, logs, remote, start,
-    get srv() {
-      return srv!;
-    },
-    async stop() {
-      await srv?.close();
-      srv = null;
-    },
-    bare: join(data, 'repos', 'app.git'),
-    upDir: up.dir('app'),
-  };
-}
-
-const intents = (data: string): string[] => (existsSync(join(data, 'intents')) ? readdirSync(join(data, 'intents')) : []);
-
-/** The log's rows of one push (push, ref, confirm, outcome rows), read from `sink`. */
-async function pushRows(sink: AuditSink, pushId: string): Promise<{ refs: AuditRow[]; confirms: AuditRow[]; outcomes: AuditRow[] }> {
-  const trace = await sink.getPush(pushId);
-  return { refs: trace?.refs ?? [], confirms: trace?.confirms ?? [], outcomes: trace?.outcomes ?? [] };
-}
-
-/** Upstream's ref and the log agree: an accepted ref upstream has is `upstream.forwarded`, one it lacks is not. */
-async function agree(t: TT, sink: AuditSink, pushId: string, upDir: string, ref: string, head: string): Promise<void> {
-  const upTip = await refIn(upDir, ref);
-  const { refs, outcomes } = await pushRows(sink, pushId);
-  const forwarded = outcomes.filter((o) => o.action === 'upstream.forwarded' && JSON.stringify(o.detail).includes(ref));
-  const failed = outcomes.filter((o) => o.action === 'upstream.forward-failed' && JSON.stringify(o.detail).includes(ref));
-  if (upTip === head) {
-    t.equal(refs[0]?.verdict, 'accept', 'upstream has the commit: the log has its accepting decision');
-    t.equal(forwarded.length, 1, 'and one upstream.forwarded row');
-    t.equal(failed.length, 0);
-  } else {
-    t.equal(forwarded.length, 0, 'upstream lacks the commit: no upstream.forwarded row');
-    if (refs[0]?.verdict === 'accept') t.equal(failed.length, 1, 'an accepted decision that did not reach upstream has its upstream.forward-failed row');
-  }
-  const v = await sink.verify();
-  t.ok(v.ok, `the log verifies (${JSON.stringify(v)})`);
-}
-
-t.test('PostgreSQL down before the forward: refused, nothing forwarded, nothing moves', async (t) => {
-  const skip = needPostgres(t);
-  if (skip) return t.skip(skip);
-  const pg = await startPostgres(t);
-  const g = await setup(t, pg.url);
-  g.w.checkout('agent/fix', true);
-  g.w.commit('fix', { 'src/app.py': 'def add(a, b):\n    return b + a\n' });
-  const forwardsBefore = g.up.served.filter((s) => s.startsWith('POST') && s.includes('receive-pack')).length;
-  await pg.stop();
-  const r = await gitAsync(g.w.dir, ['push', g.remote(), 'agent/fix']);
-  t.not(r.code, 0, 'refused');
-  t.match(r.stderr, /remote: patchgate: push refused: the audit log could not record push \S+, so nothing is accepted or forwarded/);
-  t.equal(g.up.served.filter((s) => s.startsWith('POST') && s.includes('receive-pack')).length, forwardsBefore, 'no forward reached upstream');
-  t.equal(await refIn(g.upDir, 'refs/heads/agent/fix'), null, 'upstream did not move');
-  t.equal(await refIn(g.bare, 'refs/heads/agent/fix'), null, 'the gate did not move');
-  await pg.start();
-  await g.stop();
-  await g.start();
-  t.same(intents(g.data), [], 'nothing is left unsettled after the restart');
-  const sink = await openAuditSink(parseAuditUrl(pg.url, g.data));
-  t.teardown(() => sink.close());
-  t.equal((await sink.query({ verdict: 'accept', actor: 'agent-1' })).length, 0, 'no accept in the log');
-  t.ok((await sink.verify()).ok, 'the log verifies');
-});
-
-for (const hook of ['pre-receive', 'post-receive'] as const) {
-  const when = hook === 'pre-receive' ? 'during the forward (before upstream moved)' : 'after the forward (upstream moved, its answer not back yet)';
-  t.test(`PostgreSQL stopped ${when}: accepted, and after a restart the log and upstream agree`, async (t) => {
-    const skip = needPostgres(t);
-    if (skip) return t.skip(skip);
-    const pg = await startPostgres(t);
-    const g = await setup(t, pg.url);
-    const hold = holdingHook(g.up, hook, tempDir('pg-hold-'));
-    g.w.checkout('agent/fix', true);
-    const head = g.w.commit('fix', { 'src/app.py': 'def add(a, b):\n    return b + a\n' });
-    const push = gitAsync(g.w.dir, ['push', g.remote(), 'agent/fix']);
-    await waitFor('upstream to hold the forward', hold.entered);
-    const [pushId] = intents(g.data).map((f) => f.replace(/\.json$/, ''));
-    t.ok(pushId, 'the push has an intent entry while its forward runs');
-    const sink0 = await openAuditSink(parseAuditUrl(pg.url, g.data));
-    t.equal((await pushRows(sink0, pushId!)).refs[0]?.verdict, 'accept', 'the decision is in PostgreSQL before upstream answered');
-    await sink0.close();
-    await pg.stop();
-    hold.release();
-    const r = await push;
-    t.equal(r.code, 0, `upstream took it, so the gate accepts (its decision was written first): ${r.stderr}`);
-    t.equal(await refIn(g.upDir, 'refs/heads/agent/fix'), head);
-    t.equal(await refIn(g.bare, 'refs/heads/agent/fix'), head);
-    await g.stop(); // the outcome and confirm rows cannot be written: named, and the entry stays
-    t.match(g.logs.join('\n'), /NOT written at stop: .*push \S+/);
-    t.same(intents(g.data), [`${pushId}.json`], 'the intent entry outlives the stop');
-    await pg.start();
-    await g.start();
-    t.same(intents(g.data), [], 'settled at start');
-    t.match(g.logs.join('\n'), /recovery: push \S+: upstream has refs\/heads\/agent\/fix; recorded as upstream.forwarded/);
-    const sink = await openAuditSink(parseAuditUrl(pg.url, g.data));
-    t.teardown(() => sink.close());
-    const rows = await pushRows(sink, pushId!);
-    t.equal(rows.confirms.at(-1)?.moved, 1, 'the confirm row says the gate\'s ref moved');
-    t.equal((rows.outcomes.find((o) => o.action === 'upstream.forwarded')?.detail as { recovered?: boolean })?.recovered, true, 'recorded by the recovery');
-    await agree(t, sink, pushId!, g.upDir, 'refs/heads/agent/fix', head);
-  });
-}
+import { AuditStore } from '../../src/audit/store.js';
+import { BASE, agree, holdingHook, intents, pushRows, setup, waitFor } from '../helpers/intent.js';
 
 t.test('SQLite writes failing after the forward: the rows are retried until they land, never dropped', async (t) => {
   const g = await setup(t);
