@@ -346,6 +346,7 @@ export class PgAuditStore implements AuditSink {
       push: rows.find((r) => r.kind === 'push') ?? null,
       refs: rows.filter((r) => r.kind === 'ref'),
       confirms: rows.filter((r) => r.kind === 'confirm'),
+      outcomes: rows.filter((r) => r.kind === 'admin'),
     };
   }
 

@@ -55,8 +55,8 @@
 //   (null until confirmed, then 0 or 1).
 
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { resolve } from 'node:path';
+import { privateFile } from '../private-files.js';
 import Database from 'better-sqlite3';
 import { AuditError, UsageError } from '../errors.js';
 
@@ -138,6 +138,8 @@ export interface AdminInput {
   action: string;
   subject?: string | null;
   detail?: unknown;
+  /** The push this row is about (a forward's outcome, a recovery): `getPush` lists it under `outcomes`. */
+  pushId?: string | null;
 }
 
 export interface CiInput {
@@ -216,6 +218,8 @@ export interface PushTrace {
   push: AuditRow | null;
   refs: AuditRow[];
   confirms: AuditRow[];
+  /** Admin rows recorded under the push's id: the forward's outcome (`upstream.forwarded` / `upstream.forward-failed`), recoveries. */
+  outcomes?: AuditRow[];
 }
 
 export type VerifyResult =
@@ -668,7 +672,7 @@ export class AuditStore {
     const path = resolve(dbPath);
     let db: Database.Database | undefined;
     try {
-      mkdirSync(dirname(path), { recursive: true });
+      privateFile(path); // 0600 in a 0700 folder when it is new (its -wal and -shm follow its mode)
       db = new Database(path);
       db.pragma('busy_timeout = 5000');
       db.pragma('journal_mode = WAL');
@@ -806,6 +810,7 @@ export class AuditStore {
       push: rows.find((r) => r.kind === 'push') ?? null,
       refs: rows.filter((r) => r.kind === 'ref'),
       confirms: rows.filter((r) => r.kind === 'confirm'),
+      outcomes: rows.filter((r) => r.kind === 'admin'),
     };
   }
 
@@ -974,6 +979,7 @@ export function adminRows(input: AdminInput): EventContent[] {
       action: input.action,
       subject: optString(input.subject, 'subject', 1024),
       detail: jsonOf(input.detail, 'detail'),
+      ...(input.pushId ? { push_id: pushIdOf(input.pushId) } : {}),
     },
   ];
 }

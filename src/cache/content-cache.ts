@@ -6,8 +6,8 @@
 
 import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, renameSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { existsSync, renameSync } from 'node:fs';
+import { privateFile } from '../private-files.js';
 import { LruMap } from './lru.js';
 
 // 2: tree digests from before modes were read as git's checkout reads them (src/git/modes.ts)
@@ -27,7 +27,7 @@ export class PersistentCache {
   dropped = 0;
 
   constructor(path: string, log: (line: string) => void = (l) => process.stderr.write(l + '\n')) {
-    mkdirSync(dirname(path), { recursive: true });
+    privateFile(path);
     // Only a cache: a file that does not open (damaged, not SQLite) is moved aside and started
     // again empty, so a bad cache.db costs a cold parse, never the server.
     try {
@@ -38,6 +38,7 @@ export class PersistentCache {
         if (existsSync(path + ext)) renameSync(path + ext, aside + ext);
       }
       log(`patchgate: the cache ${path} could not be opened (${(err as Error).message}); moved it to ${aside} and started an empty cache`);
+      privateFile(path);
       this.db = PersistentCache.openDb(path);
     }
     this.getStmt = this.db.prepare('SELECT value, sum FROM kv WHERE key = ?');

@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import { AuditStore, compactRow, type AuditRow, type QueryOptions } from '../audit/store.js';
 import { AUDIT_URL_ENV, describeAudit, openAuditSink, parseAuditUrl, type AuditSink } from '../audit/sink.js';
 import { TokenStore } from '../audit/tokens.js';
+import { describeCut, type Cut } from '../audit/bound.js';
 import { UsageError } from '../errors.js';
 import { createRepo, ensureRepoConfig, normalizeRepoName, installHooks, markHoldout, resolveRepo } from '../server/repos.js';
 import { adminTokenPath } from '../server/admin-token.js';
@@ -173,19 +174,22 @@ export async function runAuditShow(args: { data: string; id: string; json: boole
     }
     const trace = await s.getPush(pushId);
     if (!trace) throw new UsageError(`no push ${args.id} in the audit log`);
-    if (args.json) return [JSON.stringify({ push: trace.push && compactRow(trace.push), refs: trace.refs.map(compactRow), confirms: trace.confirms.map(compactRow) })];
+    if (args.json) return [JSON.stringify({ push: trace.push && compactRow(trace.push), refs: trace.refs.map(compactRow), confirms: trace.confirms.map(compactRow), outcomes: (trace.outcomes ?? []).map(compactRow) })];
     const out: string[] = [];
     if (trace.push) out.push(textRow(trace.push));
     for (const ref of trace.refs) {
       out.push(`  ${textRow(ref)}`);
-      const rules = (ref.rules ?? []) as Array<{ rule: string; status: string; ms: number; findings: Array<{ message: string }>; remediation?: string; details?: unknown }>;
+      const rules = (ref.rules ?? []) as unknown as Array<{ rule: string; status: string; ms: number; findings: Array<{ message: string }>; remediation?: string; details?: unknown; cut?: Cut }>;
       for (const r of rules) {
-        out.push(`    ${r.rule.padEnd(12)} ${r.status.padEnd(8)} ${String(r.ms ?? 0).padStart(5)} ms  ${(r.findings ?? []).length} finding(s)${detailsText(r.details)}`);
+        out.push(`    ${r.rule.padEnd(12)} ${r.status.padEnd(8)} ${String(r.ms ?? 0).padStart(5)} ms  ${r.cut?.findings ?? (r.findings ?? []).length} finding(s)${detailsText(r.details)}`);
         for (const f of (r.findings ?? []).slice(0, 20)) out.push(`      - ${f.message}`);
+        if (r.cut) out.push(`      ${describeCut(r.cut)}`);
         if (r.remediation) out.push(`      fix: ${r.remediation}`);
       }
     }
     for (const c of trace.confirms) out.push(`  ${textRow(c)}`);
+    // The forward's outcome and any recovery, recorded under the push's id.
+    for (const o of trace.outcomes ?? []) out.push(`  ${textRow(o)}`);
     return out;
   }, true);
 }

@@ -6,6 +6,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { open, readdir, readFile, stat } from 'node:fs/promises';
 import type { Dirent } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { GitError } from '../errors.js';
 import { classifyMode, kindOfReportedMode, type EntryKind } from './modes.js';
@@ -104,6 +105,19 @@ function family(kind: EntryKind): string {
 /** Variables that would make git read another repository or config than the one we chose. */
 const SCRUBBED_VARS = ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT_CONFIG_PARAMETERS', 'GIT_CONFIG_COUNT', 'GIT_NAMESPACE', 'GIT_CEILING_DIRECTORIES', 'GIT_COMMON_DIR', ...QUARANTINE_VARS];
 
+/**
+ * How a git that talks to another repository is started so that it dies with the gate: in its
+ * own process group (the time limit kills the whole group), led by a bash that the kernel
+ * signals when the gate dies (`setpriv --pdeathsig`, util-linux), and that then kills the
+ * group: no forward or fetch outlives a gate that was killed (kill -9 included). Without
+ * setpriv on PATH, git is started directly (the time limit still bounds it).
+ */
+const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv', ...(process.env.PATH ?? '').split(':').filter(Boolean).map((d) => `${d}/setpriv`)].find((p) => existsSync(p)) ?? null;
+function diesWithGate(args: string[]): [string, string[]] {
+  if (!SETPRIV) return ['git', args];
+  return [SETPRIV, ['--pdeathsig', 'TERM', '--', 'bash', '-c', 'trap "kill -KILL 0" TERM; git "$@" & wait $!', 'patchgate-git', ...args]];
+}
+
 export class Git {
   readonly dir: string;
   private readonly bare: boolean;
@@ -150,7 +164,8 @@ export class Git {
   remote(args: string[], opts: { env?: Record<string, string>; timeoutMs: number }): Promise<{ code: number | null; stdout: string; stderr: string; timedOut: boolean }> {
     return new Promise((resolve) => {
       const env = { ...this.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true', SSH_ASKPASS: 'true', ...opts.env };
-      const child = spawn('git', args, { cwd: this.dir, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+      const [cmd, argv] = diesWithGate(args);
+      const child = spawn(cmd, argv, { cwd: this.dir, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
       const out: Buffer[] = [];
       const err: Buffer[] = [];
       let timedOut = false;

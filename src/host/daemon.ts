@@ -4,7 +4,7 @@
 // authenticated HTTP request. A second listener answers GET /healthz and GET /metrics.
 
 import http from 'node:http';
-import { mkdirSync } from 'node:fs';
+import { privateDir } from '../private-files.js';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { AuditStore } from '../audit/store.js';
@@ -32,7 +32,7 @@ export interface RunningDaemon {
 
 export async function startDaemon(cfg: DaemonConfig, opts: { log?: (l: string) => void; beforeJudge?: () => Promise<void> } = {}): Promise<RunningDaemon> {
   const log = opts.log ?? ((l: string) => process.stderr.write(l + '\n'));
-  mkdirSync(cfg.data, { recursive: true });
+  privateDir(cfg.data);
   const lock = lockDataDir(cfg.data);
   const undo: Array<() => unknown> = [() => lock.release()];
   try {

@@ -9,7 +9,8 @@ import { checkPublicUrl, requestPushUrl, type PushTarget } from '../policy/push-
 import http from 'node:http';
 import type { ChildProcess } from 'node:child_process';
 import https from 'node:https';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { privateDir } from '../private-files.js';
 import { join, resolve } from 'node:path';
 import { Git as GitServer } from 'node-git-server';
 import { AuditStore, newPushId, type QueryOptions } from '../audit/store.js';
@@ -110,7 +111,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   } catch (err) {
     throw new ConfigError('--public-url', errorMessage(err));
   }
-  mkdirSync(reposDir(dataDir), { recursive: true });
+  privateDir(reposDir(dataDir)); // a new data folder is 0700
 
   // --- one server per data folder; everything opened from here on is closed again if the start fails
   const lock = lockDataDir(dataDir);
@@ -152,9 +153,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     undo.push(() => disk.close());
     const cache = new ContentCache(disk);
     metrics.watchCache(cache);
-    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge, dataDir, upstreamFreshMs: opts.upstreamFreshMs, onTimeout: () => metrics.hookTimeouts.inc() });
+    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge, dataDir, upstreamFreshMs: opts.upstreamFreshMs, onTimeout: () => metrics.hookTimeouts.inc(), log });
     undo.push(() => hooks.stop());
     await hooks.start();
+    // Pushes the last run left unsettled (killed, or its log was down): compared with the real
+    // refs (upstream's too) and recorded before the first request is served.
+    await hooks.recover();
     for (const name of listRepos(dataDir)) {
       const dir = resolveRepo(dataDir, name);
       if (dir && checkHooks(dir).ok) warmWithUpstream(hooks, dataDir, name, dir, log);

@@ -7,6 +7,7 @@
 
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { privateFile } from '../private-files.js';
 import Database from 'better-sqlite3';
 import { StartupError, errorMessage } from '../errors.js';
 
@@ -19,6 +20,7 @@ export function lockDataDir(dataDir: string): DataDirLock {
   const pidPath = join(dataDir, 'serve.pid');
   let opened: Database.Database | undefined;
   try {
+    privateFile(path);
     opened = new Database(path, { timeout: 0 });
     opened.pragma('locking_mode = EXCLUSIVE');
     opened.exec('BEGIN EXCLUSIVE');
@@ -36,7 +38,7 @@ export function lockDataDir(dataDir: string): DataDirLock {
     throw new StartupError('LOCKED', `cannot lock data folder ${dataDir} (${path}): ${errorMessage(err)}`, { cause: err });
   }
   const db = opened;
-  writeFileSync(pidPath, `${process.pid}\n`);
+  writeFileSync(pidPath, `${process.pid}\n`, { mode: 0o600 });
   let held = true;
   return {
     release() {

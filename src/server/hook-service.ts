@@ -7,11 +7,13 @@
 // secret, timeout, engine error or audit failure: reject.
 // The time limit really ends a judgement: it runs under an AbortSignal (src/cancel.ts) that
 // the limit, or the hook hanging up, fires; the parse worker is terminated and the judge stops.
-// An accept is audited only once it was delivered: the pre-receive shim exiting 0 is what makes
-// git run the update hook, so the decision is written when the first update hook asks (and a
-// failed write refuses there); a push whose shim gave up or died is written as refused when
-// receive-pack exits. The shims wait for the daemon's own time limit plus a margin
-// (`hook.endpoint` carries it).
+// Intent before effect (./intents.ts): an accepting decision, verdict included, is durable in
+// the log before anything outside the gate changes: before the forward to upstream and before
+// pre-receive answers accept (which lets git update the refs). A failed write refuses the
+// push and forwards nothing. What follows (the forward's outcome, the post-receive confirms
+// of what really moved, `upstream.diverged`) goes through a row queue that retries and never
+// drops, and the push's intent entry is removed only when the log and the refs agree. The
+// shims wait for the daemon's own time limit plus a margin (`hook.endpoint` carries it).
 
 import type { PushTarget } from '../policy/push-target.js';
 import http from 'node:http';
@@ -32,8 +34,13 @@ import type { RecordPushInput } from '../audit/store.js';
 import type { AuditSink } from '../audit/sink.js';
 import { AuthRowLimiter, type AuthRowLimits } from './auth-rows.js';
 import { UpstreamMirror } from '../upstream/remote.js';
-import { rememberAccepted, type Judged } from '../policy/carried.js';
-import { afterJudging, beforeJudging, upstreamRefused, recordDiverged } from '../upstream/gate.js';
+import { rememberAccepted } from '../policy/carried.js';
+import { afterJudging, beforeJudging, forwardOutcomes, refuseMovedRefs, upstreamBudget, upstreamRefused, recordDiverged, type ForwardRecord } from '../upstream/gate.js';
+import { recoverIntents, settleIntent, type SettleDeps } from '../upstream/recover.js';
+import { IntentJournal, RowQueue } from './intents.js';
+import { boundRecord } from '../audit/bound.js';
+import { join } from 'node:path';
+import type { Verdict } from '../audit/store.js';
 
 export interface PushSession {
   pid: number;
@@ -46,17 +53,17 @@ export interface PushSession {
   userAgent: string | null;
   decisions: Map<string, RefDecision>;
   confirmed: Set<string>;
-  /** An accepting decision judged but not yet audited: written when its delivery is proven (update hook). */
-  pending?: RecordPushInput | null;
-  /** The audit write at delivery failed: every ref of this push is refused. */
-  auditFailed?: boolean;
   /** receive-pack exited (set by endSession). */
   ended?: boolean;
   /**
-   * Inside a git host (src/host/): only pre-receive runs, so the decision is written before the
-   * accept is answered (a failed write refuses), and nothing waits for an update hook.
+   * Inside a git host (src/host/): only pre-receive runs and no receive-pack exit is seen, so
+   * the decision (written and awaited before the accept, like every push) has no intent entry.
    */
   auditAtJudge?: boolean;
+  /** This push has an entry in the intent journal (removed once the log and the refs agree). */
+  journaled?: boolean;
+  /** Whether the push was forwarded to an upstream (its journal entry says so). */
+  viaUpstream?: boolean;
   /** This push's own time limit (the GHES budget), below the daemon's; its refusal says so. */
   timeoutMs?: number;
   timeoutMessage?: string;
@@ -101,6 +108,10 @@ export interface HookServiceOptions {
   upstreamFreshMs?: number;
   /** Called when a push passes the time limit (for the hook-timeout metric). */
   onTimeout?: () => void;
+  /** The intent journal's folder (default `<dataDir>/intents`); without a data folder, none. */
+  intentsDir?: string;
+  /** Where the row queue and recovery say what they did (default stderr). */
+  log?: (line: string) => void;
 }
 
 export interface HookRequest {
@@ -168,12 +179,29 @@ export class HookService {
   private readonly background = new Set<Promise<void>>();
   /** Fetches of upstream trusted branches, shared by every push (src/upstream/remote.ts). */
   readonly upstream: UpstreamMirror;
-  /** An accept record's judged agent commits, cached once the record is written (remember). */
-  private readonly judgedOf = new WeakMap<RecordPushInput, Judged[]>();
+  /** Unsettled pushes (null: no data folder, e.g. a host daemon's one-push sessions only). */
+  readonly journal: IntentJournal | null;
+  /** Rows after a decision: retried in order until written. */
+  readonly rows: RowQueue;
+  private readonly log: (line: string) => void;
 
   constructor(private readonly opts: HookServiceOptions) {
     this.authRows = new AuthRowLimiter(opts.audit, opts.authRows);
     this.upstream = new UpstreamMirror(opts.upstreamFreshMs);
+    this.log = opts.log ?? ((l) => void process.stderr.write(l + '\n'));
+    this.rows = new RowQueue(this.log);
+    const dir = opts.intentsDir ?? (opts.dataDir ? join(opts.dataDir, 'intents') : null);
+    this.journal = dir ? new IntentJournal(dir) : null;
+  }
+
+  private get settleDeps(): SettleDeps {
+    return { audit: this.opts.audit, mirror: this.upstream, journal: this.journal!, dataDir: this.opts.dataDir, timeoutMs: upstreamBudget(this.opts.timeoutMs) };
+  }
+
+  /** At start: settle what the previous run left in the intent journal (a crash, a kill, a store that was down). */
+  async recover(): Promise<{ settled: number; left: number }> {
+    if (!this.journal) return { settled: 0, left: 0 };
+    return recoverIntents(this.settleDeps, this.log);
   }
 
   /** Judgements still running, including cancelled ones that have not stopped yet (for tests). */
@@ -229,6 +257,7 @@ export class HookService {
     s.closeAllConnections();
     await closed;
     await Promise.all([...this.background]);
+    await this.rows.flush();
     if (existsSync(this.opts.endpointPath)) rmSync(this.opts.endpointPath, { force: true });
   }
 
@@ -305,18 +334,15 @@ export class HookService {
     // update hook): nothing moved, and the audit says refused.
     const unmoved = [...s.decisions.values()].filter((d) => !s.confirmed.has(key(d.ref, d.oldId, d.newId)));
     const items = unmoved.map((d) => ({ ref: d.ref, new: d.newId, moved: false }));
-    // In order: the refused push row first, then its confirms (an async log must not reorder them).
-    // stop() waits for these writes before the log is closed.
+    // In order, through the row queue (retried, never dropped): the diverged row, the confirms
+    // of refs that did not move, then the settling of the intent entry (which checks the log
+    // against the refs and records anything still missing). stop() waits for these writes.
     const write = (async () => {
-      if (s.pending) await this.recordUndelivered(s);
       // Upstream took refs the gate did not move: audited, and the next fetch repairs the gate.
-      if (s.forwarded?.size) await recordDiverged(this.opts.audit, this.upstream, s, unmoved.filter((d) => s.forwarded!.has(key(d.ref, d.oldId, d.newId))));
-      if (!items.length) return;
-      try {
-        await this.opts.audit.confirmRefs(s.pushId, items, { repo: s.repo });
-      } catch (err) {
-        process.stderr.write(`patchgate: audit: could not record unmoved refs of push ${s.pushId}: ${errorMessage(err)}\n`);
-      }
+      const diverged = s.forwarded?.size ? unmoved.filter((d) => s.forwarded!.has(key(d.ref, d.oldId, d.newId))) : [];
+      if (diverged.length) await this.rows.write(s.pushId, 'the upstream.diverged row', () => recordDiverged(this.opts.audit, this.upstream, s, diverged));
+      if (items.length) await this.rows.write(s.pushId, 'the confirm rows of refs that did not move', () => this.opts.audit.confirmRefs(s.pushId, items, { repo: s.repo }));
+      if (s.journaled && this.journal) this.settleLater(s);
     })();
     this.background.add(write);
     void write.finally(() => this.background.delete(write));
@@ -398,7 +424,8 @@ export class HookService {
     let decisions: RefDecision[];
     const timings: Record<string, number> = {};
     let shown: string[] | null = null;
-    let auditVerdict = (d: RefDecision): 'accept' | 'reject' | 'would-reject' => d.verdict;
+    let auditVerdict = (d: RefDecision): Verdict => d.verdict;
+    let forward: ForwardRecord | null = null;
     let mode: 'enforce' | 'evaluate' = 'enforce';
     let enforce = false;
     try {
@@ -412,11 +439,27 @@ export class HookService {
         if (pre.settings.mode === 'evaluate') mode = 'evaluate';
         enforce = pre.settings.mode === 'enforce';
         decisions = await this.judgeAll(git, s, updates, timings, gone, s.timeoutMs ?? this.opts.timeoutMs);
+        // A ref that moved on the gate since receive-pack read it (the refresh just now) would
+        // fail git's lock after an accept: refused before anything is written or forwarded.
+        decisions = await refuseMovedRefs(this.mainStore(s.repoDir), decisions);
         if ((pre.settings.upstream || pre.settings.mode === 'evaluate') && !gone.aborted) {
-          const fin = await afterJudging({ settings: pre.settings, repo: s.repo, repoDir: s.repoDir, env, git, atomic: !!s.atomic, decisions, actor: s.actor, pushId: s.pushId, hookMs: this.opts.timeoutMs, mirror: this.upstream });
+          const fin = await afterJudging({
+            settings: pre.settings, repo: s.repo, repoDir: s.repoDir, env, git, atomic: !!s.atomic, decisions, actor: s.actor, pushId: s.pushId, hookMs: this.opts.timeoutMs, mirror: this.upstream,
+            // The decision row, before the forward: a failed write forwards nothing (and throws).
+            intent: async (ds, verdictOf) => {
+              const record = this.recordOf(s, ds, verdictOf, { ...timings, total: Date.now() - t0 });
+              if (s.ended || gone.aborted) {
+                await this.recordUndelivered(s, record);
+                throw new Error('the hook went away before its verdict, so nothing was forwarded');
+              }
+              await this.writeDecision(s, record, true);
+              this.remember(ds, verdictOf, enforce, s.pushId);
+            },
+          });
           decisions = fin.decisions;
           shown = fin.lines;
           auditVerdict = fin.auditVerdict;
+          forward = fin.forward;
           s.forwarded = new Set([...(s.forwarded ?? []), ...fin.forwarded]);
           Object.assign(timings, fin.timings);
         }
@@ -425,43 +468,26 @@ export class HookService {
       git.close();
     }
     const accepted = decisions.filter((d) => d.verdict === 'accept').length;
-    const record: RecordPushInput = {
-      pushId: s.pushId, repo: s.repo, actor: s.actor, role: s.role, remoteAddr: s.remoteAddr, userAgent: s.userAgent,
-      verdict: accepted < decisions.length ? 'reject' : decisions.some((d) => auditVerdict(d) === 'would-reject') ? 'would-reject' : 'accept',
-      timings: { ...timings, total: Date.now() - t0 },
-      refs: decisions.map((d) => ({
-        ref: d.ref, old: d.oldId, new: d.newId, verdict: auditVerdict(d), decision: d.row,
-        rules: JSON.parse(JSON.stringify(d.outcomes)) as unknown[],
-        contractBase: d.contract.base, contractHead: d.contract.head, timings: { total: d.ms, ...(d.commitsMs !== undefined ? { commits: d.commitsMs } : {}) },
-      })),
-    };
-    for (const d of decisions) s.decisions.set(key(d.ref, d.oldId, d.newId), d);
-    // An agent's accept in enforce mode: its judged commits go to the accept cache once the
-    // record is durable (src/policy/carried.ts), never before, never for a would-reject.
-    const judged = enforce ? decisions.filter((d) => d.judged && d.verdict === 'accept' && auditVerdict(d) === 'accept').map((d) => d.judged!) : [];
-    if (judged.length) this.judgedOf.set(record, judged);
-    if (accepted === 0) {
-      // A refusal needs no delivery: written now (a failed write still refuses).
-      await this.opts.audit.recordPush(record);
-    } else if (s.ended || gone.aborted) {
-      // Nobody is left to receive the accept: audited as refused, answered as refused.
-      await this.recordUndelivered(s, record);
-      lines.push(`patchgate: push ${s.pushId} refused: the hook went away before its verdict`);
-      return 'reject';
-    } else if (s.auditAtJudge) {
-      // Inside a git host no update hook follows: the accept is written before it is answered
-      // (a failed write refuses the push).
-      try {
-        await this.opts.audit.recordPush(record);
-        this.remember(record);
-      } catch (err) {
-        process.stderr.write(`patchgate: audit: push ${s.pushId} refused, its decision could not be written: ${errorMessage(err)}\n`);
-        throw new AuditError(`the audit log could not record push ${s.pushId}, so nothing is accepted; push again, and if this repeats ask a person to check the gate daemon`, { cause: err });
-      }
+    if (forward) {
+      // The decision is in the log already (written before the forward); its outcome follows.
+      for (const d of decisions) s.decisions.set(key(d.ref, d.oldId, d.newId), d);
+      for (const row of forwardOutcomes(forward, s)) await this.rows.write(s.pushId, `the ${row.action} row`, () => this.opts.audit.appendAdmin(row));
     } else {
-      // An accept is audited when it is known to have arrived: the update hook (below), which
-      // git runs only after this shim exited 0. Until then it is pending; see endSession.
-      s.pending = record;
+      const record = this.recordOf(s, decisions, auditVerdict, { ...timings, total: Date.now() - t0 });
+      if (accepted === 0) {
+        // A refusal changes nothing: written now (a failed write still refuses).
+        await this.opts.audit.recordPush(record);
+      } else if (s.ended || gone.aborted) {
+        // Nobody is left to receive the accept: audited as refused, answered as refused.
+        await this.recordUndelivered(s, record);
+        lines.push(`patchgate: push ${s.pushId} refused: the hook went away before its verdict`);
+        return 'reject';
+      } else {
+        // Before the accept is answered (git updates the refs only after it): a failed write refuses.
+        await this.writeDecision(s, record, false);
+        this.remember(decisions, auditVerdict, enforce, s.pushId);
+      }
+      for (const d of decisions) s.decisions.set(key(d.ref, d.oldId, d.newId), d);
     }
     if (shown) lines.push(...shown);
     else for (const d of decisions) lines.push(...renderDecision(d, s.actor));
@@ -474,21 +500,72 @@ export class HookService {
     return accepted > 0 ? 'accept' : 'reject';
   }
 
-  /** The record is durable in the audit log: its agent accepts may skip those commits next time. */
-  private remember(record: RecordPushInput): void {
-    const judged = this.judgedOf.get(record);
-    if (judged) rememberAccepted(this.opts.cache, judged, record.pushId);
+  /** The record is durable in the audit log: an agent's enforce-mode accepts may skip those commits next time (src/policy/carried.ts). */
+  private remember(decisions: RefDecision[], verdictOf: (d: RefDecision) => Verdict, enforce: boolean, pushId: string): void {
+    if (!enforce) return;
+    const judged = decisions.filter((d) => d.judged && d.verdict === 'accept' && verdictOf(d) === 'accept').map((d) => d.judged!);
+    if (judged.length) rememberAccepted(this.opts.cache, judged, pushId);
+  }
+
+  /** The push row and its ref rows as they go to the log, bounded in size (src/audit/bound.ts). */
+  private recordOf(s: PushSession, decisions: RefDecision[], auditVerdict: (d: RefDecision) => Verdict, timings: Record<string, number>): RecordPushInput {
+    const accepted = decisions.filter((d) => d.verdict === 'accept').length;
+    return boundRecord({
+      pushId: s.pushId, repo: s.repo, actor: s.actor, role: s.role, remoteAddr: s.remoteAddr, userAgent: s.userAgent,
+      verdict: accepted < decisions.length ? 'reject' : decisions.some((d) => auditVerdict(d) === 'would-reject') ? 'would-reject' : 'accept',
+      timings,
+      refs: decisions.map((d) => ({
+        ref: d.ref, old: d.oldId, new: d.newId, verdict: auditVerdict(d), decision: d.row,
+        rules: JSON.parse(JSON.stringify(d.outcomes)) as unknown[],
+        contractBase: d.contract.base, contractHead: d.contract.head, timings: { total: d.ms, ...(d.commitsMs !== undefined ? { commits: d.commitsMs } : {}) },
+      })),
+    });
   }
 
   /**
-   * Write a pending accept as refused: the verdict did not reach git (the pre-receive shim gave
-   * up waiting or died first), so nothing moved. Every ref row keeps the rules' outcomes and
+   * Write a decision that lets something happen (an accept, before the forward or the answer):
+   * its intent entry first (when there is a journal), then the rows, awaited. Either failing
+   * throws AuditError, and the caller refuses; an entry whose rows may or may not have landed
+   * is settled from the log later (the row queue).
+   */
+  private async writeDecision(s: PushSession, record: RecordPushInput, viaUpstream: boolean): Promise<void> {
+    const journaled = !!this.journal && !s.auditAtJudge && record.refs.some((r) => r.verdict !== 'reject');
+    const refuse = (what: string, err: unknown): AuditError => {
+      this.log(`patchgate: audit: push ${s.pushId} refused, ${what}: ${errorMessage(err)}`);
+      return new AuditError(`the audit log could not record push ${s.pushId}, so nothing is accepted${viaUpstream ? ' or forwarded' : ''}; push again, and if this repeats ask a person to check the gate's audit store`, { cause: err });
+    };
+    if (journaled) {
+      try {
+        this.journal!.open({ pushId: s.pushId, repo: s.repo, repoDir: s.repoDir, upstream: viaUpstream });
+      } catch (err) {
+        throw refuse('its intent entry could not be written', err);
+      }
+    }
+    try {
+      await this.opts.audit.recordPush(record);
+    } catch (err) {
+      if (journaled) this.settleLater({ ...s, viaUpstream });
+      throw refuse('its decision could not be written', err);
+    }
+    s.journaled = journaled;
+    s.viaUpstream = viaUpstream;
+  }
+
+  /** Settle the push's intent entry through the row queue: record what the log lacks, then remove it. */
+  private settleLater(s: Pick<PushSession, 'pushId' | 'repo' | 'repoDir' | 'viaUpstream'>): void {
+    const entry = { pushId: s.pushId, repo: s.repo, repoDir: s.repoDir, upstream: !!s.viaUpstream, time: new Date().toISOString() };
+    void this.rows.write(s.pushId, 'the settling of its intent entry', async () => {
+      for (const l of await settleIntent(this.settleDeps, entry)) this.log(`patchgate: audit: ${l}`);
+    });
+  }
+
+  /**
+   * Write a judged accept as refused: the verdict cannot reach git (the pre-receive shim gave
+   * up waiting or died first), so nothing moves. Every ref row keeps the rules' outcomes and
    * adds a `delivery` entry that says why.
    */
-  private async recordUndelivered(s: PushSession, record: RecordPushInput | null | undefined = s.pending): Promise<void> {
-    s.pending = null;
-    if (!record) return;
-    const why = 'the accept never reached git: the pre-receive hook ended (it gave up waiting or was killed) before git ran the update hook, so nothing moved';
+  private async recordUndelivered(s: PushSession, record: RecordPushInput): Promise<void> {
+    const why = 'the accept never reached git: the pre-receive hook ended (it gave up waiting or was killed) before its verdict, so nothing moved';
     try {
       await this.opts.audit.recordPush({
         ...record,
@@ -501,7 +578,7 @@ export class HookService {
         })),
       });
     } catch (err) {
-      process.stderr.write(`patchgate: audit: could not record the undelivered push ${s.pushId}: ${errorMessage(err)}\n`);
+      this.log(`patchgate: audit: could not record the undelivered push ${s.pushId}: ${errorMessage(err)}`);
     }
   }
 
@@ -558,22 +635,7 @@ export class HookService {
       lines.push(`patchgate: ${u.ref} refused: it was not judged by the pre-receive gate`);
       return 'reject';
     }
-    // The first update hook proves that the pre-receive accept was delivered: audit it now.
-    if (s.pending) {
-      const record = s.pending;
-      s.pending = null;
-      try {
-        await this.opts.audit.recordPush(record);
-        this.remember(record);
-      } catch (err) {
-        s.auditFailed = true;
-        process.stderr.write(`patchgate: audit: push ${s.pushId} refused, its decision could not be written: ${errorMessage(err)}\n`);
-      }
-    }
-    if (s.auditFailed) {
-      lines.push(`patchgate: push refused: ${u.ref}: the audit log could not record this push's decision, so nothing is accepted; push again, and if this repeats ask a person to check the server`);
-      return 'reject';
-    }
+    // The decision was written before pre-receive answered accept: nothing more to write here.
     return d.verdict;
   }
 
@@ -582,7 +644,8 @@ export class HookService {
       s.confirmed.add(key(u.ref, u.oldId, u.newId));
       return { ref: u.ref, new: u.newId, moved: true };
     });
-    if (items.length) await this.opts.audit.confirmRefs(s.pushId, items, { repo: s.repo });
+    // The refs moved already: a failed write cannot refuse anything, so it is queued and retried.
+    if (items.length) await this.rows.write(s.pushId, 'the confirm rows of refs that moved', () => this.opts.audit.confirmRefs(s.pushId, items, { repo: s.repo }));
     return 'accept';
   }
 }

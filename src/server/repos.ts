@@ -6,6 +6,7 @@
 
 import { existsSync, readFileSync, realpathSync, readdirSync, copyFileSync, chmodSync, statSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, sep } from 'node:path';
+import { privateDir } from '../private-files.js';
 import { fileURLToPath } from 'node:url';
 import { Git } from '../git/git.js';
 import { UsageError } from '../errors.js';
@@ -84,6 +85,7 @@ export async function createRepo(dataDir: string, rawName: string, trustedBranch
   const name = normalizeRepoName(rawName);
   const dir = join(reposDir(dataDir), `${name}.git`);
   if (existsSync(dir)) throw new UsageError(`repository ${name} already exists at ${dir}`);
+  privateDir(reposDir(dataDir)); // a new data folder is 0700
   mkdirSync(dir, { recursive: true });
   const git = new Git({ dir });
   try {

@@ -5,6 +5,9 @@
 // forward every accepted ref update upstream and refuse on the gate whatever upstream did
 // not take. Which refusals evaluate mode relaxes, and what it prints, is in
 // src/upstream/evaluate.ts. The engine's judgement is the same in every mode: this only wraps it.
+// The decision is written before the forward starts (the `intent` callback of afterJudging;
+// a failed write forwards nothing), and the forward's outcome is a row of its own
+// (`upstream.forwarded` / `upstream.forward-failed`, see forwardOutcomes).
 
 import { basename, dirname } from 'node:path';
 import { errorMessage, UpstreamError } from '../errors.js';
@@ -12,7 +15,7 @@ import { Git, isZeroId } from '../git/git.js';
 import { tableRow } from '../policy/decision-table.js';
 import { renderDecision } from '../policy/engine.js';
 import type { RefDecision, RuleOutcome } from '../policy/types.js';
-import type { Verdict } from '../audit/store.js';
+import type { AdminInput, Verdict } from '../audit/store.js';
 import type { AuditSink } from '../audit/sink.js';
 import { forwardPush, UPSTREAM_TIMEOUT_MS, type FetchResult, type ForwardItem, type UpstreamMirror } from './remote.js';
 import { readSettings, type RepoSettings } from './settings.js';
@@ -60,6 +63,17 @@ export interface Finished {
   /** Keys (ref old new) of the updates upstream took. */
   forwarded: Set<string>;
   timings: Record<string, number>;
+  /** What was forwarded and upstream's answers (null: nothing was forwarded). */
+  forward: ForwardRecord | null;
+}
+
+export interface ForwardRecord {
+  url: string;
+  at: string;
+  ms: number;
+  atomic: boolean;
+  items: ForwardItem[];
+  answers: Array<{ ref: string; ok: boolean; answer: string; messages: string[] }>;
 }
 
 const keyOf = (d: { ref: string; oldId: string; newId: string }) => `${d.ref} ${d.oldId} ${d.newId}`;
@@ -85,6 +99,11 @@ function upstreamRefusal(d: RefDecision, message: string, extra: string[], outco
 export async function afterJudging(args: {
   settings: RepoSettings; repo: string; repoDir: string; env: Record<string, string>; git: Git; atomic: boolean;
   decisions: RefDecision[]; actor: string; pushId: string; hookMs: number; mirror: UpstreamMirror;
+  /**
+   * Called with the decisions (and their audit verdicts) just before the forward starts: it
+   * writes the decision row. When it throws, nothing is forwarded and afterJudging throws it.
+   */
+  intent?: (decisions: RefDecision[], auditVerdict: (d: RefDecision) => Verdict) => Promise<void>;
 }): Promise<Finished> {
   const { settings, repo } = args;
   const timings: Record<string, number> = {};
@@ -107,6 +126,7 @@ export async function afterJudging(args: {
     });
   }
   const up = settings.upstream;
+  let forward: ForwardRecord | null = null;
   if (up) {
     const accepted = decisions.filter((d) => d.verdict === 'accept');
     // An --atomic push with one refused ref moves nothing on the gate: nothing goes upstream either.
@@ -117,9 +137,14 @@ export async function afterJudging(args: {
         const forced = isZeroId(d.newId) || (!isZeroId(d.oldId) && !(await args.git.isAncestor(d.oldId, d.newId).catch(() => false)));
         items.push({ ref: d.ref, oldId: d.oldId, newId: d.newId, forced });
       }
+      if (args.intent) {
+        const wouldNow = new Set(would);
+        await args.intent(decisions, (d) => (d.verdict === 'accept' && wouldNow.has(keyOf(d)) ? 'would-reject' : d.verdict));
+      }
       const at = new Date().toISOString();
       const { answers, ms } = await forwardPush(args.repoDir, args.env, up, items, { atomic: args.atomic, timeoutMs: upstreamBudget(args.hookMs) });
       timings.forward = ms;
+      forward = { url: up.url, at, ms, atomic: args.atomic, items, answers };
       const byRef = new Map(answers.map((a) => [a.ref, a]));
       decisions = decisions.map((d) => {
         const a = byRef.get(d.ref);
@@ -154,7 +179,55 @@ export async function afterJudging(args: {
     lines: up || evaluate ? render : null,
     forwarded,
     timings,
+    forward,
   };
+}
+
+/** The forward's outcome as audit rows: one `upstream.forwarded` for the refs upstream took, one `upstream.forward-failed` for the rest. */
+export function forwardOutcomes(f: ForwardRecord, s: { pushId: string; repo: string }): AdminInput[] {
+  const rows: AdminInput[] = [];
+  const byRef = new Map(f.answers.map((a) => [a.ref, a]));
+  const refsOf = (ok: boolean) => f.items.filter((it) => (byRef.get(it.ref)?.ok ?? false) === ok).map((it) => ({ ref: it.ref, old: it.oldId, new: it.newId, forced: it.forced, answer: byRef.get(it.ref)?.answer ?? 'no answer' }));
+  const messages = f.answers[0]?.messages ?? [];
+  for (const ok of [true, false]) {
+    const refs = refsOf(ok);
+    if (!refs.length) continue;
+    rows.push({
+      actor: 'gate', action: ok ? 'upstream.forwarded' : 'upstream.forward-failed', subject: s.repo, pushId: s.pushId,
+      detail: { pushId: s.pushId, url: f.url, at: f.at, ms: f.ms, atomic: f.atomic, refs, ...(messages.length ? { messages } : {}) },
+    });
+  }
+  return rows;
+}
+
+/**
+ * Refs whose tip on the gate is no longer the old id the client pushed against (the upstream
+ * refresh inside this hook moved them, e.g. a ref `repo sync` or a repair copied from
+ * upstream): git would refuse to lock them after an accept, so they are refused before
+ * anything is written or forwarded, with what to do.
+ */
+export async function refuseMovedRefs(store: Git, decisions: RefDecision[]): Promise<RefDecision[]> {
+  const out: RefDecision[] = [];
+  for (const d of decisions) {
+    if (d.verdict !== 'accept') {
+      out.push(d);
+      continue;
+    }
+    const tip = await store.refTip(d.ref).catch(() => undefined);
+    const expected = isZeroId(d.oldId) ? null : d.oldId;
+    if (tip === undefined || tip === expected) {
+      out.push(d);
+      continue;
+    }
+    const row = tableRow('upstream-refused');
+    const branch = d.ref.replace(/^refs\/heads\//, '');
+    out.push({
+      ...d, verdict: 'reject', row: row.id, action: row.action,
+      reasons: [{ rule: 'upstream', message: `${d.ref} is at ${tip ? tip.slice(0, 12) : 'nothing'} on the gate now (another push, or a fetch from upstream, moved it while this push was judged), not at ${expected ? expected.slice(0, 12) : 'nothing'} as your push expected`, ref: d.ref }],
+      remediation: `nothing moved; fetch what the gate has and push again: git pull --rebase origin ${branch} && git push origin ${branch}`,
+    });
+  }
+  return out;
 }
 
 /** Every ref of a push refused because upstream could not be refreshed (or the settings not read). */
@@ -176,12 +249,9 @@ export function upstreamRefused(u: { ref: string; oldId: string; newId: string }
 export async function recordDiverged(audit: AuditSink, mirror: UpstreamMirror, s: { pushId: string; repo: string; repoDir: string; actor: string }, refs: Array<{ ref: string; oldId: string; newId: string }>): Promise<void> {
   if (!refs.length) return;
   for (const r of refs) mirror.markDiverged(s.repoDir, r.ref);
-  try {
-    await audit.appendAdmin({
-      actor: 'gate', action: 'upstream.diverged', subject: s.repo,
-      detail: { pushId: s.pushId, pusher: s.actor, refs: refs.map((r) => ({ ref: r.ref, old: r.oldId, new: r.newId })), repair: 'the next fetch from upstream (any push, or patchgate repo sync) sets these refs to upstream\'s' },
-    });
-  } catch (err) {
-    process.stderr.write(`patchgate: audit: could not record that upstream moved refs the gate did not (push ${s.pushId}): ${errorMessage(err)}\n`);
-  }
+  // A failed write throws: the caller's row queue keeps it and retries (never only in memory).
+  await audit.appendAdmin({
+    actor: 'gate', action: 'upstream.diverged', subject: s.repo, pushId: s.pushId,
+    detail: { pushId: s.pushId, pusher: s.actor, refs: refs.map((r) => ({ ref: r.ref, old: r.oldId, new: r.newId })), repair: 'the next fetch from upstream (any push, or patchgate repo sync) sets these refs to upstream\'s' },
+  });
 }

@@ -126,6 +126,33 @@ export async function fetchTrusted(repoDir: string, upstream: UpstreamConfig, tr
   }
 }
 
+/**
+ * Upstream's tips of `refs` (a ref upstream does not have is absent from the map), for the
+ * recovery of a forward whose outcome is unknown. Throws UpstreamError when upstream does not answer.
+ */
+export async function upstreamTips(repoDir: string, upstream: UpstreamConfig, refs: string[], timeoutMs: number): Promise<Map<string, string>> {
+  const redact = redactor(upstream);
+  const git = new Git({ dir: repoDir, bare: true });
+  try {
+    const { pre, env } = upstreamCredentialArgs(upstream);
+    const r = await git.remote([...pre, 'ls-remote', '--refs', '--end-of-options', upstream.url, ...refs], { env, timeoutMs });
+    if (r.timedOut) throw new UpstreamError('UPSTREAM_UNREACHABLE', `upstream ${upstream.url} did not answer ls-remote within ${Math.round(timeoutMs / 1000)} s`);
+    if (r.code !== 0) {
+      const why = gitReason(r.stderr, redact);
+      throw new UpstreamError('UPSTREAM_UNREACHABLE', `upstream ${upstream.url} could not be listed: ${why.join(' / ') || `git exit ${r.code}`}`, why.join('\n'));
+    }
+    const want = new Set(refs);
+    const tips = new Map<string, string>();
+    for (const line of r.stdout.split('\n')) {
+      const m = /^([0-9a-f]{40,64})\t(\S+)$/.exec(line);
+      if (m && want.has(m[2]!)) tips.set(m[2]!, m[1]!);
+    }
+    return tips;
+  } finally {
+    git.close();
+  }
+}
+
 export interface ForwardItem {
   ref: string;
   oldId: string;

@@ -92,10 +92,16 @@ t.test('an agent\'s good push lands on the gate and upstream, same commit, audit
   const [row] = gate.srv.audit.query({ kind: 'ref', actor: 'agent-1' });
   t.equal(row!.verdict, 'accept');
   t.equal(row!.moved, 1);
-  const upOutcome = (row!.rules as Array<{ rule: string; status: string; details: { answer: string; at: string } }>).find((o) => o.rule === 'upstream');
-  t.equal(upOutcome?.status, 'pass', 'the forward is in the audit trace');
-  t.match(upOutcome?.details.answer, /new branch/);
-  t.ok(upOutcome?.details.at);
+  // The decision row was written before the forward; the forward's outcome is its own row.
+  const trace = gate.srv.audit.getPush(row!.pushId!)!;
+  const upOutcome = trace.outcomes!.find((o) => o.action === 'upstream.forwarded');
+  t.ok(upOutcome, 'the forward is in the audit trace, as its own row');
+  t.ok(upOutcome!.id > row!.id, 'after the decision row');
+  const detail = upOutcome!.detail as { refs: Array<{ ref: string; answer: string }>; at: string };
+  t.match(detail.refs[0]!.answer, /new branch/);
+  t.equal(detail.refs[0]!.ref, 'refs/heads/agent/fix');
+  t.ok(detail.at);
+  t.notOk(existsSync(join(gate.data, 'intents', `${row!.pushId}.json`)), 'the push is settled: no intent entry left');
   t.ok(up.authSeen.some((a) => a.startsWith('Basic ')), 'upstream was asked with credentials');
   noSecret(t, up.secret, gate, logs, r.stderr, r.stdout);
 });
@@ -200,10 +206,14 @@ t.test('upstream\'s own hook refuses: the agent sees upstream\'s reason; nothing
   t.match(r.stderr, /remote: .*upstream says: protected: agent branches need a ticket id \(upstream rule 7\)/);
   t.equal(await refIn(bare, 'refs/heads/agent/fix'), null, 'the gate did not move either');
   t.equal(await refIn(upDir, 'refs/heads/agent/fix'), null);
+  // The gate's decision (accept) was written before the forward; upstream's refusal is the outcome row.
   const [row] = gate.srv.audit.query({ kind: 'ref', actor: 'agent-1' });
-  t.equal(row!.verdict, 'reject');
-  t.equal(row!.decision, 'upstream-refused');
-  t.equal(row!.moved, 0);
+  t.equal(row!.verdict, 'accept');
+  t.equal(row!.moved, 0, 'confirmed as not moved');
+  const failed = gate.srv.audit.getPush(row!.pushId!)!.outcomes!.find((o) => o.action === 'upstream.forward-failed');
+  t.ok(failed, 'upstream.forward-failed row');
+  t.match(JSON.stringify(failed!.detail), /pre-receive hook declined|remote rejected/);
+  t.match(JSON.stringify(failed!.detail), /upstream rule 7/);
   noSecret(t, up.secret, gate, logs, r.stderr, r.stdout);
 });
 
