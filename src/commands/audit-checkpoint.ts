@@ -1,12 +1,11 @@
 // The CLI side of anchored chain heads and SIEM export: `audit checkpoint [--publish T]`,
-// `audit verify --checkpoints SOURCE [--public-key FILE]`, `audit export --since ISO --format jsonl`.
+// `audit verify --checkpoints SOURCE [--public-key FILE]`. (`audit export` is in ./admin.ts.)
 
 import { resolve } from 'node:path';
 import { AuditStore } from '../audit/store.js';
 import { loadOrCreateKey, loadPublicKey, verifyAgainst } from '../audit/checkpoint.js';
 import { describeTarget, parseTarget, readCheckpoints } from '../audit/checkpoint-publish.js';
 import { checkpointOnce } from '../audit/checkpoint-schedule.js';
-import { exportRows } from '../audit/export.js';
 import { dbPath } from './admin.js';
 
 async function withStore<T>(data: string, fn: (s: AuditStore) => Promise<T> | T): Promise<T> {
@@ -39,11 +38,5 @@ export async function runAuditVerifyCheckpoints(args: { data: string; checkpoint
     if (v.ok) return { ok: true, lines: [`ok: ${v.rows} row(s), hash chain intact, extends all ${v.checked} checkpoint(s) of ${describeTarget(target)}`] };
     const cp = v.checkpoint ? ` (rows ${v.checkpoint.rows}, head ${v.checkpoint.head.slice(0, 16)}…, ${v.checkpoint.time})` : '';
     return { ok: false, lines: [`TAMPERED: ${v.where}${cp} is contradicted: ${v.reason}; ${v.checked} earlier checkpoint(s) matched`] };
-  });
-}
-
-export async function runAuditExport(args: { data: string; since: string; until?: string; format: string }, write: (line: string) => void): Promise<void> {
-  await withStore(args.data, (s) => {
-    for (const line of exportRows(s, { since: args.since, until: args.until, format: args.format })) write(line);
   });
 }
