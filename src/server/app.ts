@@ -231,7 +231,15 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         send(res, 401, 'patchgate: authentication required (HTTP Basic, token as password)', { 'WWW-Authenticate': 'Basic realm="patchgate"' });
         return null;
       }
-      const token = await tokens.authenticate(creds.secret);
+      let token: AuthenticatedToken | null;
+      try {
+        token = await tokens.authenticate(creds.secret);
+      } catch (err) {
+        // The tokens live in the audit log: no answer from it, no access (fail closed).
+        log(`patchgate: cannot check a token: ${errorMessage(err)}`);
+        send(res, 503, 'patchgate: the audit log does not answer, so no token can be checked and nothing is accepted; retry shortly', { 'Retry-After': '5' });
+        return null;
+      }
       if (!token) {
         const delay = limiter.fail(addr);
         await sink.appendAuthFailure({ remoteAddr: addr, user: creds.user, repo, reason: 'bad or revoked token' });
