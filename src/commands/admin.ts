@@ -9,6 +9,7 @@ import { compactRow, type AuditRow, type QueryOptions } from '../audit/store.js'
 import { AUDIT_URL_ENV, describeAudit, openAuditSink, parseAuditUrl, refuseSecretInArgv, tokensFor, type AuditSink } from '../audit/sink.js';
 import type { TokenSource } from '../audit/tokens.js';
 import { exportRows } from '../audit/export.js';
+import { checkTokens } from '../audit/token-check.js';
 import { UsageError } from '../errors.js';
 import { createRepo, ensureRepoConfig, normalizeRepoName, installHooks, markHoldout, resolveRepo } from '../server/repos.js';
 import { adminTokenPath } from '../server/admin-token.js';
@@ -201,7 +202,12 @@ export async function runAuditShow(args: { data: string; id: string; json: boole
 export async function runAuditVerify(args: { data: string; audit?: string }): Promise<{ lines: string[]; ok: boolean }> {
   return withSink(args, async (s) => {
     const v = await s.verify();
-    if (v.ok) return { ok: true, lines: [`ok: ${v.rows} row(s), hash chain intact`] };
+    if (v.ok) {
+      // The tokens table against the chain's token.create/token.revoke rows (src/audit/token-check.ts).
+      const tk = await checkTokens(s);
+      if (tk.problem) return { ok: false, lines: [`TAMPERED: tokens: ${tk.problem} (${v.rows} row(s), hash chain intact)`] };
+      return { ok: true, lines: [`ok: ${v.rows} row(s), hash chain intact`, `ok: ${tk.tokens} token(s), each as its token.create/token.revoke rows say`] };
+    }
     // firstBadId is a row id; after a deletion it can be above the number of rows left.
     return { ok: false, lines: [`TAMPERED: first bad row ${v.firstBadId} (a row id; ${v.rows} row(s) present): ${v.reason}`] };
   }, true);

@@ -99,6 +99,30 @@ async function run(t: Tap, kind: 'sqlite' | 'postgres'): Promise<void> {
   t.equal(verify.code, 0, verify.stdout + verify.stderr);
   t.match(verify.stdout, new RegExp(`^ok: ${head.id} row\\(s\\), hash chain intact`));
 
+  t.match(verify.stdout, /^ok: 3 token\(s\), each as its token\.create\/token\.revoke rows say$/m);
+
+  // The tokens table is held to the chain: a grant widened with plain SQL fails verify.
+  const sql = async (q: string) => {
+    if (pg) return void (await pg.psql(q));
+    const raw = AuditStore.open(`${gate.data}/patchgate.db`);
+    try {
+      raw.db.exec(q);
+    } finally {
+      raw.close();
+    }
+  };
+  await sql("UPDATE tokens SET repos = '**' WHERE name = 'agent-1'");
+  const widened = await cli(['audit', 'verify']);
+  t.equal(widened.code, 1, 'a widened grant fails verify');
+  t.match(widened.stdout, /^TAMPERED: tokens: token agent-1: its repo grant "\*\*" is not the "\*" of its token\.create row \d+: changed outside patchgate/);
+  await sql("UPDATE tokens SET repos = '*' WHERE name = 'agent-1'");
+  await sql("INSERT INTO tokens (name, role, repos, secret_hash, created) VALUES ('backdoor', 'admin', '*', '" + 'ab'.repeat(32) + "', '2026-01-01T00:00:00.000Z')");
+  const planted = await cli(['audit', 'verify']);
+  t.equal(planted.code, 1, 'a token added with SQL fails verify');
+  t.match(planted.stdout, /TAMPERED: tokens: token backdoor \(created 2026-01-01T00:00:00\.000Z\) has no token\.create row in the chain/);
+  await sql("DELETE FROM tokens WHERE name = 'backdoor'");
+  t.equal((await cli(['audit', 'verify'])).code, 0, 'put back, it verifies again');
+
   // /metrics after a restart: the counters start from the log.
   const pushRows = await sink.query({ kind: 'push', limit: 1000 });
   await gate.srv.close();

@@ -74,7 +74,7 @@ if (why) {
       const data = tempDir('pg-node-');
       t.teardown(() => rmSync(data, { recursive: true, force: true }));
       await createRepo(data, 'app');
-      const srv = await serve(data, [], 30_000, { ...process.env, PATCHGATE_AUDIT_URL: pg.url });
+      const srv = await serve(data, [], 300_000, { ...process.env, PATCHGATE_AUDIT_URL: pg.url }); // a generous start deadline: a loaded machine, not a timed assertion
       t.teardown(() => {
         srv.child.kill('SIGTERM');
         return srv.exited;
