@@ -52,6 +52,8 @@ export async function runServe(args: ServeConfig): Promise<void> {
   // Only a value from the command line is public; the variable and the config file are not.
   if (args.sources.audit === '--audit') refuseSecretInArgv(args.audit, '--audit');
   const auditUrl = args.audit;
+  // Read once; git and every other child the gate starts must not inherit the URL (and its password).
+  delete process.env[AUDIT_URL_ENV];
   const { startServer } = await import('../server/app.js');
   const { createLogger } = await import('../log.js');
   const logger = createLogger();

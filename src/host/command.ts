@@ -16,6 +16,7 @@ export async function runDaemon(args: { config: string; audit?: string }): Promi
   refuseSecretInArgv(args.audit, '--audit'); // argv is public (ps); the config file and the variable are not
   const cfg = loadDaemonConfig(args.config);
   const audit = args.audit ?? process.env.PATCHGATE_AUDIT_URL;
+  delete process.env.PATCHGATE_AUDIT_URL; // read once: the daemon's children do not inherit it
   if (audit) cfg.audit = audit.startsWith('sqlite:') || /^postgres(ql)?:\/\//.test(audit) ? audit : `sqlite:${audit}`;
   const { startDaemon } = await import('./daemon.js');
   const d = await startDaemon(cfg);
