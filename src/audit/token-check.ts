@@ -3,6 +3,7 @@
 // the same transaction: `token.create` with the role, repo grant and expiry, `token.revoke`.
 // So someone who owns the database and adds a token, widens its grant or role, moves its
 // expiry, or takes back a revocation with plain SQL leaves a table the chain contradicts,
+// (a token row deleted outright is not reported: it can no longer authenticate)
 // and verify fails naming the token. Same check on SQLite and PostgreSQL (AuditSink.select).
 
 import type { SqlReader } from './insights.js';
@@ -42,13 +43,12 @@ export async function checkTokens(log: SqlReader): Promise<{ tokens: number; pro
       if (!said) return result(`token ${t.name} is marked revoked at ${t.revoked}, which no row of the chain records`);
     }
   }
+  // A revocation taken back: a token that was active when a token.revoke row named it is active still.
+  // (A token row that is gone entirely cannot authenticate, so it is not reported.)
   for (const a of admin) {
-    if (a.action === 'token.revoke' && !tokens.some((t) => t.name === a.subject && t.revoked === a.time)) {
-      return result(`token.revoke row ${a.id} (${a.subject}, ${a.time}) has no revoked token: the revocation was taken back outside patchgate`);
-    }
-    if (a.action === 'token.create' && !tokens.some((t) => t.name === a.subject && t.created === a.time)) {
-      return result(`token.create row ${a.id} (${a.subject}, ${a.time}) has no token: the token's row was removed outside patchgate`);
-    }
+    if (a.action !== 'token.revoke') continue;
+    const back = tokens.find((t) => t.name === a.subject && t.revoked === null && t.created <= a.time);
+    if (back) return result(`token ${a.subject} is active, but token.revoke row ${a.id} revoked it at ${a.time}: the revocation was taken back outside patchgate`);
   }
   return result(null);
 }

@@ -99,9 +99,12 @@ async function run(t: Tap, kind: 'sqlite' | 'postgres'): Promise<void> {
   t.equal(verify.code, 0, verify.stdout + verify.stderr);
   t.match(verify.stdout, new RegExp(`^ok: ${head.id} row\\(s\\), hash chain intact`));
 
-  t.match(verify.stdout, /^ok: 3 token\(s\), each as its token\.create\/token\.revoke rows say$/m);
+  t.match(verify.stdout, /^ok: 4 token\(s\), each as its token\.create\/token\.revoke rows say$/m);
 
   // The tokens table is held to the chain: a grant widened with plain SQL fails verify.
+  // (The first start's admin token, revoked here, for the revocation case.)
+  await cli(['token', 'revoke', 'admin']);
+  const revokedAt = ((await sink.query({ kind: 'admin', limit: 1 }))[0]!).time;
   const sql = async (q: string) => {
     if (pg) return void (await pg.psql(q));
     const raw = AuditStore.open(`${gate.data}/patchgate.db`);
@@ -121,6 +124,11 @@ async function run(t: Tap, kind: 'sqlite' | 'postgres'): Promise<void> {
   t.equal(planted.code, 1, 'a token added with SQL fails verify');
   t.match(planted.stdout, /TAMPERED: tokens: token backdoor \(created 2026-01-01T00:00:00\.000Z\) has no token\.create row in the chain/);
   await sql("DELETE FROM tokens WHERE name = 'backdoor'");
+  await sql("UPDATE tokens SET revoked = NULL WHERE name = 'admin'");
+  const unrevoked = await cli(['audit', 'verify']);
+  t.equal(unrevoked.code, 1, 'a revocation taken back with SQL fails verify');
+  t.match(unrevoked.stdout, /TAMPERED: tokens: token admin is active, but token\.revoke row \d+ revoked it/);
+  await sql(`UPDATE tokens SET revoked = '${revokedAt}' WHERE name = 'admin'`);
   t.equal((await cli(['audit', 'verify'])).code, 0, 'put back, it verifies again');
 
   // /metrics after a restart: the counters start from the log.
