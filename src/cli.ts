@@ -55,7 +55,7 @@ async function guarded(fn: () => Promise<number | void>): Promise<void> {
 const repoOpt = { type: 'string', default: '.', describe: 'repository directory' } as const;
 const dataOpt = { type: 'string', default: defaultData(), describe: 'data folder (repos, audit log, hook socket); env PATCHGATE_DATA' } as const;
 const cpCredOpt = { type: 'string', describe: 'file whose first line is the checkpoint anchor\'s token (or user:token); else PATCHGATE_CHECKPOINT_CREDENTIAL' } as const;
-const auditOpt = { type: 'string', describe: 'audit log: sqlite:PATH or postgres://… (default: PATCHGATE_AUDIT_URL, else <data>/patchgate.db)' } as const;
+const auditOpt = { type: 'string', describe: 'audit log: sqlite:PATH or postgres://… without a password (default: PATCHGATE_AUDIT_URL, else <data>/patchgate.db; the password goes in that variable, PGPASSFILE or PGPASSWORD)' } as const;
 
 export function buildCli(argv: string[]): Argv {
   return yargs(argv)
@@ -161,7 +161,7 @@ export function buildCli(argv: string[]): Argv {
     }))
     .command('daemon', 'the hook daemon of a git-host node (GitLab, Gitea, GHES, gitolite): see docs/hosts.md', (y) => y
       .option('config', { type: 'string', demandOption: true, describe: 'the daemon\'s JSON config: {"data": DIR, "audit": "sqlite:PATH" | "postgres://…", "humans": [glob…], "agents": [glob…], "admins": [glob…], "repos": [glob…], "repoRoots": [DIR…], "monitor": "127.0.0.1:7006"} (docs/hosts.md)' })
-      .option('audit', { type: 'string', describe: 'audit store URL: sqlite:PATH or postgres://USER@HOST:PORT/DB (the password from PGPASSWORD or PGPASSFILE, never the command line); overrides the config and PATCHGATE_AUDIT_URL' })
+      .option('audit', { type: 'string', describe: 'audit store URL: sqlite:PATH or postgres://USER@HOST:PORT/DB (the password in PATCHGATE_AUDIT_URL, PGPASSFILE or PGPASSWORD, never the command line); overrides the config and PATCHGATE_AUDIT_URL' })
       .epilog('Keep it running (systemd) as the user that runs the host\'s hooks; the shims `hook install` writes talk to it. /healthz and /metrics on the config\'s "monitor" address.'),
     (a) => guarded(async () => (await hostCommand()).runDaemon({ config: a.config, audit: a.audit })))
     .command('hook', 'hooks inside a git host: `hook install --host H --config FILE REPO_DIR...`', (y) => y
@@ -179,10 +179,11 @@ export function buildCli(argv: string[]): Argv {
         .option('upstream', { type: 'string', describe: 'the team\'s real remote (https URL, may carry user:token@); accepted pushes are forwarded there' })
         .option('upstream-credential-file', { type: 'string', describe: 'file whose first line is the upstream token (or user:token); stored mode 0600' })
         .option('mode', { choices: ['enforce', 'evaluate'] as const, describe: 'evaluate: judge and audit, accept would-be refusals (default enforce)' })
-        .option('holdout-of', { type: 'string', describe: 'held-out tests of repository NAME: agent tokens can neither read nor list it' }),
+        .option('holdout-of', { type: 'string', describe: 'held-out tests of repository NAME: agent tokens can neither read nor list it' })
+        .option('audit', auditOpt),
       (a) => guarded(async () => out(a.upstream !== undefined || a.mode !== undefined || a.upstreamCredentialFile !== undefined
         ? await (await upstream()).runRepoCreateUpstream({ data: a.data, name: a.name, trusted: a.trusted, upstream: a.upstream, credentialFile: a.upstreamCredentialFile, mode: a.mode })
-        : await (await admin()).runRepoCreate({ data: a.data, name: a.name, trusted: a.trusted, ...(a.holdoutOf ? { holdoutOf: a.holdoutOf } : {}) }))))
+        : await (await admin()).runRepoCreate({ data: a.data, name: a.name, trusted: a.trusted, audit: a.audit, ...(a.holdoutOf ? { holdoutOf: a.holdoutOf } : {}) }))))
       .command('upstream <name> <url>', 'set the upstream remote (`none` removes it), then fetch its trusted branch', (y2) => y2
         .positional('name', { type: 'string', demandOption: true })
         .positional('url', { type: 'string', demandOption: true })
@@ -207,8 +208,9 @@ export function buildCli(argv: string[]): Argv {
       })
       .command('hooks <name>', 'reinstall patchgate\'s hooks in a repository', (y2) => y2
         .positional('name', { type: 'string', demandOption: true })
-        .option('data', dataOpt),
-      (a) => guarded(async () => out(await (await admin()).runRepoHooks({ data: a.data, name: a.name }))))
+        .option('data', dataOpt)
+        .option('audit', auditOpt),
+      (a) => guarded(async () => out(await (await admin()).runRepoHooks({ data: a.data, name: a.name, audit: a.audit }))))
       .demandCommand(1, 'name a repo command: create, hooks, upstream, sync or mode'))
     .command('token', 'access tokens: `token create|list|revoke`', (y) => y
       .command('create <name>', 'create a token; the secret is the last line of output', (y2) => y2
@@ -216,12 +218,13 @@ export function buildCli(argv: string[]): Argv {
         .option('role', { choices: ['agent', 'human', 'admin'] as const, demandOption: true })
         .option('repos', { type: 'string', describe: 'repository glob this token may use (default *)' })
         .option('expires', { type: 'string', describe: 'days until the token expires (fractions allowed)' })
-        .option('data', dataOpt),
-      (a) => guarded(async () => out((await admin()).runTokenCreate({ data: a.data, name: a.name, role: a.role, repos: a.repos, expires: a.expires === undefined ? undefined : parseDays(a.expires, '--expires', 36_500) }))))
-      .command('list', 'list tokens (never their secrets)', (y2) => y2.option('data', dataOpt).option('json', { type: 'boolean', default: false }),
-        (a) => guarded(async () => out((await admin()).runTokenList({ data: a.data, json: a.json }))))
-      .command('revoke <name>', 'revoke a token', (y2) => y2.positional('name', { type: 'string', demandOption: true }).option('data', dataOpt),
-        (a) => guarded(async () => out((await admin()).runTokenRevoke({ data: a.data, name: a.name }))))
+        .option('data', dataOpt)
+        .option('audit', auditOpt),
+      (a) => guarded(async () => out(await (await admin()).runTokenCreate({ data: a.data, audit: a.audit, name: a.name, role: a.role, repos: a.repos, expires: a.expires === undefined ? undefined : parseDays(a.expires, '--expires', 36_500) }))))
+      .command('list', 'list tokens (never their secrets)', (y2) => y2.option('data', dataOpt).option('json', { type: 'boolean', default: false }).option('audit', auditOpt),
+        (a) => guarded(async () => out(await (await admin()).runTokenList({ data: a.data, audit: a.audit, json: a.json }))))
+      .command('revoke <name>', 'revoke a token (on every node that shares its audit log)', (y2) => y2.positional('name', { type: 'string', demandOption: true }).option('data', dataOpt).option('audit', auditOpt),
+        (a) => guarded(async () => out(await (await admin()).runTokenRevoke({ data: a.data, audit: a.audit, name: a.name }))))
       .demandCommand(1, 'name a token command: create, list or revoke'))
     .command('audit', 'query the audit log (newest first); `audit show ID`, `audit verify`', (y) => y
       .command('$0', 'query the audit log', (y2) => y2
@@ -274,16 +277,17 @@ export function buildCli(argv: string[]): Argv {
           out(r.lines);
           return r.ok ? 0 : 1;
         }))
-      .command('export', 'rows for a SIEM, oldest first, as stored (one JSON object per line)', (y2) => y2.option('data', dataOpt)
+      .command('export', 'rows for a SIEM, oldest first, as stored (one JSON object per line)', (y2) => y2.option('data', dataOpt).option('audit', auditOpt)
         .option('since', { type: 'string', demandOption: true, describe: 'ISO 8601 time' })
         .option('until', { type: 'string', describe: 'ISO 8601 time' })
         .option('format', { choices: ['jsonl'] as const, default: 'jsonl' as const }),
-        (a) => guarded(async () => (await auditCp()).runAuditExport({ data: a.data, since: a.since, until: a.until, format: a.format }, (l) => void process.stdout.write(l + '\n'))))
-      .command('migrate', 'copy an audit log into an empty PostgreSQL log and verify the chain on both sides; exit 1 when a side does not verify', (y2) => y2
-        .option('from', { type: 'string', demandOption: true, describe: 'sqlite:PATH (or postgres://…)' })
-        .option('to', { type: 'string', demandOption: true, describe: 'postgres://… (an empty log)' }),
+        (a) => guarded(async () => (await admin()).runAuditExport({ data: a.data, audit: a.audit, since: a.since, until: a.until, format: a.format }, (l) => void process.stdout.write(l + '\n'))))
+      .command('migrate', 'copy an audit log and its tokens into an empty PostgreSQL log and verify the chain on both sides; exit 1 when a side does not verify', (y2) => y2
+        .option('from', { type: 'string', demandOption: true, describe: 'sqlite:PATH (the embedded log to copy)' })
+        .option('to', { type: 'string', describe: 'postgres://… (an empty log; default PATCHGATE_AUDIT_URL; no password on the command line)' })
+        .option('audit', { type: 'string', describe: 'the same as --to' }),
       (a) => guarded(async () => {
-        const r = await (await import('./commands/audit-migrate.js')).runAuditMigrate({ from: a.from, to: a.to });
+        const r = await (await import('./commands/audit-migrate.js')).runAuditMigrate({ from: a.from, to: a.to ?? a.audit });
         out(r.lines);
         return r.ok ? 0 : 1;
       })))

@@ -5,9 +5,16 @@
 // decision, actor, repo), so a log of millions of rows answers the first page fast.
 // Rule and path counts need each refusal's JSON trace: they read only the newest
 // SAMPLE_LIMIT refusals of the window and say so (`sampled`).
+// They read through AuditSink.select, so the page shows the configured log (SQLite or
+// PostgreSQL), never a file nobody writes to.
 
 import { UsageError } from '../errors.js';
-import { parseIsoDate, VERDICTS, type AuditStore } from './store.js';
+import { parseIsoDate, VERDICTS } from './store.js';
+
+/** The one read these functions need of an audit log (AuditSink.select). */
+export interface SqlReader {
+  select(sql: string, params?: readonly unknown[]): Record<string, unknown>[] | Promise<Record<string, unknown>[]>;
+}
 import { RULE_ROW } from '../policy/decision-table.js';
 
 export const SAMPLE_LIMIT = 5000;
@@ -34,11 +41,12 @@ export interface Overview {
 
 const SERIES_VERDICTS = ['accept', 'reject', 'would-reject'];
 
-function series(store: AuditStore, since: string, width: number, step: number, unit: 'day' | 'hour', now: number, repos?: readonly string[]): Series {
+async function series(store: SqlReader, since: string, width: number, step: number, unit: 'day' | 'hour', now: number, repos?: readonly string[]): Promise<Series> {
   const only = repos === undefined ? '' : repos.length === 0 ? ' AND 1 = 0' : ` AND repo IN (${repos.map(() => '?').join(', ')})`;
-  const rows = store.db
-    .prepare(`SELECT substr(time, 1, ${width}) AS b, verdict, count(*) AS n FROM events INDEXED BY events_kind_time_cover WHERE kind = 'push' AND time >= ?${only} GROUP BY b, verdict`)
-    .all(since, ...(repos ?? [])) as Array<{ b: string; verdict: string | null; n: number }>;
+  const rows = (await store.select(
+    `SELECT substr(time, 1, ${width}) AS b, verdict, count(*) AS n FROM events INDEXED BY events_kind_time_cover WHERE kind = 'push' AND time >= ?${only} GROUP BY substr(time, 1, ${width}), verdict`,
+    [since, ...(repos ?? [])],
+  )) as Array<{ b: string; verdict: string | null; n: number }>;
   const buckets: string[] = [];
   for (let t = Date.parse(since); t <= now; t += step) buckets.push(new Date(t).toISOString().slice(0, width));
   const index = new Map(buckets.map((b, i) => [b, i]));
@@ -48,13 +56,13 @@ function series(store: AuditStore, since: string, width: number, step: number, u
     const i = index.get(r.b);
     const v = r.verdict ?? 'none';
     if (i === undefined) continue;
-    (counts[v] ??= buckets.map(() => 0))[i]! += r.n;
+    (counts[v] ??= buckets.map(() => 0))[i]! += Number(r.n);
   }
   return { buckets: unit === 'hour' ? buckets.map((b) => `${b.slice(5, 10)} ${b.slice(11)}h`) : buckets, counts };
 }
 
 /** Everything the charts show, for refusals at or after `since` (default: 30 days ago). */
-export function overview(store: AuditStore, opts: { days?: number; now?: Date; repos?: readonly string[] } = {}): Overview {
+export async function overview(store: SqlReader, opts: { days?: number; now?: Date; repos?: readonly string[] } = {}): Promise<Overview> {
   const now = (opts.now ?? new Date()).getTime();
   const days = opts.days ?? 30;
   if (!Number.isInteger(days) || days < 1 || days > 366) throw new UsageError(`days: must be 1 to 366 (got ${JSON.stringify(opts.days)})`);
@@ -67,11 +75,11 @@ export function overview(store: AuditStore, opts: { days?: number; now?: Date; r
   const only = opts.repos === undefined ? '' : opts.repos.length === 0 ? ' AND 1 = 0' : ` AND repo IN (${opts.repos.map(() => '?').join(', ')})`;
   const args = [since, ...(opts.repos ?? [])];
   const refusals = `FROM events INDEXED BY events_kind_time_cover WHERE kind = 'ref' AND time >= ? AND verdict = 'reject'${only}`;
-  const group = (col: string) =>
-    (store.db.prepare(`SELECT ${col} AS key, count(*) AS n ${refusals} GROUP BY ${col} ORDER BY n DESC, key LIMIT ${TOP}`).all(...args) as Array<{ key: string | null; n: number }>)
-      .map((r) => ({ key: r.key ?? '(none)', n: r.n }));
-  const total = (store.db.prepare(`SELECT count(*) AS n ${refusals}`).get(...args) as { n: number }).n;
-  const sample = store.db.prepare(`SELECT rules ${refusals} ORDER BY time DESC LIMIT ${SAMPLE_LIMIT}`).all(...args) as Array<{ rules: string | null }>;
+  const group = async (col: string) =>
+    ((await store.select(`SELECT ${col} AS key, count(*) AS n ${refusals} GROUP BY ${col} ORDER BY n DESC, key LIMIT ${TOP}`, args)) as Array<{ key: string | null; n: number }>)
+      .map((r) => ({ key: r.key ?? '(none)', n: Number(r.n) }));
+  const total = Number(((await store.select(`SELECT count(*) AS n ${refusals}`, args))[0] as { n: number } | undefined)?.n ?? 0);
+  const sample = (await store.select(`SELECT rules ${refusals} ORDER BY time DESC LIMIT ${SAMPLE_LIMIT}`, args)) as Array<{ rules: string | null }>;
   const rules = new Map<string, number>();
   const paths = new Map<string, number>();
   for (const { rules: text } of sample) {
@@ -95,12 +103,12 @@ export function overview(store: AuditStore, opts: { days?: number; now?: Date; r
   const top = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, TOP).map(([key, n]) => ({ key, n }));
   return {
     since,
-    days: series(store, since, 10, 86_400_000, 'day', now, opts.repos),
-    hours: series(store, hourStart.toISOString(), 13, 3_600_000, 'hour', now, opts.repos),
-    byRow: group('decision'),
+    days: await series(store, since, 10, 86_400_000, 'day', now, opts.repos),
+    hours: await series(store, hourStart.toISOString(), 13, 3_600_000, 'hour', now, opts.repos),
+    byRow: await group('decision'),
     byRule: top(rules),
     topPaths: top(paths),
-    topActors: group('actor'),
+    topActors: await group('actor'),
     refusals: total,
     sampled: sample.length,
   };
@@ -144,7 +152,7 @@ const TEXT_MAX = 256;
 
 /** One page (PAGE_SIZE) of ref decisions, newest first, filtered. Bad filters are UsageErrors naming the field. */
 /** `repos`: only rows of these repositories (a token's grant, src/server/grant.ts); absent: every row. */
-export function tablePage(store: AuditStore, f: TableFilter, repos?: readonly string[]): TablePage {
+export async function tablePage(store: SqlReader, f: TableFilter, repos?: readonly string[]): Promise<TablePage> {
   const where = ["e.kind = 'ref'"];
   const params: unknown[] = [];
   const text = (v: string | undefined, name: string): string | undefined => {
@@ -189,7 +197,7 @@ export function tablePage(store: AuditStore, f: TableFilter, repos?: readonly st
   }
   const sql = `SELECT e.id, e.time, e.push_id, e.repo, e.actor, e.role, e.ref, e.verdict, e.decision, e.rules FROM events e
     WHERE ${where.join(' AND ')} ORDER BY e.time DESC, e.id DESC LIMIT ${PAGE_SIZE + 1}`;
-  const raw = store.db.prepare(sql).all(...params) as Array<Record<string, string | number | null>>;
+  const raw = (await store.select(sql, params)) as Array<Record<string, string | number | null>>;
   const rows = raw.slice(0, PAGE_SIZE).map((r) => ({
     id: Number(r.id), time: String(r.time), pushId: r.push_id as string | null, repo: r.repo as string | null,
     actor: r.actor as string | null, role: r.role as string | null, ref: r.ref as string | null,

@@ -12,7 +12,9 @@
 //   recordPush, confirmRefs, appendAuthFailure, appendAdmin, appendCi
 //   query, get, getPush, verify, lastRow, close
 //   ping(): string | null              for /healthz: why the database is down, or null
-//   importChain(rows, head)            `audit migrate`: copies rows verbatim into an empty log
+//   importChain(rows, head, tokens?)   `audit migrate`: copies rows (and tokens) verbatim into an empty log
+//   select(sql, params)                read-only SQL for the page, export and /metrics (a READ ONLY transaction)
+//   transact(what, fn)                 ./pg-tokens.ts: a token change and its admin rows, one transaction
 
 import pg from 'pg';
 import { AuditError, UsageError, errorMessage } from '../errors.js';
@@ -44,6 +46,7 @@ import {
   type VerifyResult,
 } from './store.js';
 import type { AuditSink } from './sink.js';
+import type { TokenRow } from './tokens.js';
 
 /** pg_advisory_xact_lock keys: one for appends, one for schema changes (arbitrary, fixed). */
 const APPEND_LOCK = 0x7061_7463; // "patc"
@@ -109,7 +112,25 @@ const PG_MIGRATIONS: readonly string[] = [
      FOR EACH STATEMENT EXECUTE FUNCTION patchgate_append_only();
    CREATE TRIGGER chain_head_no_delete BEFORE DELETE OR TRUNCATE ON chain_head
      FOR EACH STATEMENT EXECUTE FUNCTION patchgate_head_required();`,
+  // 2: tokens (./pg-tokens.ts), shared by every node; as SQLite's migration 2, only the sha256 of a secret.
+  `CREATE TABLE tokens (
+     id          BIGSERIAL PRIMARY KEY,
+     name        TEXT NOT NULL,
+     role        TEXT NOT NULL CHECK (role IN ('agent','human','admin')),
+     repos       TEXT NOT NULL,
+     secret_hash TEXT NOT NULL UNIQUE,
+     created     TEXT NOT NULL,
+     expires     TEXT,
+     revoked     TEXT
+   );
+   CREATE UNIQUE INDEX tokens_active_name ON tokens (name) WHERE revoked IS NULL;`,
 ];
+
+/** BIGINT (ids, counts) as a JS number, as SQLite returns them: ids stay far below 2^53. */
+const TYPES = {
+  getTypeParser: ((oid: number, format?: string) =>
+    oid === pg.types.builtins.INT8 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+};
 
 /** A row read back from PostgreSQL in the stored form the hash covers (BIGINT ids come back as strings). */
 function storedOf(r: Record<string, unknown>): StoredRow {
@@ -121,10 +142,10 @@ function storedOf(r: Record<string, unknown>): StoredRow {
   return out as StoredRow;
 }
 
-/** buildQuery's SQLite text for PostgreSQL: `$n` placeholders, no `+` index hints. */
+/** buildQuery's SQLite text for PostgreSQL: `$n` placeholders, no `+` or `INDEXED BY` index hints. */
 function pgSql(sql: string): string {
   let n = 0;
-  return sql.replace(/\+e\./g, 'e.').replace(/\?/g, () => `$${++n}`);
+  return sql.replace(/\+e\./g, 'e.').replace(/\s+INDEXED BY \w+/gi, '').replace(/\?/g, () => `$${++n}`);
 }
 
 export class PgAuditStore implements AuditSink {
@@ -154,6 +175,7 @@ export class PgAuditStore implements AuditSink {
       query_timeout: statementTimeout + 2000,
       idle_in_transaction_session_timeout: statementTimeout * 3,
       application_name: 'patchgate',
+      types: TYPES,
     });
     const store = new PgAuditStore(pool, secret, url);
     // An idle connection that the server drops emits here; without a listener it would end the process.
@@ -245,13 +267,22 @@ export class PgAuditStore implements AuditSink {
     } catch (err) {
       throw new AuditError(`audit: cannot write ${what} event: ${(err as Error).message}`, { cause: err });
     }
+    return this.transact(what, async () => ({ rows, value: undefined })).then((r) => r.ids);
+  }
+
+  /**
+   * One transaction under the append lock: `fn` runs first (a token change, on the same
+   * connection), then the rows it returns are chained after the head and the head moves. All
+   * or nothing; a failure is an AuditError (a UsageError from `fn` passes through).
+   */
+  async transact<T>(what: string, fn: (c: pg.PoolClient) => Promise<{ rows: EventContent[]; value: T }>): Promise<{ ids: number[]; value: T }> {
     if (this.closed) throw new AuditError(`audit: cannot write ${what} event: the PostgreSQL audit log ${this.location} is closed`);
     try {
       return await this.tx(async (c) => {
         await c.query('SELECT pg_advisory_xact_lock($1)', [APPEND_LOCK]);
-        const head = (await c.query('SELECT last_id, last_hash FROM chain_head WHERE singleton = 1')).rows[0] as { last_id: string; last_hash: string } | undefined;
+        const head = (await c.query('SELECT last_id, last_hash FROM chain_head WHERE singleton = 1')).rows[0] as { last_id: number; last_hash: string } | undefined;
         if (!head) throw new AuditError('audit: chain_head is missing; the log was tampered with (run `patchgate audit verify`)');
-        const last = (await c.query('SELECT id, hash FROM events ORDER BY id DESC LIMIT 1')).rows[0] as { id: string; hash: string } | undefined;
+        const last = (await c.query('SELECT id, hash FROM events ORDER BY id DESC LIMIT 1')).rows[0] as { id: number; hash: string } | undefined;
         const headId = Number(head.last_id);
         if (Number(last?.id ?? 0) !== headId || (last?.hash ?? ZERO_HASH) !== head.last_hash) {
           throw new AuditError(
@@ -259,6 +290,7 @@ export class PgAuditStore implements AuditSink {
               'the log was truncated or tampered with (run `patchgate audit verify`)',
           );
         }
+        const { rows, value } = await fn(c);
         const stored: StoredRow[] = [];
         let prev = head.last_hash;
         for (const [i, content] of rows.entries()) {
@@ -268,10 +300,10 @@ export class PgAuditStore implements AuditSink {
         }
         await this.insertRows(c, stored);
         await c.query('UPDATE chain_head SET last_id = $1, last_hash = $2 WHERE singleton = 1', [headId + rows.length, prev]);
-        return stored.map((r) => r.id);
+        return { ids: stored.map((r) => r.id), value };
       });
     } catch (err) {
-      if (err instanceof AuditError) throw err;
+      if (err instanceof AuditError || err instanceof UsageError) throw err;
       throw new AuditError(`audit: cannot write ${what} event to PostgreSQL (${this.location}): ${this.clean(err)}`, { cause: err });
     }
   }
@@ -287,12 +319,18 @@ export class PgAuditStore implements AuditSink {
    * `audit migrate`: copies `rows` (in id order, as stored) verbatim into this log, which
    * must be empty, and sets the chain head to `head`, in one transaction.
    */
-  async importChain(rows: AsyncIterable<StoredRow> | Iterable<StoredRow>, head: { id: number; hash: string }): Promise<number> {
+  async importChain(rows: AsyncIterable<StoredRow> | Iterable<StoredRow>, head: { id: number; hash: string }, tokens: readonly TokenRow[] = []): Promise<number> {
     try {
       return await this.tx(async (c) => {
         await c.query('SELECT pg_advisory_xact_lock($1)', [APPEND_LOCK]);
         const n = Number((await c.query('SELECT count(*) AS n FROM events')).rows[0].n);
         if (n > 0) throw new UsageError(`--to: the audit log ${this.location} already has ${n} row(s); migrate only into an empty log`);
+        const k = Number((await c.query('SELECT count(*) AS n FROM tokens')).rows[0].n);
+        if (k > 0) throw new UsageError(`--to: the audit log ${this.location} already has ${k} token(s); migrate only into an empty log`);
+        // Tokens as stored (the hash of each secret, never a secret), in their original order.
+        for (const t of tokens) {
+          await c.query('INSERT INTO tokens (name, role, repos, secret_hash, created, expires, revoked) VALUES ($1, $2, $3, $4, $5, $6, $7)', [t.name, t.role, t.repos, t.secret_hash, t.created, t.expires, t.revoked]);
+        }
         let batch: StoredRow[] = [];
         let copied = 0;
         for await (const r of rows) {
@@ -390,6 +428,16 @@ export class PgAuditStore implements AuditSink {
         return check.end(head);
       }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY'),
     );
+  }
+
+  /** Read-only SQL (SQLite syntax, see pgSql) in a READ ONLY transaction: a statement that writes fails. */
+  async select(sql: string, params: readonly unknown[] = []): Promise<Record<string, unknown>[]> {
+    return this.read(() => this.tx(async (c) => (await c.query(pgSql(sql), params as unknown[])).rows as Record<string, unknown>[], 'BEGIN READ ONLY'));
+  }
+
+  /** Reads on the pool, for ./pg-tokens.ts (errors become AuditErrors without the password). */
+  async readQuery(sql: string, params: readonly unknown[] = []): Promise<Record<string, unknown>[]> {
+    return this.read(async () => (await this.pool.query(sql, params as unknown[])).rows as Record<string, unknown>[]);
   }
 
   /** For /healthz: null when the database answers, else why not (no password). */

@@ -2,8 +2,11 @@
 // store (./store.ts, synchronous) and the shared PostgreSQL store (./pg-store.ts, async) both
 // fit `AuditSink`; callers `await` every call, which costs the SQLite path nothing. `--audit
 // URL` (or PATCHGATE_AUDIT_URL) picks the store: `sqlite:PATH` (the default is
-// `<data>/patchgate.db`) or `postgres://…`. The token store stays in the data folder's SQLite
-// file either way: tokens are per node, decisions are shared.
+// `<data>/patchgate.db`) or `postgres://…`. That one store is the only one the gate writes to
+// and every reader reads from (the page, /api/audit, the audit commands, /metrics at start),
+// and it holds the tokens too (`tokensFor`): with PostgreSQL, one token works on every node.
+// A URL with a password is refused on the command line (`refuseSecretInArgv`): argv is public
+// to every user of the machine through `ps`.
 
 import { resolve } from 'node:path';
 import { ConfigError } from '../errors.js';
@@ -19,6 +22,7 @@ import {
   type RecordPushInput,
   type VerifyResult,
 } from './store.js';
+import { TokenStore, type TokenSource } from './tokens.js';
 
 export type Awaitable<T> = T | Promise<T>;
 
@@ -36,6 +40,12 @@ export interface AuditSink {
   lastRow(): Awaitable<{ id: number; hash: string }>;
   /** Every row's hash in id order (the checkpoints' Merkle leaves); both stores have it. */
   rowHashes?(): Awaitable<string[]>;
+  /**
+   * Read-only SQL over `events` for the readers that aggregate (the page, export, /metrics at
+   * start): SQLite syntax with `?` placeholders (PostgreSQL gets `$n`, and `INDEXED BY` hints
+   * are dropped); integers come back as numbers on both.
+   */
+  select(sql: string, params?: readonly unknown[]): Awaitable<Record<string, unknown>[]>;
   close(): Awaitable<void>;
 }
 
@@ -74,6 +84,29 @@ export function redactUrl(url: string): string {
     .replace(/([?&]password=)[^&]*/gi, '$1***');
 }
 
+/** Does this URL carry a password (in its userinfo or a `password=` parameter)? */
+export function urlHasPassword(url: string): boolean {
+  try {
+    const u = new URL(url.trim());
+    return u.password !== '' || [...u.searchParams.keys()].some((k) => k.toLowerCase() === 'password');
+  } catch {
+    return /^[a-z][a-z0-9+.-]*:\/\/[^/@:]*:[^/@]+@/i.test(url) || /[?&]password=/i.test(url);
+  }
+}
+
+/** Where a database password goes instead of argv (docs/audit-postgres.md, "Where the password goes"). */
+export const PASSWORD_HINT =
+  `put the URL in ${AUDIT_URL_ENV} (or the config file's "audit" key), or leave the password out of the URL and give it in PGPASSFILE (a ~/.pgpass file) or PGPASSWORD`;
+
+/**
+ * A URL given as a command-line flag (`option`) must not carry a password: every user of the
+ * machine reads argv with `ps`. ConfigError (one line, the password not in it) if it does.
+ */
+export function refuseSecretInArgv(value: string | undefined | null, option: string): void {
+  if (typeof value !== 'string' || !urlHasPassword(value)) return;
+  throw new ConfigError(option, `a password on the command line is visible to every user in ps, so it is refused; ${PASSWORD_HINT}`);
+}
+
 /** How a location is named to people: the path, or the URL without its password. */
 export function describeAudit(loc: AuditLocation): string {
   return loc.kind === 'sqlite' ? loc.path : redactUrl(loc.url);
@@ -87,4 +120,17 @@ export async function openAuditSink(loc: AuditLocation, reuse?: AuditStore): Pro
   if (loc.kind === 'sqlite') return reuse && resolve(reuse.path) === loc.path ? reuse : AuditStore.open(loc.path);
   const { PgAuditStore } = await import('./pg-store.js');
   return PgAuditStore.open(loc.url);
+}
+
+/**
+ * The token store that lives with this audit log: the SQLite file's `tokens` table, or
+ * PostgreSQL's (read through on every lookup, so a revocation on one node holds on all of
+ * them at once). Token changes and their `admin` rows are one transaction of that log.
+ */
+export async function tokensFor(sink: AuditSink): Promise<TokenSource> {
+  if (sink instanceof AuditStore) return new TokenStore(sink);
+  const { PgAuditStore } = await import('./pg-store.js');
+  if (!(sink instanceof PgAuditStore)) throw new ConfigError('--audit', 'this audit log holds no tokens');
+  const { PgTokenStore } = await import('./pg-tokens.js');
+  return new PgTokenStore(sink);
 }

@@ -27,6 +27,7 @@
 //   store.verify(): VerifyResult             walks the whole chain
 //   store.lastRow(): {id, hash}              the chain head as recorded in `chain_head`
 //   store.explainQuery(QueryOptions): string[]   SQLite's plan for that query
+//   store.select(sql, params): rows          read-only SQL for the aggregating readers (AuditSink)
 //   newPushId(), nowIso(), parseIsoDate(), compactRow(), canonicalJson(), rowHash()
 //
 // Errors
@@ -848,6 +849,15 @@ export class AuditStore {
         return check.end(head);
       })(),
     );
+  }
+
+  /** Read-only SQL (the page's aggregates, export, /metrics at start); a statement that writes is refused. */
+  select(sql: string, params: readonly unknown[] = []): Record<string, unknown>[] {
+    return this.read(() => {
+      const stmt = this.db.prepare(sql);
+      if (!stmt.reader || !stmt.readonly) throw new AuditError('audit: select() runs read-only queries only');
+      return stmt.all(...params) as Record<string, unknown>[];
+    });
   }
 
   private read<T>(fn: () => T): T {

@@ -3,7 +3,9 @@
 // does not let anyone push.
 //
 // It lives in the audit log's SQLite file and shares its handle (`new TokenStore(store)`);
-// its `tokens` table comes from migration 2 in src/audit/store.ts.
+// its `tokens` table comes from migration 2 in src/audit/store.ts. With a PostgreSQL audit
+// log the same API (`TokenSource`, async there) is ./pg-tokens.ts, over the shared database;
+// the checks and the secret format below are shared by both.
 //
 // API
 //   new TokenStore(store: AuditStore, options?: { now?: () => number })
@@ -33,6 +35,18 @@ import picomatch from 'picomatch';
 import type Database from 'better-sqlite3';
 import { AuditError, UsageError } from '../errors.js';
 import { ROLES, type AuditStore, type Role } from './store.js';
+
+type Awaitable<T> = T | Promise<T>;
+
+/** What the server and the token commands ask of a token store (SQLite: sync; PostgreSQL: async). */
+export interface TokenSource {
+  create(name: string, role: Role, options?: CreateTokenOptions): Awaitable<string>;
+  list(): Awaitable<TokenInfo[]>;
+  revoke(name: string, options?: { actor?: string }): Awaitable<void>;
+  count(): Awaitable<number>;
+  authenticate(secret: string): Awaitable<AuthenticatedToken | null>;
+  authenticateHash(secretHash: string): Awaitable<AuthenticatedToken | null>;
+}
 
 export const TOKEN_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 export const SECRET_PREFIX = 'pg_';
@@ -68,7 +82,7 @@ export interface CreateTokenOptions {
   actor?: string;
 }
 
-interface TokenRow {
+export interface TokenRow {
   id: number;
   name: string;
   role: Role;
@@ -102,7 +116,7 @@ export function allowsRepo(token: { readonly repos: string }, repoName: string):
   return match(repoName);
 }
 
-function checkName(name: unknown): string {
+export function checkName(name: unknown): string {
   if (typeof name !== 'string' || !TOKEN_NAME_RE.test(name)) {
     throw new UsageError(`token name: must match ${TOKEN_NAME_RE} (got ${JSON.stringify(name)})`);
   }
@@ -121,7 +135,68 @@ function checkRepos(repos: unknown): string {
   return repos;
 }
 
-export class TokenStore {
+/** A new token's checked fields, its secret and the secret's hash (shared by both stores). */
+export interface NewToken {
+  name: string;
+  role: Role;
+  repos: string;
+  days: number | undefined;
+  actor: string;
+  secret: string;
+  hash: string;
+}
+
+export function newToken(name: string, role: Role, options: CreateTokenOptions = {}): NewToken {
+  checkName(name);
+  if (!(ROLES as readonly string[]).includes(role)) {
+    throw new UsageError(`--role: must be ${ROLES.join(', ')} (got ${JSON.stringify(role)})`);
+  }
+  const repos = checkRepos(options.repos ?? '*');
+  const days = options.expiresDays;
+  if (days !== undefined && (typeof days !== 'number' || !Number.isFinite(days) || days <= 0 || days > MAX_EXPIRES_DAYS)) {
+    throw new UsageError(`--expires-days: must be a number of days above 0 and at most ${MAX_EXPIRES_DAYS} (got ${JSON.stringify(days)})`);
+  }
+  const secret = SECRET_PREFIX + randomBytes(32).toString('base64url');
+  return { name, role, repos, days, actor: options.actor ?? 'local', secret, hash: hashSecret(secret) };
+}
+
+/** When a token made now for `days` expires (ISO), or null. */
+export function expiryOf(nowMs: number, days: number | undefined): string | null {
+  return days === undefined ? null : new Date(nowMs + days * DAY_MS).toISOString();
+}
+
+/** A stored row as listed: no secret, no hash. */
+export function tokenInfo(r: TokenRow, nowMs: number): TokenInfo {
+  return {
+    name: r.name,
+    role: r.role,
+    repos: r.repos,
+    created: r.created,
+    expires: r.expires,
+    revoked: r.revoked,
+    status: r.revoked !== null ? 'revoked' : isExpired(r, nowMs) ? 'expired' : 'active',
+  };
+}
+
+/** The token a stored row grants now, or null (revoked, expired, or a hash that does not match). */
+export function grantOf(row: TokenRow | undefined, presentedHash: string, nowMs: number): AuthenticatedToken | null {
+  if (!row) return null;
+  const stored = Buffer.from(row.secret_hash, 'hex');
+  const presented = Buffer.from(presentedHash, 'hex');
+  if (stored.length !== presented.length || !timingSafeEqual(stored, presented)) return null;
+  if (row.revoked !== null || isExpired(row, nowMs)) return null;
+  return { name: row.name, role: row.role, repos: row.repos };
+}
+
+/** The hash to look a presented secret up by, or null when it cannot be a secret of ours. */
+export function lookupHash(secret: unknown): string | null {
+  if (typeof secret !== 'string' || secret.length > 256 || !SECRET_RE.test(secret)) return null;
+  return hashSecret(secret);
+}
+
+export const HASH_RE = /^[0-9a-f]{64}$/;
+
+export class TokenStore implements TokenSource {
   private readonly store: AuditStore;
   private readonly db: Database.Database;
   private readonly now: () => number;
@@ -134,18 +209,7 @@ export class TokenStore {
 
   /** Makes a token and returns its secret (the only time it exists outside the caller). */
   create(name: string, role: Role, options: CreateTokenOptions = {}): string {
-    checkName(name);
-    if (!(ROLES as readonly string[]).includes(role)) {
-      throw new UsageError(`--role: must be ${ROLES.join(', ')} (got ${JSON.stringify(role)})`);
-    }
-    const repos = checkRepos(options.repos ?? '*');
-    const days = options.expiresDays;
-    if (days !== undefined && (typeof days !== 'number' || !Number.isFinite(days) || days <= 0 || days > MAX_EXPIRES_DAYS)) {
-      throw new UsageError(`--expires-days: must be a number of days above 0 and at most ${MAX_EXPIRES_DAYS} (got ${JSON.stringify(days)})`);
-    }
-    const actor = options.actor ?? 'local';
-    const secret = SECRET_PREFIX + randomBytes(32).toString('base64url');
-    const hash = hashSecret(secret);
+    const { repos, days, actor, secret, hash } = newToken(name, role, options);
     this.run(() =>
       this.db
         .transaction(() => {
@@ -160,7 +224,7 @@ export class TokenStore {
             }
             this.db.prepare('UPDATE tokens SET revoked = ? WHERE id = ?').run(now, current.id);
           }
-          const expires = days === undefined ? null : new Date(nowMs + days * DAY_MS).toISOString();
+          const expires = expiryOf(nowMs, days);
           this.db
             .prepare('INSERT INTO tokens (name, role, repos, secret_hash, created, expires) VALUES (?, ?, ?, ?, ?, ?)')
             .run(name, role, repos, hash, now, expires);
@@ -175,15 +239,7 @@ export class TokenStore {
   list(): TokenInfo[] {
     const nowMs = this.now();
     const rows = this.run(() => this.db.prepare('SELECT * FROM tokens ORDER BY id').all() as TokenRow[]);
-    return rows.map((r) => ({
-      name: r.name,
-      role: r.role,
-      repos: r.repos,
-      created: r.created,
-      expires: r.expires,
-      revoked: r.revoked,
-      status: r.revoked !== null ? 'revoked' : isExpired(r, nowMs) ? 'expired' : 'active',
-    }));
+    return rows.map((r) => tokenInfo(r, nowMs));
   }
 
   /** Revokes the token with this name (active or expired); UsageError if there is none. */
@@ -250,6 +306,6 @@ export class TokenStore {
   }
 }
 
-function isExpired(row: { expires: string | null }, nowMs: number): boolean {
+export function isExpired(row: { expires: string | null }, nowMs: number): boolean {
   return row.expires !== null && Date.parse(row.expires) <= nowMs;
 }

@@ -1,11 +1,15 @@
 // The operator's commands on a data folder: `serve`, `repo create`, `token create|list|revoke`,
-// `audit` (query), `audit show ID` (the trace of every rule checked) and `audit verify`.
+// `audit` (query), `audit show ID` (the trace of every rule checked), `audit verify` and
+// `audit export`. Each opens the one audit log `--audit` (or PATCHGATE_AUDIT_URL, else
+// `<data>/patchgate.db`) names, and the tokens in it; a password in `--audit` is refused.
 
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { AuditStore, compactRow, type AuditRow, type QueryOptions } from '../audit/store.js';
-import { AUDIT_URL_ENV, describeAudit, openAuditSink, parseAuditUrl, type AuditSink } from '../audit/sink.js';
-import { TokenStore } from '../audit/tokens.js';
+import { compactRow, type AuditRow, type QueryOptions } from '../audit/store.js';
+import { AUDIT_URL_ENV, describeAudit, openAuditSink, parseAuditUrl, refuseSecretInArgv, tokensFor, type AuditSink } from '../audit/sink.js';
+import type { TokenSource } from '../audit/tokens.js';
+import { exportRows } from '../audit/export.js';
+import { checkTokens } from '../audit/token-check.js';
 import { describeCut, type Cut } from '../audit/bound.js';
 import { UsageError } from '../errors.js';
 import { createRepo, ensureRepoConfig, normalizeRepoName, installHooks, markHoldout, resolveRepo } from '../server/repos.js';
@@ -16,17 +20,6 @@ import type { ServeConfig } from '../server/serve-config.js';
 
 export function dbPath(data: string): string {
   return join(resolve(data), 'patchgate.db');
-}
-
-/** Open the data folder's store; `existing`: refuse (exit 2) instead of creating an empty one. */
-function withStore<T>(data: string, fn: (s: AuditStore) => T, existing = false): T {
-  if (existing) requireData(data);
-  const s = AuditStore.open(dbPath(data));
-  try {
-    return fn(s);
-  } finally {
-    s.close();
-  }
 }
 
 /** The decisions' log that `--audit URL` (or PATCHGATE_AUDIT_URL, else `<data>/patchgate.db`) names, open for `fn`. */
@@ -42,23 +35,37 @@ async function withSink<T>(args: { data: string; audit?: string }, fn: (s: Audit
   }
 }
 
-/** `--audit` wins over PATCHGATE_AUDIT_URL; neither: the data folder's SQLite file. */
+/** The tokens of the log `--audit` names (the data folder's file by default), open for `fn`. */
+async function withTokens<T>(args: { data: string; audit?: string }, fn: (tokens: TokenSource, s: AuditSink) => Promise<T> | T, existing = false): Promise<T> {
+  return withSink(args, async (s) => fn(await tokensFor(s), s), existing);
+}
+
+/**
+ * `--audit` (a command-line flag, so refused when it carries a password) wins over
+ * PATCHGATE_AUDIT_URL; neither: the data folder's SQLite file.
+ */
 export function auditUrlOf(flag: string | undefined): string | undefined {
+  refuseSecretInArgv(flag, '--audit');
   return flag ?? (process.env[AUDIT_URL_ENV] || undefined);
 }
 
 export async function runServe(args: ServeConfig): Promise<void> {
+  // Only a value from the command line is public; the variable and the config file are not.
+  if (args.sources.audit === '--audit') refuseSecretInArgv(args.audit, '--audit');
+  const auditUrl = args.audit;
+  // Read once; git and every other child the gate starts must not inherit the URL (and its password).
+  delete process.env[AUDIT_URL_ENV];
   const { startServer } = await import('../server/app.js');
   const { createLogger } = await import('../log.js');
   const logger = createLogger();
   const srv = await startServer({
     dataDir: args.data, port: args.port, host: args.host, tlsCert: args.tlsCert, tlsKey: args.tlsKey, hookTimeoutMs: args.hookTimeout * 1000,
     logger, metricsPort: args.metricsPort, metricsHost: args.metricsHost,
-    checkpointEverySeconds: args.checkpointEvery, checkpointPublish: args.checkpointPublish, checkpointPublishFrom: args.sources.checkpointPublish, checkpointCredentialFile: args.checkpointCredentialFile, auditUrl: auditUrlOf(args.audit),
+    checkpointEverySeconds: args.checkpointEvery, checkpointPublish: args.checkpointPublish, checkpointPublishFrom: args.sources.checkpointPublish, checkpointCredentialFile: args.checkpointCredentialFile, auditUrl,
     ...(args.publicUrl ? { publicUrl: args.publicUrl } : {}),
   });
   const say = (l: string) => process.stdout.write(l + '\n');
-  say(`patchgate: serving ${resolve(args.data, 'repos')} at ${srv.url} (audit log ${describeAudit(parseAuditUrl(auditUrlOf(args.audit), args.data))})`);
+  say(`patchgate: serving ${resolve(args.data, 'repos')} at ${srv.url} (audit log ${describeAudit(parseAuditUrl(auditUrl, args.data))})`);
   logger.info({ event: 'start', url: srv.url, data: resolve(args.data), metricsPort: srv.metricsPort, sources: args.sources }, 'serving');
   if (srv.metricsPort !== null) say(`patchgate: metrics (no token) at http://${args.metricsHost}:${srv.metricsPort}/metrics`);
   if (srv.adminTokenFile) {
@@ -83,41 +90,45 @@ export async function runServe(args: ServeConfig): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
-export async function runRepoCreate(args: { data: string; name: string; trusted: string; holdoutOf?: string }): Promise<string[]> {
+export async function runRepoCreate(args: { data: string; name: string; trusted: string; holdoutOf?: string; audit?: string }): Promise<string[]> {
   if (args.holdoutOf !== undefined && !resolveRepo(resolve(args.data), normalizeRepoName(args.holdoutOf))) throw new UsageError(`--holdout-of: no repository ${args.holdoutOf}`);
+  const log = { data: args.data, audit: args.audit };
+  auditUrlOf(args.audit); // a refused --audit refuses before the repository is made
   const dir = await createRepo(resolve(args.data), args.name, args.trusted);
   if (args.holdoutOf !== undefined) {
     markHoldout(dir, normalizeRepoName(args.holdoutOf));
-    withStore(args.data, (s) => s.appendAdmin({ actor: 'cli', action: 'repo.holdout', subject: normalizeRepoName(args.name), detail: { of: normalizeRepoName(args.holdoutOf!) } }));
+    await withSink(log, (s) => s.appendAdmin({ actor: 'cli', action: 'repo.holdout', subject: normalizeRepoName(args.name), detail: { of: normalizeRepoName(args.holdoutOf!) } }));
   }
-  withStore(args.data, (s) => s.appendAdmin({ actor: 'cli', action: 'repo.create', subject: normalizeRepoName(args.name), detail: { dir, trusted: args.trusted } }));
+  await withSink(log, (s) => s.appendAdmin({ actor: 'cli', action: 'repo.create', subject: normalizeRepoName(args.name), detail: { dir, trusted: args.trusted } }));
   return [`created ${dir} (trusted branch ${args.trusted}, hooks installed, receive.fsckObjects on, packs over 1 GiB refused)`];
 }
 
-export async function runRepoHooks(args: { data: string; name: string }): Promise<string[]> {
+export async function runRepoHooks(args: { data: string; name: string; audit?: string }): Promise<string[]> {
+  const log = { data: args.data, audit: args.audit };
+  auditUrlOf(args.audit);
   const name = normalizeRepoName(args.name);
   const dir = resolveRepo(resolve(args.data), name);
   if (!dir) throw new UsageError(`no repository ${name} under ${resolve(args.data, 'repos')}`);
   const config = await ensureRepoConfig(dir);
   installHooks(dir);
-  withStore(args.data, (s) => s.appendAdmin({ actor: 'cli', action: 'repo.hooks', subject: name, detail: { dir, config } }));
+  await withSink(log, (s) => s.appendAdmin({ actor: 'cli', action: 'repo.hooks', subject: name, detail: { dir, config } }));
   return [`reinstalled patchgate hooks in ${dir}${config.length ? ` and set ${config.join(', ')}` : ''}`];
 }
 
-export function runTokenCreate(args: { data: string; name: string; role: Role; repos?: string; expires?: number }): string[] {
-  return withStore(args.data, (s) => {
-    const secret = new TokenStore(s).create(args.name, args.role, { repos: args.repos, expiresDays: args.expires, actor: 'cli' });
+export async function runTokenCreate(args: { data: string; name: string; role: Role; repos?: string; expires?: number; audit?: string }): Promise<string[]> {
+  return withTokens(args, async (tokens) => {
+    const secret = await tokens.create(args.name, args.role, { repos: args.repos, expiresDays: args.expires, actor: 'cli' });
     return [`token ${args.name} (${args.role}, repos ${args.repos ?? '*'}${args.expires ? `, expires in ${args.expires} day(s)` : ''}) created; the secret is shown once:`, secret];
   });
 }
 
-export function runTokenList(args: { data: string; json: boolean }): string[] {
-  return withStore(args.data, (s) => new TokenStore(s).list().map((t) => (args.json ? JSON.stringify(t) : `${t.name}\t${t.role}\t${t.repos}\t${t.status}\tcreated ${t.created}${t.expires ? `\texpires ${t.expires}` : ''}`)), true);
+export async function runTokenList(args: { data: string; json: boolean; audit?: string }): Promise<string[]> {
+  return withTokens(args, async (tokens) => (await tokens.list()).map((t) => (args.json ? JSON.stringify(t) : `${t.name}\t${t.role}\t${t.repos}\t${t.status}\tcreated ${t.created}${t.expires ? `\texpires ${t.expires}` : ''}`)), true);
 }
 
-export function runTokenRevoke(args: { data: string; name: string }): string[] {
-  return withStore(args.data, (s) => {
-    new TokenStore(s).revoke(args.name, { actor: 'cli' });
+export async function runTokenRevoke(args: { data: string; name: string; audit?: string }): Promise<string[]> {
+  return withTokens(args, async (tokens) => {
+    await tokens.revoke(args.name, { actor: 'cli' });
     return [`token ${args.name} revoked`];
   }, true);
 }
@@ -197,8 +208,20 @@ export async function runAuditShow(args: { data: string; id: string; json: boole
 export async function runAuditVerify(args: { data: string; audit?: string }): Promise<{ lines: string[]; ok: boolean }> {
   return withSink(args, async (s) => {
     const v = await s.verify();
-    if (v.ok) return { ok: true, lines: [`ok: ${v.rows} row(s), hash chain intact`] };
+    if (v.ok) {
+      // The tokens table against the chain's token.create/token.revoke rows (src/audit/token-check.ts).
+      const tk = await checkTokens(s);
+      if (tk.problem) return { ok: false, lines: [`TAMPERED: tokens: ${tk.problem} (${v.rows} row(s), hash chain intact)`] };
+      return { ok: true, lines: [`ok: ${v.rows} row(s), hash chain intact`, `ok: ${tk.tokens} token(s), each as its token.create/token.revoke rows say`] };
+    }
     // firstBadId is a row id; after a deletion it can be above the number of rows left.
     return { ok: false, lines: [`TAMPERED: first bad row ${v.firstBadId} (a row id; ${v.rows} row(s) present): ${v.reason}`] };
+  }, true);
+}
+
+/** `audit export`: the configured log's rows, oldest first, exactly as stored. */
+export async function runAuditExport(args: { data: string; since: string; until?: string; format: string; audit?: string }, write: (line: string) => void): Promise<void> {
+  await withSink(args, async (s) => {
+    for await (const line of exportRows(s, { since: args.since, until: args.until, format: args.format })) write(line);
   }, true);
 }

@@ -6,14 +6,12 @@
 
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { AuditStore } from '../audit/store.js';
 import { openAuditSink, parseAuditUrl, type AuditSink } from '../audit/sink.js';
 import { checkSignature, loadOrCreateKey, loadVerifier, verifierOf, type Checkpoint } from '../audit/checkpoint.js';
 import { CheckpointLineError, describeTarget, loadCredential, parseTarget, readCheckpoints, readLocalLine, readPublished, type Target } from '../audit/checkpoint-publish.js';
 import { checkpointOnce, LOCAL_LINE, resolveTargets } from '../audit/checkpoint-schedule.js';
 import { proveRow, verifyAgainst } from '../audit/checkpoint-verify.js';
-import { exportRows } from '../audit/export.js';
-import { auditUrlOf, dbPath } from './admin.js';
+import { auditUrlOf } from './admin.js';
 import { NoDataError } from './args.js';
 
 /** The store `--audit` names (or PATCHGATE_AUDIT_URL, else `<data>/patchgate.db`), open for `fn`. */
@@ -113,13 +111,4 @@ export async function runAuditProve(args: { data: string; audit?: string; row: s
       ],
     };
   }, true);
-}
-
-export async function runAuditExport(args: { data: string; since: string; until?: string; format: string }, write: (line: string) => void): Promise<void> {
-  const s = AuditStore.open(dbPath(args.data));
-  try {
-    for (const line of exportRows(s, { since: args.since, until: args.until, format: args.format })) write(line);
-  } finally {
-    s.close();
-  }
 }

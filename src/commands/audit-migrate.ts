@@ -3,16 +3,24 @@
 // (a tampered log is not laundered into a fresh database); its rows are copied verbatim (same
 // ids, prev_hash and hash) up to the chain head read at the start, in one transaction, into a
 // target that must be empty; then the target is verified and its head compared to the source's.
+// The source's tokens (each secret's hash, never a secret) move in the same transaction, so
+// every token keeps working once the nodes use the shared log. `--to` carries no password on
+// the command line: it defaults to PATCHGATE_AUDIT_URL, and PGPASSFILE/PGPASSWORD work too.
 
 import { existsSync } from 'node:fs';
 import { AuditStore, type StoredRow } from '../audit/store.js';
-import { describeAudit, parseAuditUrl } from '../audit/sink.js';
+import { AUDIT_URL_ENV, describeAudit, parseAuditUrl, refuseSecretInArgv } from '../audit/sink.js';
+import type { TokenRow } from '../audit/tokens.js';
 import { PgAuditStore } from '../audit/pg-store.js';
 import { UsageError } from '../errors.js';
 
-export async function runAuditMigrate(args: { from: string; to: string }): Promise<{ ok: boolean; lines: string[] }> {
+export async function runAuditMigrate(args: { from: string; to?: string }): Promise<{ ok: boolean; lines: string[] }> {
+  refuseSecretInArgv(args.to, '--to');
+  refuseSecretInArgv(args.from, '--from');
+  const toUrl = args.to ?? (process.env[AUDIT_URL_ENV] || undefined);
+  if (!toUrl) throw new UsageError(`--to: give the PostgreSQL log to copy into (postgres://USER@HOST/DB), or set ${AUDIT_URL_ENV}`);
   const from = parseAuditUrl(args.from, '.', '--from');
-  const to = parseAuditUrl(args.to, '.', '--to');
+  const to = parseAuditUrl(toUrl, '.', '--to');
   if (!args.from.trim().startsWith('sqlite:') || from.kind !== 'sqlite') throw new UsageError('--from: must be sqlite:PATH (the embedded log to copy)');
   if (to.kind !== 'postgres') throw new UsageError('--to: must be postgres://… (the shared log to copy into)');
   if (!existsSync(from.path)) throw new UsageError(`--from: no audit log at ${from.path}`);
@@ -37,7 +45,8 @@ export async function runAuditMigrate(args: { from: string; to: string }): Promi
           it.return?.();
         }
       };
-      const copied = await target.importChain(rows(), head);
+      const tokens = source.db.prepare('SELECT * FROM tokens ORDER BY id').all() as TokenRow[];
+      const copied = await target.importChain(rows(), head, tokens);
       const after = await target.verify();
       const theirs = await target.lastRow();
       if (!after.ok) {
@@ -49,7 +58,8 @@ export async function runAuditMigrate(args: { from: string; to: string }): Promi
         return { ok: false, lines };
       }
       lines.push(`target ${describeAudit(to)}: ${after.rows} row(s) copied, hash chain intact, same head #${theirs.id} ${theirs.hash.slice(0, 16)}`);
-      lines.push(`next: start the gate with --audit set to the --to URL (or PATCHGATE_AUDIT_URL); rows written to ${from.path} after this copy are not in it`);
+      lines.push(`tokens: ${tokens.length} copied (${tokens.filter((t) => t.revoked === null).length} not revoked); they work on every node that uses the shared log`);
+      lines.push(`next: start the gate with PATCHGATE_AUDIT_URL set to the --to URL (or --audit without its password); rows written to ${from.path} after this copy are not in it`);
       return { ok: true, lines };
     } finally {
       await target.close();

@@ -2,6 +2,7 @@
 // (src/cli.ts only declares their options).
 
 import { UsageError } from '../errors.js';
+import { refuseSecretInArgv } from '../audit/sink.js';
 import { loadDaemonConfig } from './config.js';
 import { isHost } from './identity.js';
 import { installHostHooks } from './install.js';
@@ -12,8 +13,10 @@ export function runHookInstall(args: { host: string; config: string; dirs: strin
 }
 
 export async function runDaemon(args: { config: string; audit?: string }): Promise<void> {
+  refuseSecretInArgv(args.audit, '--audit'); // argv is public (ps); the config file and the variable are not
   const cfg = loadDaemonConfig(args.config);
   const audit = args.audit ?? process.env.PATCHGATE_AUDIT_URL;
+  delete process.env.PATCHGATE_AUDIT_URL; // read once: the daemon's children do not inherit it
   if (audit) cfg.audit = audit.startsWith('sqlite:') || /^postgres(ql)?:\/\//.test(audit) ? audit : `sqlite:${audit}`;
   const { startDaemon } = await import('./daemon.js');
   const d = await startDaemon(cfg);

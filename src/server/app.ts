@@ -1,5 +1,5 @@
 // The gate server, wired in one ordered sequence you can read top to bottom:
-// config -> storage (audit log, tokens) -> repositories and their hooks -> hook daemon ->
+// config -> storage (the one audit log `--audit` names, and its tokens) -> repositories and their hooks -> hook daemon ->
 // HTTP front (health, authenticate EVERY request, repo checks, API, git) -> shutdown.
 // node-git-server only runs the git protocol; it never decides who may do what, and it never
 // sees a client's request: ./git-front.ts reads and checks the body and hands it a stand-in.
@@ -14,12 +14,13 @@ import { privateDir } from '../private-files.js';
 import { join, resolve } from 'node:path';
 import { Git as GitServer } from 'node-git-server';
 import { AuditStore, newPushId, type QueryOptions } from '../audit/store.js';
-import { TokenStore, allowsRepo, type AuthenticatedToken } from '../audit/tokens.js';
+import { allowsRepo, type AuthenticatedToken, type TokenSource } from '../audit/tokens.js';
 import { ConfigError, errorMessage, StartupError, UsageError } from '../errors.js';
 import { FailureLimiter, crossSite, parseCredentials, DEFAULT_LIMITER, type LimiterOptions } from './auth.js';
 import { grantOf } from './grant.js';
 import { silentLogger, type Logger } from '../log.js';
 import { createMetrics, observeAudit, type GateMetrics } from './metrics.js';
+import { restorePushCounts } from './metrics-restore.js';
 import { noteRequest, observeRequest, sendMetrics, startMetricsListener } from './observe-http.js';
 import { HookService } from './hook-service.js';
 import { ContentCache, PersistentCache } from '../cache/content-cache.js';
@@ -31,7 +32,7 @@ import { lockDataDir } from './datadir-lock.js';
 import { auditHealth, fileIdentity, hookHealth } from './health.js';
 import { createWeb, isWebPath } from '../web/routes.js';
 import { startCheckpointSchedule } from '../audit/checkpoint-schedule.js';
-import { openAuditSink, parseAuditUrl, type AuditSink } from '../audit/sink.js';
+import { openAuditSink, parseAuditUrl, tokensFor, type AuditSink } from '../audit/sink.js';
 import { sinkHealth } from './audit-health.js';
 import { runUndo } from '../undo.js';
 
@@ -42,7 +43,7 @@ export interface ServerOptions {
   tlsCert?: string;
   tlsKey?: string;
   hookTimeoutMs?: number;
-  /** Where decisions are written: `sqlite:PATH` or `postgres://…` (default `<data>/patchgate.db`). Tokens stay in the data folder. */
+  /** The audit log: `sqlite:PATH` or `postgres://…` (default `<data>/patchgate.db`). Decisions and tokens are written to and read from it alone. */
   auditUrl?: string;
   limiter?: LimiterOptions;
   /** Deadlines and size limits per request (defaults: DEFAULT_LIMITS in ./git-front.ts). */
@@ -72,11 +73,12 @@ export interface ServerOptions {
 export interface RunningServer {
   url: string;
   port: number;
-  /** The data folder's SQLite store (tokens; and decisions unless `auditUrl` names another log). */
+  /** The data folder's SQLite file (the audit log itself unless `auditUrl` names another; then nothing writes to it). */
   audit: AuditStore;
-  /** The decisions' log: `audit` itself by default, else the store `auditUrl` names. */
+  /** The audit log: `audit` itself by default, else the store `auditUrl` names. Every reader reads this one. */
   sink: AuditSink;
-  tokens: TokenStore;
+  /** The tokens of `sink` (sync on SQLite, async on PostgreSQL: await them). */
+  tokens: TokenSource;
   hooks: HookService;
   metrics: GateMetrics;
   /** The port of the separate metrics listener, when one was asked for. */
@@ -128,12 +130,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const dbPath = join(dataDir, 'patchgate.db');
     const audit = AuditStore.open(dbPath);
     undo.push(() => audit.close());
-    observeAudit(audit, metrics, logger);
     const dbIdentity = fileIdentity(dbPath);
-    const tokens = new TokenStore(audit);
     // Unreachable PostgreSQL at start: the server does not start (it could only refuse every push).
     const sink = await openAuditSink(auditLocation, audit);
     if (sink !== audit) undo.push(() => sink.close());
+    // The counters start from what the log holds, then count where decisions become rows.
+    await restorePushCounts(sink, metrics);
+    observeAudit(sink, metrics, logger);
+    const tokens = await tokensFor(sink);
 
     // --- repositories: every hook must be ours, or the repo is not served (checked again on every request)
     for (const name of listRepos(dataDir)) {
@@ -235,7 +239,15 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         send(res, 401, 'patchgate: authentication required (HTTP Basic, token as password)', { 'WWW-Authenticate': 'Basic realm="patchgate"' });
         return null;
       }
-      const token = tokens.authenticate(creds.secret);
+      let token: AuthenticatedToken | null;
+      try {
+        token = await tokens.authenticate(creds.secret);
+      } catch (err) {
+        // The tokens live in the audit log: no answer from it, no access (fail closed).
+        log(`patchgate: cannot check a token: ${errorMessage(err)}`);
+        send(res, 503, 'patchgate: the audit log does not answer, so no token can be checked and nothing is accepted; retry shortly', { 'Retry-After': '5' });
+        return null;
+      }
       if (!token) {
         const delay = limiter.fail(addr, creds.user);
         await sink.appendAuthFailure({ remoteAddr: addr, user: creds.user, repo, reason: 'bad or revoked token' });
@@ -292,7 +304,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       if (url.pathname === '/api/tokens' && req.method === 'GET') {
         if (token.role !== 'admin') return send(res, 403, 'patchgate: only admin tokens list tokens');
         res.writeHead(200, { 'Content-Type': 'application/x-ndjson' });
-        return void res.end(tokens.list().map((r) => JSON.stringify(r) + '\n').join(''));
+        return void res.end((await tokens.list()).map((r) => JSON.stringify(r) + '\n').join(''));
       }
       send(res, 404, 'patchgate: no such API route');
     };
@@ -315,7 +327,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       if (!repoDir) return send(res, 404, `patchgate: no repository ${name}`);
       // Held-out tests (issue 11): to an agent token the repository does not exist, whatever its grant.
       if (token.role === 'agent' && holdoutOf(repoDir) !== null) {
-        audit.appendAuthFailure({ remoteAddr: req.socket.remoteAddress ?? null, user: token.name, repo: name, reason: 'agent token on a held-out repository' });
+        await sink.appendAuthFailure({ remoteAddr: req.socket.remoteAddress ?? null, user: token.name, repo: name, reason: 'agent token on a held-out repository' });
         return send(res, 404, `patchgate: no repository ${name}`);
       }
       const state = checkHooks(repoDir);
@@ -338,7 +350,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     };
 
     const front: FrontDeps = { limits, send, log, orphanGraceMs: hookTimeoutMs + 60_000 };
-    const web = createWeb({ dataDir, audit, tokens, limiter, secure: opts.tlsCert !== undefined, log });
+    const web = createWeb({ dataDir, audit: sink, tokens, limiter, secure: opts.tlsCert !== undefined, log });
     // Checkpoints sign the configured store (`sink`), not the data folder's file when --audit names another.
     const checkpoints = startCheckpointSchedule({
       dataDir, audit: sink, everySeconds: opts.checkpointEverySeconds ?? 3600, targets: opts.checkpointPublish ?? [], log,
@@ -411,9 +423,16 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     // Only once the server is up: a start that fails must not mint the one-time admin token unseen.
     let firstAdminSecret: string | null = null;
     let adminTokenFile: string | null = null;
-    if (tokens.count() === 0) {
-      firstAdminSecret = tokens.create('admin', 'admin', { actor: 'serve (first start)' });
-      adminTokenFile = writeAdminToken(dataDir, firstAdminSecret, () => tokens.revoke('admin', { actor: 'serve (first start)' }));
+    if ((await tokens.count()) === 0) {
+      try {
+        firstAdminSecret = await tokens.create('admin', 'admin', { actor: 'serve (first start)' });
+      } catch (err) {
+        // Another node on the same shared log made it first: that node wrote the file.
+        if (!(err instanceof UsageError && (await tokens.count()) > 0)) throw err;
+      }
+      if (firstAdminSecret !== null) {
+        adminTokenFile = writeAdminToken(dataDir, firstAdminSecret, () => void Promise.resolve(tokens.revoke('admin', { actor: 'serve (first start)' })).catch(() => {}));
+      }
     }
     const port = (server.address() as { port: number }).port;
     let metricsPort: number | null = null;

@@ -5,7 +5,8 @@
 // equal the audit log's counts by construction (a failed write counts as a failure, not a push).
 
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { AuditStore, RecordPushInput } from '../audit/store.js';
+import type { RecordPushInput } from '../audit/store.js';
+import type { AuditSink } from '../audit/sink.js';
 import type { Logger } from '../log.js';
 
 export interface GateMetrics {
@@ -66,7 +67,7 @@ export function decidingRule(record: RecordPushInput): string {
  * Count and log every push decision where it becomes an audit row: wraps this store's
  * recordPush (the one call every push verdict goes through). One log line per decision.
  */
-export function observeAudit(audit: AuditStore, metrics: GateMetrics, log: Logger): void {
+export function observeAudit(audit: Pick<AuditSink, 'recordPush'>, metrics: GateMetrics, log: Logger): void {
   const record = audit.recordPush.bind(audit);
   audit.recordPush = (input: RecordPushInput) => {
     const rule = decidingRule(input);
@@ -74,17 +75,24 @@ export function observeAudit(audit: AuditStore, metrics: GateMetrics, log: Logge
     // Each ref with its own verdict and decision row, so one line says what happened to which branch.
     const refs = input.refs.map((r) => ({ ref: r.ref, verdict: r.verdict, decision: r.decision }));
     const fields = { event: 'push', pushId: input.pushId, repo: input.repo, actor: input.actor, role: input.role, verdict: input.verdict, rule, ms, refs };
-    let out: ReturnType<AuditStore['recordPush']>;
-    try {
-      out = record(input);
-    } catch (err) {
+    const failed = (err: unknown): never => {
       metrics.auditWriteFailures.inc();
       log.error({ ...fields, verdict: 'reject', auditWrite: 'failed', err: { message: (err as Error).message } }, 'push refused: the audit log could not record its decision');
       throw err;
+    };
+    const written = <T>(out: T): T => {
+      metrics.pushes.inc({ verdict: input.verdict, rule });
+      metrics.judgeSeconds.observe(ms / 1000);
+      log.info(fields, `push ${input.verdict}: ${refs.map((r) => `${r.ref} ${r.verdict}${r.verdict === 'accept' ? '' : ` (${r.decision})`}`).join(', ')}`);
+      return out;
+    };
+    // A synchronous store (SQLite) stays synchronous; PostgreSQL's promise is counted when it settles.
+    let out: ReturnType<AuditSink['recordPush']>;
+    try {
+      out = record(input);
+    } catch (err) {
+      return failed(err);
     }
-    metrics.pushes.inc({ verdict: input.verdict, rule });
-    metrics.judgeSeconds.observe(ms / 1000);
-    log.info(fields, `push ${input.verdict}: ${refs.map((r) => `${r.ref} ${r.verdict}${r.verdict === 'accept' ? '' : ` (${r.decision})`}`).join(', ')}`);
-    return out;
+    return out instanceof Promise ? out.then(written, failed) : written(out);
   };
 }

@@ -5,8 +5,8 @@
 
 import type http from 'node:http';
 import { join } from 'node:path';
-import type { AuditStore } from '../audit/store.js';
-import type { AuthenticatedToken, TokenStore } from '../audit/tokens.js';
+import type { AuditSink } from '../audit/sink.js';
+import type { AuthenticatedToken, TokenSource } from '../audit/tokens.js';
 import { errorMessage, UsageError } from '../errors.js';
 import { parseBasic, type FailureLimiter } from '../server/auth.js';
 import { grantAllows, grantOf } from '../server/grant.js';
@@ -22,8 +22,10 @@ const MAX_FORM_BYTES = 4096;
 
 export interface WebDeps {
   dataDir: string;
-  audit: AuditStore;
-  tokens: TokenStore;
+  /** The configured audit log (`--audit`): every page reads it, and failed logins are written to it. */
+  audit: AuditSink;
+  /** The tokens of that same log. */
+  tokens: TokenSource;
   limiter: FailureLimiter;
   /** Served over TLS: the session cookie is marked Secure. */
   secure: boolean;
@@ -56,17 +58,17 @@ export function createWeb(deps: WebDeps): (req: http.IncomingMessage, res: http.
     const sid = readCookie(req.headers.cookie);
     const s = sessions.get(sid);
     if (s) {
-      const token = deps.tokens.authenticateHash(s.secretHash);
+      const token = await deps.tokens.authenticateHash(s.secretHash);
       if (token) return token;
       sessions.end(sid); // revoked or expired since login
     }
     const creds = parseBasic(req.headers.authorization);
     if (!creds) return null;
     if (deps.limiter.blocked(addr(req), creds.user)) return 'bad';
-    const token = deps.tokens.authenticate(creds.secret);
+    const token = await deps.tokens.authenticate(creds.secret);
     if (!token) {
       deps.limiter.fail(addr(req), creds.user);
-      deps.audit.appendAuthFailure({ remoteAddr: addr(req), user: creds.user, reason: 'audit page: bad or revoked token' });
+      await deps.audit.appendAuthFailure({ remoteAddr: addr(req), user: creds.user, reason: 'audit page: bad or revoked token' });
       return 'bad';
     }
     deps.limiter.succeed(addr(req), creds.user);
@@ -102,13 +104,13 @@ export function createWeb(deps: WebDeps): (req: http.IncomingMessage, res: http.
       req.on('error', () => resolve(null));
     });
 
-  const chainStatus = (): ChainStatus => {
-    const head = deps.audit.lastRow();
-    const last = head.id > 0 ? deps.audit.get(head.id) : null;
+  const chainStatus = async (): Promise<ChainStatus> => {
+    const head = await deps.audit.lastRow();
+    const last = head.id > 0 ? await deps.audit.get(head.id) : null;
     let lastCheckpoint: ChainStatus['lastCheckpoint'] = null;
     const cp = lastCheckpointInFile(join(deps.dataDir, 'checkpoints.jsonl'));
     if (cp) {
-      const row = cp.rows > 0 ? deps.audit.get(cp.rows) : null;
+      const row = cp.rows > 0 ? await deps.audit.get(cp.rows) : null;
       lastCheckpoint = { time: cp.time, rows: cp.rows, matches: cp.rows === 0 || row?.hash === cp.head };
     }
     return { rows: head.id, head: head.hash, headOk: head.id === 0 || last?.hash === head.hash, lastCheckpoint, full: null };
@@ -127,10 +129,10 @@ export function createWeb(deps: WebDeps): (req: http.IncomingMessage, res: http.
       if (deps.limiter.blocked(addr(req), 'web login')) return page(res, 429, loginPage('too many failed logins from this address; wait and retry'), { 'Retry-After': '600' });
       const form = await readForm(req);
       const secret = form?.get('token') ?? '';
-      const token = secret ? deps.tokens.authenticate(secret) : null;
+      const token = secret ? await deps.tokens.authenticate(secret) : null;
       if (!token) {
         deps.limiter.fail(addr(req), 'web login');
-        deps.audit.appendAuthFailure({ remoteAddr: addr(req), user: 'web login', reason: 'audit page: bad or revoked token' });
+        await deps.audit.appendAuthFailure({ remoteAddr: addr(req), user: 'web login', reason: 'audit page: bad or revoked token' });
         return page(res, 401, loginPage('bad or revoked token'));
       }
       deps.limiter.succeed(addr(req), 'web login');
@@ -153,8 +155,8 @@ export function createWeb(deps: WebDeps): (req: http.IncomingMessage, res: http.
     const grant = grantOf(who, deps.dataDir);
     const only = grant === null ? {} : { repos: grant };
     try {
-      if (path === '/') return page(res, 200, overviewPage(overview(deps.audit, only), chainStatus(), who.name));
-      if (path === '/chain') return page(res, 200, layout('Chain', html`<h1>Chain</h1>${chainBlock(chainStatus())}`, who.name));
+      if (path === '/') return page(res, 200, overviewPage(await overview(deps.audit, only), await chainStatus(), who.name));
+      if (path === '/chain') return page(res, 200, layout('Chain', html`<h1>Chain</h1>${chainBlock(await chainStatus())}`, who.name));
       if (path === '/pushes') {
         const f: TableFilter = {};
         for (const k of ['repo', 'actor', 'verdict', 'rule', 'row', 'since', 'until', 'before'] as const) {
@@ -162,7 +164,7 @@ export function createWeb(deps: WebDeps): (req: http.IncomingMessage, res: http.
           if (v) f[k] = v;
         }
         try {
-          return page(res, 200, pushesPage(f, tablePage(deps.audit, f, grant ?? undefined), who.name, null));
+          return page(res, 200, pushesPage(f, await tablePage(deps.audit, f, grant ?? undefined), who.name, null));
         } catch (err) {
           if (!(err instanceof UsageError)) throw err;
           return page(res, 400, pushesPage(f, { rows: [], next: null }, who.name, err.message));
@@ -176,7 +178,7 @@ export function createWeb(deps: WebDeps): (req: http.IncomingMessage, res: http.
       }
       let trace = null;
       try {
-        trace = deps.audit.getPush(id);
+        trace = await deps.audit.getPush(id);
       } catch (err) {
         if (!(err instanceof UsageError)) throw err;
       }

@@ -33,7 +33,7 @@ t.test('keyset pages cover every row once, newest first; filters narrow', async 
   let before: string | undefined;
   let pages = 0;
   do {
-    const p = tablePage(s, { before });
+    const p = await tablePage(s, { before });
     t.ok(p.rows.length <= PAGE_SIZE);
     seen.push(...p.rows.map((r) => r.id));
     before = p.next ?? undefined;
@@ -43,18 +43,18 @@ t.test('keyset pages cover every row once, newest first; filters narrow', async 
   t.equal(new Set(seen).size, 130, 'every ref row once');
   const sorted = [...seen].sort((a, b) => b - a);
   t.same(seen, sorted, 'newest first');
-  const rejects = tablePage(s, { verdict: 'reject', actor: 'agent-0' });
+  const rejects = await tablePage(s, { verdict: 'reject', actor: 'agent-0' });
   t.ok(rejects.rows.length > 0 && rejects.rows.every((r) => r.verdict === 'reject' && r.actor === 'agent-0'));
-  t.same([...new Set(tablePage(s, { rule: 'write-block' }).rows.map((r) => r.rule))], ['write-block'], 'rule filter through its decision row');
-  t.throws(() => tablePage(s, { verdict: 'maybe' }), /verdict: must be/);
-  t.throws(() => tablePage(s, { rule: 'nope' }), /rule: unknown rule/);
-  t.throws(() => tablePage(s, { before: 'garbage' }), /before: not a page cursor/);
-  t.throws(() => tablePage(s, { since: 'yesterday' }), /since: not an ISO date/);
+  t.same([...new Set((await tablePage(s, { rule: 'write-block' })).rows.map((r) => r.rule))], ['write-block'], 'rule filter through its decision row');
+  await t.rejects(tablePage(s, { verdict: 'maybe' }), /verdict: must be/);
+  await t.rejects(tablePage(s, { rule: 'nope' }), /rule: unknown rule/);
+  await t.rejects(tablePage(s, { before: 'garbage' }), /before: not a page cursor/);
+  await t.rejects(tablePage(s, { since: 'yesterday' }), /since: not an ISO date/);
 });
 
 t.test('the charts count what was written, on the covering index', async (t) => {
   const s = seeded(t, 60);
-  const o = overview(s, { now: new Date('2026-03-02T12:00:00Z'), days: 7 });
+  const o = await overview(s, { now: new Date('2026-03-02T12:00:00Z'), days: 7 });
   t.equal(o.refusals, 20);
   t.same(o.byRow, [{ key: 'test-tree-write', n: 20 }]);
   t.same(o.byRule, [{ key: 'write-block', n: 20 }]);

@@ -50,7 +50,7 @@ t.test('an unreachable PostgreSQL: serve does not start, audit verify fails; one
   const url = `postgres://gate:hunter2-secret@127.0.0.1:${port}/patchgate`;
   const data = tempDir('pg-sink-');
   t.teardown(() => rmSync(data, { recursive: true, force: true }));
-  const s = await serveExpectingExit(data, ['--port', '0', '--audit', url]);
+  const s = await serveExpectingExit(data, ['--port', '0'], 30_000, { ...process.env, PATCHGATE_AUDIT_URL: url });
   t.equal(s.code, 2, 'serve exits 2');
   t.match(s.output, /^patchgate: cannot open the audit log postgres:\/\/gate:\*\*\*@127\.0\.0\.1:\d+\/patchgate: .*ECONNREFUSED/m);
   t.notMatch(s.output, /hunter2/, 'no password in the output');

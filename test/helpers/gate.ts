@@ -11,7 +11,10 @@ import { GIT_ENV, TestRepo, tempDir } from './repo.js';
 export interface Gate {
   srv: RunningServer;
   data: string;
+  /** A new token's secret (SQLite: at once). */
   token(name: string, role: 'agent' | 'human' | 'admin', repos?: string): string;
+  /** The same for either store (PostgreSQL's token store is async). */
+  tokenAsync(name: string, role: 'agent' | 'human' | 'admin', repos?: string): Promise<string>;
   repo(name: string): Promise<string>;
   remote(name: string, user: string, secret: string): string;
 }
@@ -28,7 +31,12 @@ export async function startGate(t: T, opts: Partial<ServerOptions> = {}): Promis
   return {
     srv,
     data,
-    token: (name, role, repos) => srv.tokens.create(name, role, { repos }),
+    token: (name, role, repos) => {
+      const secret = srv.tokens.create(name, role, { repos });
+      if (typeof secret !== 'string') throw new Error('this gate\'s tokens are in PostgreSQL: use tokenAsync');
+      return secret;
+    },
+    tokenAsync: async (name, role, repos) => srv.tokens.create(name, role, { repos }),
     repo: (name) => createRepo(data, name),
     remote: (name, user, secret) => `http://${encodeURIComponent(user)}:${encodeURIComponent(secret)}@127.0.0.1:${srv.port}/${name}.git`,
   };

@@ -15,8 +15,8 @@ export interface Served {
 }
 
 /** Start serve; resolves when it prints its URL, rejects when it exits first or after `deadlineMs`. */
-export function serve(data: string, args: string[] = [], deadlineMs = 30_000): Promise<Served> {
-  const child = spawn(process.execPath, [CLI, 'serve', '--data', data, '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+export function serve(data: string, args: string[] = [], deadlineMs = 30_000, env?: NodeJS.ProcessEnv): Promise<Served> {
+  const child = spawn(process.execPath, [CLI, 'serve', '--data', data, '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'], ...(env ? { env } : {}) });
   let text = '';
   child.stdout!.on('data', (c) => (text += c));
   child.stderr!.on('data', (c) => (text += c));
@@ -39,8 +39,8 @@ export function serve(data: string, args: string[] = [], deadlineMs = 30_000): P
 }
 
 /** Run serve expecting it to exit; resolves with its code and output (rejects after `deadlineMs`). */
-export function serveExpectingExit(data: string, args: string[], deadlineMs = 30_000): Promise<{ code: number | string; output: string }> {
-  const child = spawn(process.execPath, [CLI, 'serve', '--data', data, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+export function serveExpectingExit(data: string, args: string[], deadlineMs = 30_000, env?: NodeJS.ProcessEnv): Promise<{ code: number | string; output: string }> {
+  const child = spawn(process.execPath, [CLI, 'serve', '--data', data, ...args], { stdio: ['ignore', 'pipe', 'pipe'], ...(env ? { env } : {}) });
   let text = '';
   child.stdout!.on('data', (c) => (text += c));
   child.stderr!.on('data', (c) => (text += c));

@@ -15,6 +15,8 @@ import { TestRepo, tempDir } from '../helpers/repo.js';
 import { cliRun, serve } from '../helpers/serve.js';
 import { AuditStore } from '../../src/audit/store.js';
 import { TokenStore } from '../../src/audit/tokens.js';
+import { PgAuditStore } from '../../src/audit/pg-store.js';
+import { PgTokenStore } from '../../src/audit/pg-tokens.js';
 import { createRepo } from '../../src/server/repos.js';
 import type { AuditSink } from '../../src/audit/sink.js';
 
@@ -47,8 +49,9 @@ if (why) {
     const sink: AuditSink = gate.srv.sink;
     t.not(sink, gate.srv.audit, 'decisions go to PostgreSQL, not the data folder');
     await gate.repo('app');
-    const human = gate.token('alice', 'human');
-    const agent = gate.token('agent-1', 'agent');
+    const human = await gate.tokenAsync('alice', 'human');
+    const agent = await gate.tokenAsync('agent-1', 'agent');
+    t.equal(new TokenStore(gate.srv.audit).count(), 0, 'the tokens are in PostgreSQL, not in the data folder');
     const w = TestRepo.init(t);
     w.commit('base', BASE);
     const bare = bareDir(gate, 'app');
@@ -78,13 +81,13 @@ if (why) {
     t.equal(accepted[0]?.new, head);
     t.equal(accepted[0]?.moved, 1, 'post-receive confirmed the move in PostgreSQL');
 
-    // The CLI reads the same log with --audit (and PATCHGATE_AUDIT_URL).
-    const rows = await cli(['audit', '--audit', pg.url, '--json', '--kind', 'ref']);
+    // The CLI reads the same log with PATCHGATE_AUDIT_URL (or --audit without the password, and PGPASSWORD).
+    const rows = await cli(['audit', '--audit', pg.url.replace(`:${encodeURIComponent(pg.password)}@`, '@'), '--json', '--kind', 'ref'], { PGPASSWORD: pg.password });
     t.equal(rows.code, 0, rows.stderr);
     t.equal(rows.stdout.trim().split('\n').length, 3, 'three ref rows: seed, refusal, accept');
     const show = await cli(['audit', 'show', refused[0]!.pushId!], { PATCHGATE_AUDIT_URL: pg.url });
     t.match(show.stdout, /write-block\s+fail/, 'audit show prints the rules trace from PostgreSQL');
-    const verified = await cli(['audit', 'verify', '--audit', pg.url]);
+    const verified = await cli(['audit', 'verify'], { PATCHGATE_AUDIT_URL: pg.url });
     t.equal(verified.code, 0, verified.stdout + verified.stderr);
     t.match(verified.stdout, /^ok: \d+ row\(s\), hash chain intact/);
 
@@ -113,7 +116,7 @@ if (why) {
     t.same(await sink.verify(), { ok: true, rows: (await sink.lastRow()).id }, 'the chain is whole');
   });
 
-  t.test('audit migrate copies a SQLite log into PostgreSQL and verifies both sides', async (t) => {
+  t.test('audit migrate copies a SQLite log and its tokens into PostgreSQL and verifies both sides', async (t) => {
     const pg: Postgres = await startPostgres(t);
     const dir = tempDir('pg-migrate-');
     t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -123,27 +126,42 @@ if (why) {
       lite.recordPush({ pushId: `p-${i}`, repo: 'app', actor: 'agent-1', role: 'agent', verdict: 'reject', refs: [{ ref: 'refs/heads/x', old: '0'.repeat(40), new: 'c'.repeat(40), verdict: 'reject', rules: [] }] });
     }
     lite.appendAdmin({ actor: 'cli', action: 'repo.create', subject: 'app' });
+    // Tokens (each with its admin row in the chain): one in use, one revoked.
+    const liteTokens = new TokenStore(lite);
+    const kept = liteTokens.create('agent-1', 'agent', { repos: 'app' });
+    const gone = liteTokens.create('agent-2', 'agent');
+    liteTokens.revoke('agent-2');
     const head = lite.lastRow();
     lite.close();
-    const m = await cli(['audit', 'migrate', '--from', `sqlite:${file}`, '--to', pg.url]);
+    const env = { PATCHGATE_AUDIT_URL: pg.url };
+    const m = await cli(['audit', 'migrate', '--from', `sqlite:${file}`], env);
     t.equal(m.code, 0, m.stdout + m.stderr);
-    t.match(m.stdout, /source .*61 row\(s\), hash chain intact/);
-    t.match(m.stdout, /target postgres:\/\/patchgate:\*\*\*@.*61 row\(s\) copied, hash chain intact, same head #61/);
+    t.match(m.stdout, /source .*64 row\(s\), hash chain intact/);
+    t.match(m.stdout, /target postgres:\/\/patchgate:\*\*\*@.*64 row\(s\) copied, hash chain intact, same head #64/);
+    t.match(m.stdout, /tokens: 2 copied \(1 not revoked\)/);
     t.notMatch(m.stdout + m.stderr, pg.password);
     t.equal((await pg.psql('SELECT last_id || \' \' || last_hash FROM chain_head')).trim(), `${head.id} ${head.hash}`, 'the same chain head');
-    const rows = await cli(['audit', '--audit', pg.url, '--json', '--limit', '1000']);
-    t.equal(rows.stdout.trim().split('\n').length, 61 - 0, 'every row is readable there');
+    const rows = await cli(['audit', '--json', '--limit', '1000'], env);
+    t.equal(rows.stdout.trim().split('\n').length, 64, 'every row is readable there');
+    // The moved tokens work against the shared log, the revoked one stays revoked.
+    const shared = await PgAuditStore.open(pg.url);
+    const pgTokens = new PgTokenStore(shared);
+    t.same(await pgTokens.authenticate(kept), { name: 'agent-1', role: 'agent', repos: 'app' }, 'the token moved, with its grant');
+    t.equal(await pgTokens.authenticate(gone), null, 'the revocation moved too');
+    await shared.close();
+    const listed = await cli(['token', 'list', '--json'], env);
+    t.same(listed.stdout.trim().split('\n').map((l) => JSON.parse(l).status), ['active', 'revoked'], 'token list reads them there');
 
-    const again = await cli(['audit', 'migrate', '--from', `sqlite:${file}`, '--to', pg.url]);
+    const again = await cli(['audit', 'migrate', '--from', `sqlite:${file}`], env);
     t.equal(again.code, 2, 'a second copy into a non-empty log is refused');
-    t.match(again.stderr, /already has 61 row\(s\); migrate only into an empty log/);
+    t.match(again.stderr, /already has 64 row\(s\); migrate only into an empty log/);
 
     // A tampered source is not copied.
     const raw = AuditStore.open(file);
     raw.db.exec("DROP TRIGGER events_no_update; UPDATE events SET actor = 'x' WHERE id = 7;");
     raw.close();
     const pg2 = await startPostgres(t);
-    const tampered = await cli(['audit', 'migrate', '--from', `sqlite:${file}`, '--to', pg2.url]);
+    const tampered = await cli(['audit', 'migrate', '--from', `sqlite:${file}`], { PATCHGATE_AUDIT_URL: pg2.url });
     t.equal(tampered.code, 1);
     t.match(tampered.stdout, /TAMPERED: source .*first bad row 7 .*nothing was copied/);
     t.equal((await pg2.psql("SELECT count(*) FROM pg_tables WHERE tablename = 'events'")).trim(), '0', 'the target was not even touched');

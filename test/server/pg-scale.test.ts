@@ -1,4 +1,4 @@
-// Many gate nodes, one PostgreSQL audit log: four real `serve --audit postgres://…` processes
+// Many gate nodes, one PostgreSQL audit log: four real `serve` processes (PATCHGATE_AUDIT_URL=postgres://…)
 // take 200 agent pushes from the real git client at once. Every decision has exactly one row,
 // `audit verify` passes, and a row edited with psql makes verify fail naming it. Skipped with
 // the reason when PostgreSQL is not installed; failed instead in CI.
@@ -6,13 +6,12 @@
 import t from 'tap';
 
 import { rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { needPostgres, startPostgres } from '../helpers/postgres.js';
 import { gitAsync } from '../helpers/gate.js';
 import { TestRepo, tempDir } from '../helpers/repo.js';
 import { cliRun, serve } from '../helpers/serve.js';
-import { AuditStore } from '../../src/audit/store.js';
-import { TokenStore } from '../../src/audit/tokens.js';
+import { PgAuditStore } from '../../src/audit/pg-store.js';
+import { PgTokenStore } from '../../src/audit/pg-tokens.js';
 import { createRepo } from '../../src/server/repos.js';
 
 const BASE = {
@@ -32,17 +31,20 @@ if (why) {
     const NODES = 4;
     const PER = 50;
     const nodes: Array<{ port: number; agent: string; w: TestRepo; repo: string }> = [];
+    // The tokens are in the shared log: made once, good on every node.
+    const shared = await PgAuditStore.open(pg.url);
+    const tokens = new PgTokenStore(shared);
+    const human = await tokens.create('alice', 'human');
+    const agents: string[] = [];
+    for (let n = 1; n <= NODES; n++) agents.push(await tokens.create(`agent-${n}`, 'agent'));
+    await shared.close();
     for (let n = 1; n <= NODES; n++) {
       const data = tempDir('pg-node-');
       t.teardown(() => rmSync(data, { recursive: true, force: true }));
       const repo = `app-${n}`;
       await createRepo(data, repo);
-      const local = AuditStore.open(join(data, 'patchgate.db'));
-      const tokens = new TokenStore(local);
-      const human = tokens.create('alice', 'human');
-      const agent = tokens.create(`agent-${n}`, 'agent');
-      local.close();
-      const srv = await serve(data, ['--audit', pg.url]);
+      const agent = agents[n - 1]!;
+      const srv = await serve(data, [], 30_000, { ...process.env, PATCHGATE_AUDIT_URL: pg.url });
       t.teardown(() => {
         srv.child.kill('SIGTERM');
         return srv.exited;
@@ -79,7 +81,7 @@ if (why) {
     t.equal((await pg.psql("SELECT count(*) FROM events WHERE kind = 'ref' AND ref LIKE 'refs/heads/b%'")).trim(), '200', 'every decision has exactly one row');
     const verdicts = await pg.psql("SELECT verdict || ' ' || count(*) FROM events WHERE kind = 'ref' AND ref LIKE 'refs/heads/b%' GROUP BY verdict ORDER BY verdict");
     t.same(verdicts.trim().split('\n'), ['accept 100', 'reject 100']);
-    const v = await cli(['audit', 'verify', '--audit', pg.url]);
+    const v = await cli(['audit', 'verify'], { PATCHGATE_AUDIT_URL: pg.url });
     t.equal(v.code, 0, v.stdout + v.stderr);
     t.match(v.stdout, /hash chain intact/);
 

@@ -3,7 +3,9 @@
 // render (DOM read and a screenshot taken), the filters narrow the table, an agent-written
 // path `<img src=x onerror=…>` shows as text, a request without credentials gets 401, the
 // session cookie carries HttpOnly and SameSite=Strict, the table and the push page work
-// with JavaScript off, and every answer sends the strict CSP.
+// with JavaScript off, and every answer sends the strict CSP. The whole run happens twice:
+// once with the audit log in the data folder's SQLite file, once in PostgreSQL (the page
+// reads the configured log, whichever it is).
 
 import t from 'tap';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -12,6 +14,7 @@ import { join } from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { TestRepo } from '../helpers/repo.js';
 import { gitAsync, startGate } from '../helpers/gate.js';
+import { needPostgres, startPostgres } from '../helpers/postgres.js';
 import { CSP } from '../../src/web/routes.js';
 
 type Tap = Parameters<Parameters<typeof t.test>[1]>[0];
@@ -24,7 +27,10 @@ if (!existsSync(CHROMIUM)) {
   if (process.env.CI) t.fail(`${CHROMIUM} is missing: .ci/run must apt-get install chromium`);
   else t.skip(`${CHROMIUM} is missing (apt-get install -y chromium); skipping the browser tests`);
 } else {
-  t.test('the audit page in Chromium', run);
+  t.test('the audit page in Chromium (SQLite)', (t) => run(t, 'sqlite'));
+  const why = needPostgres(t);
+  if (why) t.comment(`skipping the PostgreSQL run of the page: ${why}`);
+  else t.test('the audit page in Chromium (PostgreSQL)', (t) => run(t, 'postgres'));
 }
 
 async function browser(tt: { teardown(fn: () => unknown): void }, opts: { javaScriptEnabled?: boolean; extraHTTPHeaders?: Record<string, string> } = {}): Promise<BrowserContext> {
@@ -37,12 +43,13 @@ async function browser(tt: { teardown(fn: () => unknown): void }, opts: { javaSc
   return ctx;
 }
 
-async function run(t: Tap): Promise<void> {
-  const gate = await startGate(t);
+async function run(t: Tap, kind: 'sqlite' | 'postgres'): Promise<void> {
+  const pg = kind === 'postgres' ? await startPostgres(t) : null;
+  const gate = await startGate(t, pg ? { auditUrl: pg.url } : {});
   await gate.repo('app');
-  const human = gate.token('alice', 'human');
-  const agent1 = gate.token('agent-1', 'agent');
-  const agent2 = gate.token('agent-2', 'agent');
+  const human = await gate.tokenAsync('alice', 'human');
+  const agent1 = await gate.tokenAsync('agent-1', 'agent');
+  const agent2 = await gate.tokenAsync('agent-2', 'agent');
   const w = TestRepo.init(t);
   w.commit('base', { 'src/app.py': 'def add(a, b):\n    return a + b\n', 'tests/test_app.py': 'def test_add():\n    assert True\n' });
   const push = async (user: string, secret: string, branch: string) => {
@@ -59,7 +66,8 @@ async function run(t: Tap): Promise<void> {
   w.commit('weaken', { [`tests/${EVIL}`]: 'x = 1\n' });
   const refused = await push('agent-1', agent1, 'agent/evil');
   t.not(refused.code, 0, 'agent-1 push touching tests/ refused');
-  const rejectRow = gate.srv.audit.query({ kind: 'ref', actor: 'agent-1' })[0]!;
+  const rejectRow = (await gate.srv.sink.query({ kind: 'ref', actor: 'agent-1' }))[0]!;
+  if (pg) t.equal(gate.srv.audit.query({ kind: 'ref' }).length, 0, 'the data folder\'s file holds no decision: the page can only show PostgreSQL\'s');
   t.equal(rejectRow.verdict, 'reject');
   const base = gate.srv.url;
 
