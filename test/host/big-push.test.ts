@@ -73,6 +73,15 @@ const HOSTS: Host[] = [
     },
     env: (user) => ({ GITHUB_USER_LOGIN: user, GITHUB_USER_ID: '42', GITHUB_REPO_NAME: 'team/app', GITHUB_VIA: 'git push', GITHUB_REPO_PUBLIC: 'false' }),
   },
+  {
+    // gitolite's shim in the repository's own hooks/ (what gitolite-shell runs it from is
+    // test/host/gitolite.test.ts, over ssh); the variables are the ones gitolite-shell sets.
+    host: 'gitolite',
+    async install(cfg, bare) {
+      installHostHooks('gitolite', cfg, [bare]);
+    },
+    env: (user) => ({ GL_USER: user, GL_REPO: 'app' }),
+  },
 ];
 
 async function emptyBare(t: { teardown(fn: () => unknown): void }): Promise<string> {
