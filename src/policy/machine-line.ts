@@ -75,11 +75,19 @@ export function machineLine(d: RefDecision, input: MachineLineInput): string {
   const text = (o: MachineLine): string => MACHINE_PREFIX + JSON.stringify(o);
   let line = text(base);
   if (bytes(line) <= MACHINE_LINE_MAX) return line;
-  // Keep as many reasons as fit (at least none), then shorten messages, then the fix commands.
-  for (let n = all.length - 1; n >= 0; n--) {
-    line = text({ ...base, reasons: all.slice(0, n), cut: { reasons: all.length } });
-    if (bytes(line) <= MACHINE_LINE_MAX) return line;
+  // Keep as many reasons as fit (at least none): sizes are added up once per reason (linear in
+  // the number of findings; a contract change can have tens of thousands), then checked.
+  const room = MACHINE_LINE_MAX - bytes(text({ ...base, reasons: [], cut: { reasons: all.length } }));
+  let used = 0;
+  let n = 0;
+  while (n < all.length) {
+    const add = bytes(JSON.stringify(all[n])) + (n ? 1 : 0);
+    if (used + add > room) break;
+    used += add;
+    n++;
   }
+  line = text({ ...base, reasons: all.slice(0, n), cut: { reasons: all.length } });
+  if (bytes(line) <= MACHINE_LINE_MAX) return line;
   const short = all.slice(0, 1).map((r) => ({ ...r, message: clip(r.message, 120), path: r.path ? clip(r.path, 200) : undefined }));
   for (let k = fix.length; k >= 0; k--) {
     line = text({ ...base, reasons: short, fix: fix.slice(0, k).map((c) => clip(c, 1000)), cut: { reasons: all.length } });
