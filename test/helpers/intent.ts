@@ -37,7 +37,7 @@ export function holdingHook(up: Upstream, hook: 'pre-receive' | 'post-receive', 
   return { entered: () => existsSync(join(dir, 'entered')), release: () => writeFileSync(join(dir, 'release'), '') };
 }
 
-export async function setup(t: TT, auditUrl?: string) {
+export async function setup(t: TT, auditUrl?: string, extra: { beforeJudge?: () => Promise<void> } = {}) {
   const up = await startUpstream(t);
   const w = TestRepo.init(t);
   w.commit('base', BASE);
@@ -48,9 +48,10 @@ export async function setup(t: TT, auditUrl?: string) {
   await runRepoCreateUpstream({ data, name: 'app', trusted: 'main', upstream: up.url('app'), credentialFile: cred });
   const logs: string[] = [];
   let srv: RunningServer | null = null;
-  const start = async () => (srv = await startServer({ dataDir: data, port: 0, host: '127.0.0.1', log: (l) => logs.push(l), upstreamFreshMs: 0, ...(auditUrl ? { auditUrl } : {}) }));
+  const start = async () => (srv = await startServer({ dataDir: data, port: 0, host: '127.0.0.1', log: (l) => logs.push(l), upstreamFreshMs: 0, ...(auditUrl ? { auditUrl } : {}), ...extra }));
   await start();
-  const agent = srv!.tokens.create('agent-1', 'agent');
+  // With PostgreSQL the token store is the shared log's, and async.
+  const agent = await srv!.tokens.create('agent-1', 'agent');
   t.teardown(async () => {
     await srv?.close();
     rmSync(data, { recursive: true, force: true });

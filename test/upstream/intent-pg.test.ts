@@ -14,11 +14,14 @@ t.test('PostgreSQL down before the forward: refused, nothing forwarded, nothing 
   const skip = needPostgres(t);
   if (skip) return t.skip(skip);
   const pg = await startPostgres(t);
-  const g = await setup(t, pg.url);
+  // The store goes down once the push is authenticated (tokens live in it too, so a store that
+  // is down before the request refuses it at the door): while it is judged, before the decision.
+  let stopAtJudge = false;
+  const g = await setup(t, pg.url, { beforeJudge: async () => { if (stopAtJudge) await pg.stop(); } });
   g.w.checkout('agent/fix', true);
   g.w.commit('fix', { 'src/app.py': 'def add(a, b):\n    return b + a\n' });
   const forwardsBefore = g.up.served.filter((s) => s.startsWith('POST') && s.includes('receive-pack')).length;
-  await pg.stop();
+  stopAtJudge = true;
   const r = await gitAsync(g.w.dir, ['push', g.remote(), 'agent/fix']);
   t.not(r.code, 0, 'refused');
   t.match(r.stderr, /remote: patchgate: push refused: the audit log could not record push \S+, so nothing is accepted or forwarded/);
