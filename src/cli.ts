@@ -116,6 +116,7 @@ export function buildCli(argv: string[]): Argv {
       .option('data', { type: 'string', describe: 'also record the run in <data>/patchgate.db' })
       .option('today', { type: 'string', describe: 'YYYY-MM-DD for ledger expiry (default: today, UTC)' })
       .option('verbose', { type: 'boolean', default: false, describe: 'show the runner\'s output, the whole decision table and every reason (default: a summary)' })
+      .option('sandbox', { choices: ['bwrap', 'none'] as const, default: 'bwrap' as const, describe: 'strict runs: every test process under bubblewrap (no network, no parent /proc, only the sealed tree writable); none: the explicit opt-out, reported as not sandboxed' })
       .usage('$0 ci --base REV --head REV [options] -- CMD...\n\nCMD (after --) runs the tests: pytest, node (--test), vitest or jest, run directly; npm test, npm run NAME, yarn test and pnpm test run the script the trusted revision\'s package.json names.')
       .example('$0 ci --base origin/main --head HEAD -- node --import=@tapjs/typescript/import --test --test-reporter=tap test/node/npm-script.test.ts', 'judge HEAD, then run patchgate\'s own node:test suite (green on this repository)')
       .example('$0 ci --base origin/main --head HEAD -- python3 -m pytest tests', 'a pytest project (src/ put first on the import path)')
@@ -123,7 +124,7 @@ export function buildCli(argv: string[]): Argv {
       .parserConfiguration({ 'populate--': true, 'parse-positional-numbers': false }),
     (a) => guarded(async () => (await ciCommand()).runCi({
       repo: resolve(a.repo), base: a.base, head: a.head, seed: a.seed, junit: a.junit, report: a.report,
-      baseline: a.baseline, writeBaseline: a.writeBaseline, data: a.data, today: a.today, cmd: afterDashes(a), verbose: a.verbose, ...(a.holdout !== undefined ? { holdout: a.holdout } : {}), ...(a.runs !== undefined ? { runs: a.runs } : {}),
+      baseline: a.baseline, writeBaseline: a.writeBaseline, data: a.data, today: a.today, cmd: afterDashes(a), verbose: a.verbose, sandbox: a.sandbox, ...(a.holdout !== undefined ? { holdout: a.holdout } : {}), ...(a.runs !== undefined ? { runs: a.runs } : {}),
     }, io)))
     .command('ledger', 'the flake ledger: `ledger check`, `ledger freeze`', (y) => y
       .command('check', 'validate the flake ledger; exit 1 when a row is invalid', (y2) => y2

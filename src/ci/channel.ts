@@ -79,13 +79,16 @@ export async function attachChannel(argv: string[], o: AttachOptions): Promise<A
     const pp = [o.dir, ...(o.root ? pythonSourceRoots(o.root) : [])].join(':');
     return { kind, argv: [...argv.slice(0, at), ...extra, ...argv.slice(at)], env: { PYTHONPATH: pp }, junit };
   }
+  // The node tripwire (channel/patchgate-preload.mjs), loaded before the first line of tested code.
+  const preload = join(o.dir, 'patchgate-preload.mjs');
+  if (kind !== 'unknown') await copyFile(join(pluginDir(), 'patchgate-preload.mjs'), preload);
   if (kind === 'node') {
     const reporter = join(o.dir, 'patchgate-reporter.mjs');
     await copyFile(join(pluginDir(), 'patchgate-reporter.mjs'), reporter);
     const rest = argv.slice(1);
     const reporters = rest.filter((a) => a === '--test-reporter' || a.startsWith('--test-reporter=')).length;
     const dests = rest.filter((a) => a === '--test-reporter-destination' || a.startsWith('--test-reporter-destination=')).length;
-    const extra = [`--test-reporter=${reporter}`, `--test-reporter-destination=/dev/null`];
+    const extra = [`--import=${preload}`, `--test-reporter=${reporter}`, `--test-reporter-destination=/dev/null`];
     const tail: string[] = [];
     // node pairs reporters with destinations by position: ours first, the project's after.
     if (reporters === 0) tail.push('--test-reporter=tap', '--test-reporter-destination=stdout');
@@ -98,7 +101,7 @@ export async function attachChannel(argv: string[], o: AttachOptions): Promise<A
     const reporter = join(o.dir, file);
     await copyFile(join(pluginDir(), file), reporter);
     const a = attachJs(kind, argv, at, { dir: o.dir, reporter, seed: o.seed, ...(o.shuffle !== undefined ? { shuffle: o.shuffle } : {}), haveReport: o.haveReport });
-    return { kind, argv: a.argv, env: {}, junit: a.report };
+    return { kind, argv: a.argv, env: { NODE_OPTIONS: `--import=${preload}` }, junit: a.report };
   }
   return { kind, argv, env: {}, junit: null };
 }
@@ -124,11 +127,45 @@ export interface Stream {
   problems: string[];
   /** pytest: where each top-level module was imported from (name -> file). */
   modules: Record<string, string>;
+  /** Tripwires that fired (the pytest plugin's audit hook and snapshot; the node preload). */
+  tampers: Tamper[];
+}
+
+export interface Tamper {
+  event: string;
+  file: string;
+  line: number;
+  detail: string;
+}
+
+/** The line the node preload writes on stderr when a tripwire fires (the reporters and the gate read it). */
+export const TRIPWIRE_MARK = 'patchgate-tripwire ';
+
+/** A tripwire record, or null when `r` is not a well-formed one. */
+export function tamperOf(r: Record<string, unknown>): Tamper | null {
+  if (typeof r.event !== 'string') return null;
+  return { event: r.event.slice(0, 80), file: typeof r.file === 'string' ? r.file.slice(0, 300) : '', line: typeof r.line === 'number' ? r.line : 0, detail: typeof r.detail === 'string' ? r.detail.slice(0, 300) : '' };
+}
+
+/** Tripwire records in the command's own output lines (the node preload writes them on stderr). */
+export function tampersInOutput(lines: string[]): Tamper[] {
+  const out: Tamper[] = [];
+  for (const l of lines) {
+    const i = l.indexOf(TRIPWIRE_MARK);
+    if (i < 0) continue;
+    try {
+      const t = tamperOf(JSON.parse(l.slice(i + TRIPWIRE_MARK.length)) as Record<string, unknown>);
+      if (t) out.push(t);
+    } catch {
+      /* a cut line: the stream's own record (if any) still counts */
+    }
+  }
+  return out;
 }
 
 /** Parse the reporter's JSON lines. `root` is the sealed tree (node's file ids are made relative to it). */
 export function parseStream(text: string, kind: RunnerKind, root: string): Stream {
-  const s: Stream = { started: false, ended: false, exitstatus: null, collected: [], collectErrors: [], tests: [], problems: [], modules: {} };
+  const s: Stream = { started: false, ended: false, exitstatus: null, collected: [], collectErrors: [], tests: [], problems: [], modules: {}, tampers: [] };
   const nodeRecs: Array<{ path: string[]; file: string | null; status: TestResult['status'] }> = [];
   for (const line of text.split('\n')) {
     if (!line.trim()) continue;
@@ -137,6 +174,12 @@ export function parseStream(text: string, kind: RunnerKind, root: string): Strea
       r = JSON.parse(line) as Record<string, unknown>;
     } catch {
       s.problems.push(`a line of the stream is not JSON: ${JSON.stringify(line.slice(0, 80))}`);
+      continue;
+    }
+    if (r.t === 'tamper') {
+      // A tripwire counts wherever it is in the stream (an exit handler can fire one after the end).
+      const t = tamperOf(r);
+      if (t) s.tampers.push(t);
       continue;
     }
     if (s.ended) {

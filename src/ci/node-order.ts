@@ -128,7 +128,7 @@ export function numberIds(tests: StreamTest[], byFile: boolean): void {
 
 /** One stream from the streams of the per-file runs: complete only when every part is. */
 export function mergeStreams(parts: Stream[]): Stream {
-  const s: Stream = { started: parts.length > 0, ended: parts.length > 0, exitstatus: null, collected: [], collectErrors: [], tests: [], problems: [], modules: {} };
+  const s: Stream = { started: parts.length > 0, ended: parts.length > 0, exitstatus: null, collected: [], collectErrors: [], tests: [], problems: [], modules: {}, tampers: parts.flatMap((p) => p.tampers ?? []) };
   for (const p of parts) {
     s.started &&= p.started;
     s.ended &&= p.ended;

@@ -25,6 +25,7 @@ import { resolveCommand } from './command-line.js';
 import { capped, decidingRow, FAILURE_KINDS, Tail } from './summary.js';
 export { decidingRow, printVerdict } from './summary.js';
 import { materialiseHoldout } from './holdout.js';
+import { sandboxAvailable, type SandboxMode } from './sandbox.js';
 import { checkStream, holdoutArgv, laterRun, orderChanges, sealedRun, type SealedRun, type StrictFinding, type StrictOptions } from './strict.js';
 
 export interface CiOptions {
@@ -46,7 +47,7 @@ export interface CiOptions {
   /** Show everything: the runner's output, the whole decision table, every reason. */
   verbose?: boolean;
   /** `--sandbox bwrap|none` (pinned in DESIGN.md; the bubblewrap work reads it). Tests that measured a run unsandboxed say `none`. */
-  sandbox?: 'bwrap' | 'none';
+  sandbox?: SandboxMode;
 }
 
 export interface CiIo {
@@ -57,7 +58,7 @@ export interface CiIo {
 export type ReasonKind =
   | 'check' | 'ledger-invalid' | 'failed' | 'new-seed' | 'expired' | 'fixture-mismatch'
   | 'no-report' | 'stale-report' | 'unreadable-report' | 'incomplete-report' | 'empty-report'
-  | 'seed-file' | 'command-failed' | 'vanished' | 'skipped' | 'error' | 'not-judged-code' | 'command-not-found'
+  | 'seed-file' | 'command-failed' | 'vanished' | 'skipped' | 'error' | 'not-judged-code' | 'command-not-found' | 'sandbox-missing' | 'runtime-tamper'
   | StrictFinding['kind'];
 
 export interface CiReason {
@@ -91,6 +92,8 @@ export interface CiReport {
   baseline: { path: string; tests: number; vanished: string[]; skipped: string[]; skippedThere?: number } | null;
   /** pytest: where each of the project's own modules was imported from (the judged tree's, or not). */
   modules?: Record<string, string>;
+  /** How the strict run's test processes ran: `bwrap` (sandboxed), `none` (the explicit opt-out, "not sandboxed"); null: not a strict run. */
+  sandbox?: SandboxMode | null;
   /** Set when the command could not start: one line says why, and nothing else is printed. */
   notRun?: string;
   wroteBaseline: string | null;
@@ -212,6 +215,16 @@ export async function executeCi(args: CiOptions, io: CiIo): Promise<CiReport> {
       report.head = headId;
       const policy = await loadPolicy(git, baseId);
       const strict = policy.ci.integrity === 'strict';
+      const sandbox: SandboxMode = args.sandbox ?? 'bwrap';
+      report.sandbox = strict ? sandbox : null;
+      if (strict && sandbox === 'bwrap') {
+        const can = sandboxAvailable();
+        if (!can.ok) {
+          red(ctx, 'sandbox-missing', 'sandbox-missing', `the tests were not run: ${can.why}`);
+          io.out(`patchgate: ${can.why}; the tests were not run`);
+          return finish(ctx);
+        }
+      } else if (strict) io.out('patchgate: --sandbox none: the tests run NOT SANDBOXED (the report and the verdict say so)');
       // npm test and friends: the script the trusted package.json names, run directly.
       const resolved = await resolveCommand(git, baseId, args.cmd, repo);
       if (resolved.note) io.out(`patchgate: ${resolved.note}`);
@@ -254,7 +267,8 @@ export async function executeCi(args: CiOptions, io: CiIo): Promise<CiReport> {
       const relay = args.verbose ? io : { out: tail.push, err: tail.push };
       // The dependencies CI installed in the checkout (node_modules) are linked into the sealed copy.
       const links = existsSync(join(repo, 'node_modules')) ? [{ name: 'node_modules', target: join(repo, 'node_modules') }] : [];
-      const so: StrictOptions = { git, policy, repo, cmd, seed, tmp, ...(args.junit ? { junit: args.junit } : {}), io, relay, links };
+      const hidden = [repo, ...(args.data ? [resolve(args.data)] : [])];
+      const so: StrictOptions = { git, policy, repo, cmd, seed, tmp, ...(args.junit ? { junit: args.junit } : {}), io, relay, links, sandbox, hidden };
       let sealed: SealedRun | null = null;
       let res;
       if (strict) {
@@ -442,7 +456,7 @@ async function trustedBaseline(ctx: Ctx, so: StrictOptions, first: SealedRun, ba
   const { io } = ctx;
   const tree = await so.git.commitTree(baseId);
   const common = resolve(so.repo, (await so.git.text(['rev-parse', '--git-common-dir'])).trim());
-  const t = await trustedRun({ cacheDir: join(common, 'patchgate', 'baselines'), tree, base: baseId, key: [so.cmd, so.policy.ci.pytestPlugins, runnerKind(so.cmd).kind] }, async () => {
+  const t = await trustedRun({ cacheDir: join(common, 'patchgate', 'baselines'), tree, base: baseId, key: [so.cmd, so.policy.ci.pytestPlugins, runnerKind(so.cmd).kind, so.sandbox ?? 'bwrap'] }, async () => {
     io.out(`patchgate: running the trusted tree ${baseId.slice(0, 12)} under the same command for the baseline (cached per trusted tree)`);
     return (await sealedRun(so, baseId, 'baseline', { quiet: true })).stream;
   });
@@ -484,7 +498,7 @@ export async function auditCi(dataDir: string, report: CiReport): Promise<number
       verdict: report.verdict === 'green' ? 'accept' : 'reject',
       actor: process.env.PATCHGATE_ACTOR ?? null,
       detail: {
-        seed: report.seed, outcome: report.verdict, row: report.row, fired: report.fired, exitCode: report.exitCode,
+        seed: report.seed, outcome: report.verdict, row: report.row, fired: report.fired, exitCode: report.exitCode, sandbox: report.sandbox ?? null,
         repoPath: report.repo, today: report.today,
         reasons: report.reasons.slice(0, 200),
         command: report.command, results: report.results,

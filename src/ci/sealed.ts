@@ -82,10 +82,10 @@ export async function unseal(root: string): Promise<void> {
   }
 }
 
-/** The test process's environment: the gate's and the runners' own variables removed. */
-export function sealedEnv(seed: number, extra: Record<string, string>): Record<string, string> {
+/** The test process's environment: the gate's and the runners' own variables removed (`ownOnly`: patchgate's run variables alone; the sandbox adds its allow-list). */
+export function sealedEnv(seed: number, extra: Record<string, string>, ownOnly = false): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) {
+  for (const [k, v] of ownOnly ? [] : Object.entries(process.env)) {
     if (v === undefined) continue;
     if (/^(PATCHGATE_|GIT_|PYTEST_|_PYTEST|NODE_TEST|TAP_|PYTHONPATH$|PYTHONSTARTUP$|PYTHONUSERBASE$)/.test(k)) continue;
     env[k] = v;

@@ -10,13 +10,14 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { errorMessage } from '../errors.js';
 import type { Git } from '../git/git.js';
 import type { Policy } from '../policy/config.js';
-import { attachChannel, crossCheck, parseStream, runnerKind, type Stream, type StreamTest } from './channel.js';
+import { attachChannel, crossCheck, parseStream, runnerKind, tampersInOutput, TRIPWIRE_MARK, type Stream, type StreamTest, type Tamper } from './channel.js';
 import { filesOf, mergeStreams, nodeTestShape, shuffleOrder } from './node-order.js';
 import { runCommand, showArgv, withSeed, type CommandResult } from './process.js';
 import { sealTree, sealedEnv, unseal, verifySeal } from './sealed.js';
+import { sandboxArgv, sandboxEnv, type SandboxMode } from './sandbox.js';
 
 export interface StrictFinding {
-  kind: 'no-stream' | 'report-mismatch' | 'tree-tampered' | 'order-dependent' | 'vanished' | 'skipped' | 'holdout-failed' | 'holdout-no-stream' | 'holdout-unavailable';
+  kind: 'no-stream' | 'report-mismatch' | 'tree-tampered' | 'runtime-tamper' | 'order-dependent' | 'vanished' | 'skipped' | 'holdout-failed' | 'holdout-no-stream' | 'holdout-unavailable';
   row: string;
   message: string;
   test?: string;
@@ -44,6 +45,10 @@ export interface StrictOptions {
   relay?: { out(l: string): void; err(l: string): void };
   /** Folders the sealed copy links to by name (the checkout's node_modules: the dependencies CI installed). */
   links?: Array<{ name: string; target: string }>;
+  /** bwrap (the default of a strict run) or none (the explicit, reported opt-out). */
+  sandbox?: SandboxMode;
+  /** Folders the sandbox never shows, even through a toolchain on PATH (the checkout, the data folder). */
+  hidden?: string[];
 }
 
 /** The n-th shuffle seed of a run: derived from the run seed, so a replay shuffles the same way. */
@@ -68,13 +73,27 @@ export async function sealedRun(o: StrictOptions, rev: string, name: string, opt
   for (const argv of opt.sequence ?? [opt.argv ?? withSeed(o.cmd, o.seed)]) {
     // Paths into the agent's checkout are paths into the sealed copy.
     const base = argv.map((a) => a.split(o.repo + '/').join(root + '/'));
-    const att = await attachChannel(base, { dir: join(o.tmp, name, 'plugin'), seed: o.seed, shuffle: opt.shuffle, plugins: o.policy.ci.pytestPlugins, haveReport: !!o.junit && !opt.argv, collectOnly: opt.collectOnly, root });
+    const pluginDir = join(o.tmp, name, 'plugin');
+    const att = await attachChannel(base, { dir: pluginDir, seed: o.seed, shuffle: opt.shuffle, plugins: o.policy.ci.pytestPlugins, haveReport: !!o.junit && !opt.argv, collectOnly: opt.collectOnly, root });
     junit = o.junit && !opt.argv ? (isAbsolute(o.junit) ? o.junit : resolve(root, o.junit)) : att.junit;
-    const env = sealedEnv(o.seed, opt.extraFiles ? { ...att.env, PYTHONPATH: [att.env.PYTHONPATH, root, join(root, 'src')].filter(Boolean).join(':') } : att.env);
-    if (!opt.quiet) o.io.out(`patchgate: running ${showArgv(att.argv)} (sealed copy of ${rev.slice(0, 12)} in ${root})`);
+    const runEnv = opt.extraFiles ? { ...att.env, PYTHONPATH: [att.env.PYTHONPATH, root, join(root, 'src')].filter(Boolean).join(':') } : att.env;
+    const sandboxed = (o.sandbox ?? 'bwrap') === 'bwrap';
+    const env = sandboxed ? sandboxEnv({ ...sealedEnv(o.seed, {}, true), ...runEnv }, '/tmp/home') : sealedEnv(o.seed, runEnv);
+    if (!opt.quiet) o.io.out(`patchgate: running ${showArgv(att.argv)} (sealed copy of ${rev.slice(0, 12)} in ${root}${sandboxed ? ', sandboxed by bubblewrap' : ', NOT SANDBOXED'})`);
+    // Tripwire lines the node preload wrote on stderr (vitest and jest workers pass it through).
+    const marks: string[] = [];
+    const mark = (emit: (l: string) => void) => (l: string) => {
+      if (l.includes(TRIPWIRE_MARK)) marks.push(l);
+      else emit(l);
+    };
     const quiet = () => {};
-    const res = await runCommand(att.argv, { cwd: root, env, exactEnv: true, channel: att.kind !== 'unknown', capture: true, onStdout: opt.quiet ? quiet : (o.relay ?? o.io).out, onStderr: opt.quiet ? quiet : (o.relay ?? o.io).err });
+    const linked = (o.links ?? []).map((l) => l.target);
+    const spawnArgv = sandboxed
+      ? sandboxArgv(att.argv, { writable: [root, pluginDir], readOnly: linked, scratch: linked.flatMap((t) => [join(t, '.vite'), join(t, '.vite-temp'), join(t, '.cache')]), cwd: root, env }, o.hidden ?? [o.repo])
+      : att.argv;
+    const res = await runCommand(spawnArgv, { cwd: root, env, exactEnv: true, channel: att.kind !== 'unknown', capture: true, onStdout: mark(opt.quiet ? quiet : (o.relay ?? o.io).out), onStderr: mark(opt.quiet ? quiet : (o.relay ?? o.io).err) });
     const stream = att.kind === 'unknown' ? null : parseStream(res.channel ?? '', att.kind, root);
+    findings.push(...tamperFindings([...(stream?.tampers ?? []), ...tampersInOutput(marks)], name));
     parts.push({ res, argv: att.argv, stream });
     if (opt.sequence) findings.push(...checkStream({ res, argv: att.argv, root, junit: null, stream, findings: [] }, null).map((f) => ({ ...f, message: `${f.message} (${showArgv(argv.slice(1))})` })));
   }
@@ -92,6 +111,20 @@ export async function sealedRun(o: StrictOptions, rev: string, name: string, opt
   };
   const stream = parts.every((p) => p.stream) ? mergeStreams(parts.map((p) => p.stream!)) : null;
   return { res, argv: parts[0]!.argv, root, junit: null, stream, findings };
+}
+
+/** One `runtime-tamper` finding per tripwire that fired (the same event at the same line once). */
+export function tamperFindings(tampers: Tamper[], name: string): StrictFinding[] {
+  const seen = new Set<string>();
+  const out: StrictFinding[] = [];
+  for (const t of tampers) {
+    const key = `${t.event}\0${t.file}\0${t.line}\0${t.detail}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const where = t.file ? ` at ${t.file}${t.line ? `:${t.line}` : ''}` : '';
+    out.push({ kind: 'runtime-tamper', row: 'runtime-tamper', message: `tripwire (${name}): ${t.event}${where}: ${t.detail}; tested code may not read or patch the runner: remove it and fix the code` });
+  }
+  return out;
 }
 
 /** The cross-check of a run's stream with its report (null when the report could not be read). */

@@ -65,6 +65,7 @@ interface VerdictReport {
   head: string;
   command: { argv: string[] } | null;
   notRun?: string;
+  sandbox?: 'bwrap' | 'none' | null;
   ledger: { applications: Array<{ outcome: string; ledger?: { expires: string } }> } | null;
 }
 
@@ -79,10 +80,10 @@ export function printVerdict(report: VerdictReport, args: { base: string; head: 
   const row = tableRow(report.row);
   if (report.verdict === 'green') {
     const skipped = report.ledger?.applications.filter((a) => a.outcome === 'frozen') ?? [];
-    io.out(`patchgate: GREEN (seed ${report.seed})${skipped.length ? `; ${skipped.length} frozen flake(s) skipped once, expiring ${skipped.map((a) => a.ledger!.expires).join(', ')}` : ''}`);
+    io.out(`patchgate: GREEN (seed ${report.seed})${report.sandbox === 'none' ? ' NOT SANDBOXED (--sandbox none)' : ''}${skipped.length ? `; ${skipped.length} frozen flake(s) skipped once, expiring ${skipped.map((a) => a.ledger!.expires).join(', ')}` : ''}`);
     return;
   }
-  io.out(`patchgate: ${report.verdict === 'error' ? 'ERROR' : 'RED'}: ${row.observation} -> ${row.action} (seed ${report.seed})`);
+  io.out(`patchgate: ${report.verdict === 'error' ? 'ERROR' : 'RED'}: ${row.observation} -> ${row.action} (seed ${report.seed}${report.sandbox === 'none' ? ', not sandboxed' : ''})`);
   if (report.command) {
     const base = /^[0-9a-f]{40,64}$/.test(report.base) ? report.base.slice(0, 12) : args.base;
     const head = /^[0-9a-f]{40,64}$/.test(report.head) ? report.head.slice(0, 12) : args.head;

@@ -39,6 +39,9 @@ export const ROW_CODES: Readonly<Record<string, string>> = {
   'source-unparsable': 'PG-SOURCE-UNPARSABLE',
   'source-too-large': 'PG-SOURCE-TOO-LARGE',
   'src-tamper': 'PG-SRC-TAMPER',
+  'runtime-tamper': 'PG-RUNTIME-TAMPER',
+  'sandbox-missing': 'PG-SANDBOX-MISSING',
+  'not-the-judged-code': 'PG-NOT-JUDGED-CODE',
   'report-forged': 'PG-REPORT-FORGED',
   'tree-tampered': 'PG-TREE-TAMPERED',
   'order-dependent': 'PG-ORDER-DEPENDENT',
@@ -77,6 +80,8 @@ export const DECISION_TABLE: readonly TableRow[] = [
   { id: 'source-too-large', observation: 'contract source too large or too slow to parse', result: 'fail', action: 'shrink or split the file; re-push', rule: 'contract', findings: ['tooLarge', 'parseFailed'] },
   // --- issue 11: rows of a run the gate cannot vouch for, and of the src tamper scan (one block).
   { id: 'src-tamper', observation: 'src/ code reaches into the test runner, its environment or process exit', result: 'fail', action: 'remove the construct named; fix the code, not the oracle', rule: 'tamper-scan' },
+  { id: 'runtime-tamper', observation: "a tripwire fired while the tests ran: tested code read the runner's frames or files, or patched the runner, its assertions or builtins", result: 'fail', action: 'remove the code named (event, file, line); fix the code, not the oracle' },
+  { id: 'sandbox-missing', observation: 'the strict run could not be sandboxed (bubblewrap missing or refused its namespaces)', result: 'fail', action: 'install the Debian package bubblewrap, or opt out with --sandbox none (reported as not sandboxed)' },
   { id: 'report-forged', observation: "runner report disagrees with the gate's own stream or exit status, or no stream", result: 'fail', action: 'reject patch; the run is not evidence' },
   { id: 'tree-tampered', observation: 'test tree or fixtures changed during the run', result: 'fail', action: 'reject patch; code under test may not touch the oracle' },
   { id: 'not-the-judged-code', observation: 'a project module was imported from outside the sealed tree (an installed copy, another checkout)', result: 'fail', action: 'put the sealed source roots first on the import path (no sys.path or pythonpath edits that put another copy first; uninstall the installed copy); the run judged other code' },

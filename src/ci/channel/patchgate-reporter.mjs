@@ -21,7 +21,18 @@ export default async function* patchgateReporter(source) {
   send({ t: 'start' });
   for await (const e of source) {
     const d = e.data ?? {};
-    if (e.type === 'test:start') {
+    if ((e.type === 'test:stderr' || e.type === 'test:stdout') && typeof d.message === 'string' && d.message.includes('patchgate-tripwire ')) {
+      // The preload's tripwire line from a test process: a record of its own on the gate's pipe.
+      for (const line of d.message.split('\n')) {
+        const i = line.indexOf('patchgate-tripwire ');
+        if (i < 0) continue;
+        try {
+          send({ t: 'tamper', ...JSON.parse(line.slice(i + 19)) });
+        } catch {
+          send({ t: 'tamper', event: 'unreadable', file: '', line: 0, detail: 'a tripwire line was cut' });
+        }
+      }
+    } else if (e.type === 'test:start') {
       const s = stacks.get(d.file) ?? [];
       s.length = d.nesting;
       s.push(d.name);

@@ -1,101 +1,260 @@
-# patchgate's pytest reporter. patchgate ci loads it with `-p patchgate_channel` from a folder
-# outside the work tree and reads what it writes on a pipe of its own (--patchgate-fd): each
-# collected test id, each test's outcome and the session's exit status. The gate cross-checks
-# that stream against the JUnit report and the exit code, so a report the tested code forges
-# (or a run that dies at import) is red. It also shuffles the run order from a seed and hands
-# the run seed to tests as the `patchgate_seed` fixture.
-import json
-import os
-import random
-import sys
-
-import pytest
-
-_out = None
-_state = {}
-_RANK = {"passed": 0, "skipped": 1, "failed": 2}
-
-
-def pytest_addoption(parser):
-    g = parser.getgroup("patchgate")
-    g.addoption("--patchgate-fd", type=int, default=None, help="write the gate's stream to this fd")
-    g.addoption("--patchgate-seed", default=None, help="the run seed (the patchgate_seed fixture)")
-    g.addoption("--patchgate-shuffle", default=None, help="shuffle the test order from this seed")
+# patchgate's pytest reporter and tripwire. patchgate ci loads it with `-p patchgate_channel`
+# from a folder outside the work tree and reads what it writes on a pipe of its own
+# (--patchgate-fd): each collected test id, each test's outcome, the session's exit status,
+# where the project's modules were imported from, and every tripwire that fired. The gate
+# cross-checks that stream against the JUnit report and the exit code.
+#
+# The tripwire is installed when this module is imported, which pytest does while it reads its
+# arguments: before any conftest and before the project is imported. It has two halves:
+# - a `sys.addaudithook` hook (PEP 578: it cannot be removed) that records, when the nearest
+#   calling frame outside the standard library is the project's own source, frame and object
+#   walks (sys._current_frames, gc.get_objects/get_referrers/get_referents), tracing hooks, an
+#   open or compile of a test source, and an import of the runner's internals;
+# - a snapshot of the runner's functions and classes, unittest's assertions, builtins and
+#   sys.meta_path, compared after every test and at the end, because a plain assignment to a
+#   class attribute raises no audit event.
+# All state lives in closures: the module keeps no globals of its own and leaves sys.modules.
 
 
-def _emit(rec):
-    if _out is not None:
-        _out.write(json.dumps(rec) + "\n")
-        _out.flush()
 
+def _make():
+    import importlib
+    import json
+    import os
+    import random
+    import sys
+    import sysconfig
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_configure(config):
-    global _out
-    fd = config.getoption("--patchgate-fd")
-    if fd is None or _out is not None:
-        return
-    # Move the pipe off its well-known number before any tested code is imported.
-    private = os.dup(fd)
-    os.close(fd)
-    _out = os.fdopen(private, "w", buffering=1)
-    _emit({"t": "start", "pytest": pytest.__version__})
+    import pytest
 
+    dumps = json.dumps
+    write = os.write
+    getframe = sys._getframe
+    root = os.path.realpath(os.getcwd())
+    stdlib = tuple({os.path.realpath(p) + os.sep for p in (sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("platstdlib")) if p})
+    here = os.path.realpath(__file__)
+    fd = [None]
+    state = {}
+    rank = {"passed": 0, "skipped": 1, "failed": 2}
+    seen = set()
+    busy = [False]
+    pending = []
+    walks = frozenset(("sys._current_frames", "gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys.settrace", "sys.setprofile"))
+    watched = walks | {"open", "compile", "import", "object.__getattr__"}
 
-@pytest.fixture
-def patchgate_seed(request):
-    return int(request.config.getoption("--patchgate-seed") or 0)
+    def emit(rec):
+        if fd[0] is None:
+            pending.append(rec)
+            return
+        data = (dumps(rec) + "\n").encode()
+        while data:
+            data = data[write(fd[0], data):]
 
+    def rel(path):
+        p = os.path.realpath(path)
+        return p[len(root) + 1:] if p.startswith(root + os.sep) else p
 
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(session, config, items):
-    s = config.getoption("--patchgate-shuffle")
-    if s is not None:
-        random.Random(int(s)).shuffle(items)
-    for it in items:
-        _emit({"t": "collected", "id": it.nodeid})
+    def is_test_source(path):
+        if not isinstance(path, str) or not path.endswith(".py"):
+            return False
+        r = rel(path)
+        if r.startswith("/"):
+            return False
+        parts = r.split("/")
+        name = parts[-1]
+        return parts[0] == ".patchgate-holdout" or any(p in ("tests", "test", "testing") for p in parts[:-1]) or name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
 
+    def is_project(path):
+        if not isinstance(path, str) or path.startswith("<"):
+            return False
+        r = rel(path)
+        if r.startswith("/") or is_test_source(path):
+            return False
+        return not any(p in ("site-packages", "dist-packages", "node_modules", ".venv", "venv", ".tox", ".nox") for p in r.split("/"))
 
-def pytest_collectreport(report):
-    if report.failed:
-        _emit({"t": "collect-error", "id": report.nodeid})
+    def caller():
+        f = getframe(2)
+        while f is not None:
+            fn = f.f_code.co_filename
+            real = os.path.realpath(fn) if not fn.startswith("<") else fn
+            if not (fn.startswith("<frozen") or real.startswith(stdlib) or real == here):
+                return f
+            f = f.f_back
+        return None
 
+    def fire(event, f, detail):
+        key = (event, f.f_code.co_filename, f.f_lineno)
+        if key in seen:
+            return
+        seen.add(key)
+        emit({"t": "tamper", "event": event, "file": rel(f.f_code.co_filename), "line": f.f_lineno, "detail": detail[:200]})
 
-def pytest_runtest_logreport(report):
-    if report.skipped:
-        new = "skipped"
-    elif report.failed:
-        new = "failed"
-    else:
-        new = "passed"
-    old = _state.get(report.nodeid, "passed")
-    _state[report.nodeid] = new if _RANK[new] > _RANK[old] else old
+    def hook(event, args):
+        if event not in watched or busy[0]:
+            return
+        busy[0] = True
+        try:
+            if event == "open":
+                if not is_test_source(args[0] if args and isinstance(args[0], str) else None):
+                    return
+                detail = "opened the test source " + rel(args[0])
+            elif event == "compile":
+                if len(args) < 2 or not is_test_source(args[1] if isinstance(args[1], str) else None):
+                    return
+                detail = "compiled the test source " + rel(args[1])
+            elif event == "import":
+                name = args[0] if args else ""
+                if not isinstance(name, str) or not (name.split(".")[0] in ("_pytest", "pytest", "pluggy", "unittest", "patchgate_channel")):
+                    return
+                detail = "imported the runner's module " + name
+            elif event == "object.__getattr__":
+                attr = args[1] if len(args) > 1 else None
+                if attr == "tb_frame":
+                    detail = "read a traceback's frame (tb_frame)"
+                elif attr == "__code__" and is_test_source(getattr(getattr(args[0], "__code__", None), "co_filename", None)):
+                    detail = "read the code object of the test function " + str(getattr(args[0], "__qualname__", "?"))
+                else:
+                    return
+            else:
+                detail = "called " + event
+            f = caller()
+            if f is not None and is_project(f.f_code.co_filename):
+                fire(event, f, detail)
+        except Exception:
+            pass
+        finally:
+            busy[0] = False
 
+    sys.addaudithook(hook)
 
-def pytest_runtest_logfinish(nodeid, location):
-    _emit({"t": "test", "id": nodeid, "status": _state.get(nodeid, "failed")})
+    # The snapshot: what the runner judges with, as it was before the project was imported.
+    names = ["_pytest.reports", "_pytest.runner", "_pytest.terminal", "_pytest.junitxml", "_pytest.main", "_pytest.python", "_pytest.outcomes", "_pytest.nodes", "_pytest.skipping", "_pytest.unittest", "_pytest.assertion.rewrite", "_pytest.assertion.util", "_pytest.fixtures", "pytest", "pluggy", "pluggy._hooks", "pluggy._callers", "pluggy._manager", "unittest", "unittest.case", "unittest.result", "builtins"]
 
+    def ident(v):
+        return (id(v), id(getattr(v, "__code__", None)))
 
-def _module_files():
-    # Where each top-level module was imported from: the gate checks that the project's own
-    # modules came from the sealed tree, not from an installed copy.
-    out = {}
-    for name, mod in list(sys.modules.items()):
-        if "." in name or mod is None:
-            continue
-        f = getattr(mod, "__file__", None)
-        if not isinstance(f, str):
-            p = getattr(mod, "__path__", None)
+    def take():
+        snap = {}
+        for n in names:
             try:
-                f = next(iter(p)) if p is not None else None
+                m = importlib.import_module(n)
             except Exception:
-                f = None
-        if isinstance(f, str):
-            out[name] = os.path.abspath(f)
-    return out
+                continue
+            for k, v in list(vars(m).items()):
+                if callable(v):
+                    snap[(n, k)] = ident(v)
+                if isinstance(v, type) and getattr(v, "__module__", None) == n:
+                    for ck, cv in list(vars(v).items()):
+                        if callable(cv) or isinstance(cv, (property, staticmethod, classmethod)):
+                            snap[(n, k, ck)] = ident(cv)
+        return snap
+
+    snap = take()
+    meta = [id(x) for x in sys.meta_path]
+    mods = {}
+
+    def lookup(key):
+        m = mods.get(key[0]) or sys.modules.get(key[0])
+        if m is None:
+            return None
+        mods[key[0]] = m
+        v = vars(m).get(key[1], None)
+        if len(key) == 3:
+            v = vars(v).get(key[2], None) if isinstance(v, type) else None
+        return v
+
+    reported = set()
+
+    def compare(when):
+        for key, want in snap.items():
+            if key in reported:
+                continue
+            v = lookup(key)
+            if v is None or ident(v) != want:
+                reported.add(key)
+                emit({"t": "tamper", "event": "patched", "file": "", "line": 0, "detail": "%s was %s %s" % (".".join(key), "removed" if v is None else "replaced", when)})
+        now = set(id(x) for x in sys.meta_path)
+        for i in meta:
+            if i not in now and ("meta_path", i) not in reported:
+                reported.add(("meta_path", i))
+                emit({"t": "tamper", "event": "patched", "file": "", "line": 0, "detail": "an import finder was removed from sys.meta_path " + when})
+
+    def pytest_addoption(parser):
+        g = parser.getgroup("patchgate")
+        g.addoption("--patchgate-fd", type=int, default=None, help="write the gate's stream to this fd")
+        g.addoption("--patchgate-seed", default=None, help="the run seed (the patchgate_seed fixture)")
+        g.addoption("--patchgate-shuffle", default=None, help="shuffle the test order from this seed")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_configure(config):
+        n = config.getoption("--patchgate-fd")
+        if n is None or fd[0] is not None:
+            return
+        # Move the pipe off its well-known number before the tests run.
+        private = os.dup(n)
+        os.close(n)
+        fd[0] = private
+        emit({"t": "start", "pytest": pytest.__version__})
+        while pending:
+            emit(pending.pop(0))
+        sys.modules.pop("patchgate_channel", None)
+
+    @pytest.fixture
+    def patchgate_seed(request):
+        return int(request.config.getoption("--patchgate-seed") or 0)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(session, config, items):
+        s = config.getoption("--patchgate-shuffle")
+        if s is not None:
+            random.Random(int(s)).shuffle(items)
+        for it in items:
+            emit({"t": "collected", "id": it.nodeid})
+
+    def pytest_collectreport(report):
+        if report.failed:
+            emit({"t": "collect-error", "id": report.nodeid})
+
+    def pytest_runtest_logreport(report):
+        new = "skipped" if report.skipped else "failed" if report.failed else "passed"
+        old = state.get(report.nodeid, "passed")
+        state[report.nodeid] = new if rank[new] > rank[old] else old
+
+    def pytest_runtest_logfinish(nodeid, location):
+        compare("during " + nodeid)
+        emit({"t": "test", "id": nodeid, "status": state.get(nodeid, "failed")})
+
+    def module_files():
+        # Where each top-level module was imported from: the gate checks that the project's own
+        # modules came from the sealed tree, not from an installed copy.
+        out = {}
+        for name, mod in list(sys.modules.items()):
+            if "." in name or mod is None:
+                continue
+            f = getattr(mod, "__file__", None)
+            if not isinstance(f, str):
+                p = getattr(mod, "__path__", None)
+                try:
+                    f = next(iter(p)) if p is not None else None
+                except Exception:
+                    f = None
+            if isinstance(f, str):
+                out[name] = os.path.abspath(f)
+        return out
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(session, exitstatus):
+        compare("by the end of the session")
+        emit({"t": "modules", "files": module_files()})
+        emit({"t": "end", "exitstatus": int(exitstatus)})
+
+    return {
+        "pytest_addoption": pytest_addoption, "pytest_configure": pytest_configure, "patchgate_seed": patchgate_seed,
+        "pytest_collection_modifyitems": pytest_collection_modifyitems, "pytest_collectreport": pytest_collectreport,
+        "pytest_runtest_logreport": pytest_runtest_logreport, "pytest_runtest_logfinish": pytest_runtest_logfinish,
+        "pytest_sessionfinish": pytest_sessionfinish,
+    }
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_sessionfinish(session, exitstatus):
-    _emit({"t": "modules", "files": _module_files()})
-    _emit({"t": "end", "exitstatus": int(exitstatus)})
+globals().update(_make())
+del _make
