@@ -10,6 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 export type SandboxMode = 'bwrap' | 'none';
 
@@ -29,6 +30,9 @@ export interface SandboxSpec {
 const SYSTEM = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc', '/opt'];
 /** Variables a test run may inherit from the gate's environment; everything else stays out. */
 const PASS_ENV = /^(PATH|LANG|LANGUAGE|LC_[A-Z]+|TERM|TZ|NO_COLOR|FORCE_COLOR|PYENV_ROOT|PYENV_VERSION|NODE_PATH|CI)$/;
+
+/** Where patchgate itself is installed (dist/ci/ -> the package root). */
+const GATE_HOME = resolve(fileURLToPath(new URL('../../', import.meta.url)));
 
 let probed: { ok: true } | { ok: false; why: string } | null = null;
 
@@ -73,7 +77,8 @@ export function toolchainMounts(path: string, hidden: string[]): string[] {
     if (SYSTEM.some((s) => under(p, s)) || !statSync(p).isDirectory()) continue;
     const parent = dirname(p);
     const mount = /^(bin|shims)$/.test(basename(p)) && parent !== '/' && !home.includes(parent) ? parent : p;
-    if (hidden.some((h) => under(mount, h) || under(h, mount))) continue;
+    // The gate's own folder (its config, its data by default) and package bins are no toolchain.
+    if (/(^|\/)node_modules(\/|$)/.test(mount) || [...hidden, GATE_HOME].some((h) => under(mount, h) || under(h, mount))) continue;
     out.add(mount);
   }
   // A folder inside another mounted one is mounted with it.

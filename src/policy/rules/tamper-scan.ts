@@ -51,10 +51,11 @@ export const tamperScan: Rule = {
     const findings: Finding[] = [];
     const advisory: Array<Record<string, string | number>> = [];
     const memo = ctx.cache;
-    const add = (commit: string, path: string, h: { check: TamperCheck; line?: number; construct?: string }) => {
-      const m = mode(h.check);
+    const add = (commit: string, path: string, h: { check: TamperCheck; line?: number; construct?: string; covered?: boolean }) => {
+      // What the strict run's tripwire and cross-checks cover is advisory here (TamperHit.covered).
+      const m = h.covered && mode(h.check) === 'refuse' ? 'advisory' : mode(h.check);
       if (m === 'off') return;
-      const data = { commit: short(commit), path, line: h.line ?? 0, construct: h.construct ?? '', check: h.check, advice: ADVICE[h.check] };
+      const data = { commit: short(commit), path, line: h.line ?? 0, construct: h.construct ?? '', check: h.check, advice: ADVICE[h.check], ...(h.covered ? { covered: 'by the strict run of patchgate ci (tripwire, exit-status cross-check)' } : {}) };
       if (m === 'advisory') advisory.push(data);
       else findings.push({ messageId: h.line === undefined ? 'metadata' : 'hit', path, commit, data });
     };

@@ -8,6 +8,13 @@ export interface TamperHit {
   check: TamperCheck;
   line: number;
   construct: string;
+  /**
+   * Set when the strict run's runtime checks cover what this construct could do (an exit
+   * handler: the stream's end record and the exit status are cross-checked; a frame's code and
+   * line: harmless, the tripwire records reads of test frames and sources). Such a hit is
+   * advisory (audited, not refused) unless the policy turns the check off.
+   */
+  covered?: boolean;
 }
 
 /** Environment variables of test runners and of the gate. */

@@ -116,9 +116,9 @@ export async function scanPython(text: string, path: string, lines: Set<number>)
   const tree = await pythonTree(text);
   const hits: TamperHit[] = [];
   const isMain = /(^|\/)__main__\.py$/.test(path);
-  const hit = (n: Node, check: TamperHit['check'], construct: string) => {
+  const hit = (n: Node, check: TamperHit['check'], construct: string, covered = false) => {
     const line = n.startPosition.row + 1;
-    if (lines.has(line)) hits.push({ check, line, construct });
+    if (lines.has(line)) hits.push({ check, line, construct, ...(covered ? { covered } : {}) });
   };
   const aliases = importAliases(tree.rootNode);
   const walk = (n: Node) => {
@@ -151,7 +151,8 @@ export async function scanPython(text: string, path: string, lines: Set<number>)
         if (PY_WALK.has(full) && !(full === 'sys._getframe' && setsModuleFromFrame(n))) hit(n, 'interpreter-walk', `${full}()${full === fn ? '' : ` (called as ${fn})`}`);
         if (FRAME_SOURCE_CALLS.has(full) && args[0] && frameLike(args[0])) hit(n, 'interpreter-walk', `${full}() of a frame`);
         if (fn === 'setattr' && PY_PATCH_TARGET.test(args[0]?.text ?? '')) hit(n, 'runner-internals', `setattr(${args[0]!.text}, ...)`);
-        if (fn === 'os._exit' || fn === 'atexit.register' || fn === 'os.abort') hit(n, 'exit', `${fn}()`);
+        if (fn === 'atexit.register') hit(n, 'exit', `${fn}()`, true);
+        else if (fn === 'os._exit' || fn === 'os.abort') hit(n, 'exit', `${fn}()`);
         else if (/^(sys\.exit|exit|quit|os\.kill)$/.test(fn) && !inFunction(n) && !underMainGuard(n) && !isMain && !(fn !== 'os.kill' && failingExitStatus(args))) hit(n, 'exit', `${fn}() at import time`);
         break;
       }
@@ -164,13 +165,13 @@ export async function scanPython(text: string, path: string, lines: Set<number>)
         break;
       }
       case 'decorator':
-        if (/^@\s*atexit\.register/.test(n.text)) hit(n, 'exit', '@atexit.register');
+        if (/^@\s*atexit\.register/.test(n.text)) hit(n, 'exit', '@atexit.register', true);
         break;
       case 'attribute': {
         const attr = n.childForFieldName('attribute')?.text ?? '';
         if (PY_FRAME_ATTRS.has(attr) && !readsTracebackFrame(n)) hit(n, 'interpreter-walk', `frame attribute .${attr}`);
         else if (attr === 'f_globals' && !globalsNameOnly(n) && !readsTracebackFrame(n) && !tracebackFrameAttr(n)) hit(n, 'interpreter-walk', 'frame attribute .f_globals (beyond its module name)');
-        else if (FRAME_CODE_ATTRS.has(attr) && !readsTracebackFrame(n) && !tracebackFrameAttr(n)) hit(n, 'interpreter-walk', `frame attribute .${attr}`);
+        else if (FRAME_CODE_ATTRS.has(attr) && !readsTracebackFrame(n) && !tracebackFrameAttr(n)) hit(n, 'interpreter-walk', `frame attribute .${attr}`, true);
         break;
       }
       case 'string': {
