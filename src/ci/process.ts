@@ -55,6 +55,8 @@ export interface RunOptions {
   channel?: boolean;
   /** Use exactly `env`, not the gate's environment plus `env` (the sealed run). */
   exactEnv?: boolean;
+  /** Bytes written to the child's stdin, then closed (held-out tests handed over from memory); default: no stdin. */
+  stdin?: Buffer;
 }
 
 function lineSplitter(emit: ((line: string) => void) | undefined): { push(b: Buffer): void; end(): void } {
@@ -85,7 +87,11 @@ export function runCommand(argv: string[], opts: RunOptions): Promise<CommandRes
       resolve({ code: null, signal: null, spawnError: 'no command given', stdout: '', ms: 0 });
       return;
     }
-    const child = spawn(file, args, { cwd: opts.cwd, env: opts.exactEnv ? opts.env : { ...process.env, ...opts.env }, stdio: opts.channel ? ['ignore', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'], shell: false });
+    const child = spawn(file, args, { cwd: opts.cwd, env: opts.exactEnv ? opts.env : { ...process.env, ...opts.env }, stdio: [opts.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe', ...(opts.channel ? ['pipe' as const] : [])], shell: false });
+    if (opts.stdin && child.stdin) {
+      child.stdin.on('error', () => {});
+      child.stdin.end(opts.stdin);
+    }
     const chunks: Buffer[] = [];
     const chan: Buffer[] = [];
     const fd3 = opts.channel ? (child.stdio[3] as NodeJS.ReadableStream | null) : null;

@@ -26,7 +26,7 @@ import { capped, decidingRow, FAILURE_KINDS, Tail } from './summary.js';
 export { decidingRow, printVerdict } from './summary.js';
 import { materialiseHoldout } from './holdout.js';
 import { sandboxAvailable, type SandboxMode } from './sandbox.js';
-import { checkStream, holdoutArgv, laterRun, orderChanges, sealedRun, type SealedRun, type StrictFinding, type StrictOptions } from './strict.js';
+import { checkStream, heldInMemory, holdoutArgv, laterRun, orderChanges, sealedRun, type SealedRun, type StrictFinding, type StrictOptions } from './strict.js';
 
 export interface CiOptions {
   repo: string;
@@ -435,7 +435,9 @@ async function strictChecks(ctx: Ctx, so: StrictOptions, first: SealedRun, parse
     const argv = dir ? await holdoutArgv(so.cmd, dir) : null;
     if (!dir) { /* red above: the source could not be had */ } else if (!argv) red(ctx, 'holdout-no-stream', 'holdout-red', 'the held-out tests need pytest or node as the test command');
     else {
-      const h = await sealedRun(so, o.headId, 'holdout', { argv, quiet: true, extraFiles: dir });
+      const held = await heldInMemory(so.cmd, dir);
+      const h = await sealedRun(so, o.headId, 'holdout', held ? { argv, quiet: true, held } : { argv, quiet: true, extraFiles: dir });
+      io.out(`patchgate: held-out tests ${held ? 'handed to the runner from memory (no file of theirs in the sealed tree)' : 'sealed read-only under .patchgate-holdout/ (only pytest test modules can be handed over from memory)'}`);
       h.findings.forEach(add);
       const s = h.stream;
       if (!s?.started || !s.ended || !s.tests.length) red(ctx, 'holdout-no-stream', 'holdout-red', 'the held-out tests produced no complete stream: they cannot vouch for the patch');

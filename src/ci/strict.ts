@@ -4,7 +4,7 @@
 // tree must be untouched after the run; later runs are shuffled and must agree; the baseline
 // is the trusted tree's own run when none is given (baseline.ts); held-out tests run last.
 
-import { cp, mkdir, readdir, symlink } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, symlink } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { isAbsolute, join, resolve } from 'node:path';
 import { errorMessage } from '../errors.js';
@@ -61,11 +61,14 @@ export function shuffleSeed(seed: number, run: number): number {
  * runs in turn in the same copy (the per-file rerun of node:test); their streams are merged
  * and each is cross-checked against its own exit status.
  */
-export async function sealedRun(o: StrictOptions, rev: string, name: string, opt: { shuffle?: number; collectOnly?: boolean; quiet?: boolean; argv?: string[]; extraFiles?: string; sequence?: string[][] } = {}): Promise<SealedRun> {
+export async function sealedRun(o: StrictOptions, rev: string, name: string, opt: { shuffle?: number; collectOnly?: boolean; quiet?: boolean; argv?: string[]; extraFiles?: string; held?: Record<string, string>; sequence?: string[][] } = {}): Promise<SealedRun> {
   const root = join(o.tmp, name, 'tree');
   await mkdir(root, { recursive: true });
   const extra = opt.extraFiles;
-  const seal = await sealTree(o.git, rev, o.policy, root, extra ? () => cp(extra, join(root, '.patchgate-holdout'), { recursive: true }) : undefined);
+  // Held-out tests: on disk under .patchgate-holdout/, or (held) an empty folder there and the
+  // sources handed to patchgate's pytest plugin on stdin, so no file of theirs is there to read.
+  const held = opt.held;
+  const seal = await sealTree(o.git, rev, o.policy, root, extra ? () => cp(extra, join(root, '.patchgate-holdout'), { recursive: true }) : held ? () => mkdir(join(root, '.patchgate-holdout')).then(() => {}) : undefined);
   for (const l of o.links ?? []) await symlink(l.target, join(root, l.name)).catch(() => {});
   const findings: StrictFinding[] = [];
   const parts: Array<{ res: CommandResult; argv: string[]; stream: Stream | null }> = [];
@@ -76,7 +79,7 @@ export async function sealedRun(o: StrictOptions, rev: string, name: string, opt
     const pluginDir = join(o.tmp, name, 'plugin');
     const att = await attachChannel(base, { dir: pluginDir, seed: o.seed, shuffle: opt.shuffle, plugins: o.policy.ci.pytestPlugins, haveReport: !!o.junit && !opt.argv, collectOnly: opt.collectOnly, root });
     junit = o.junit && !opt.argv ? (isAbsolute(o.junit) ? o.junit : resolve(root, o.junit)) : att.junit;
-    const runEnv = opt.extraFiles ? { ...att.env, PYTHONPATH: [att.env.PYTHONPATH, root, join(root, 'src')].filter(Boolean).join(':') } : att.env;
+    const runEnv = opt.extraFiles || held ? { ...att.env, PYTHONPATH: [att.env.PYTHONPATH, root, join(root, 'src')].filter(Boolean).join(':'), ...(held ? { PATCHGATE_HOLDOUT_FROM_STDIN: '1' } : {}) } : att.env;
     const sandboxed = (o.sandbox ?? 'bwrap') === 'bwrap';
     const env = sandboxed ? sandboxEnv({ ...sealedEnv(o.seed, {}, true), ...runEnv }, '/tmp/home') : sealedEnv(o.seed, runEnv);
     if (!opt.quiet) o.io.out(`patchgate: running ${showArgv(att.argv)} (sealed copy of ${rev.slice(0, 12)} in ${root}${sandboxed ? ', sandboxed by bubblewrap' : ', NOT SANDBOXED'})`);
@@ -91,7 +94,7 @@ export async function sealedRun(o: StrictOptions, rev: string, name: string, opt
     const spawnArgv = sandboxed
       ? sandboxArgv(att.argv, { writable: [root, pluginDir], readOnly: linked, scratch: linked.flatMap((t) => [join(t, '.vite'), join(t, '.vite-temp'), join(t, '.cache')]), cwd: root, env }, o.hidden ?? [o.repo])
       : att.argv;
-    const res = await runCommand(spawnArgv, { cwd: root, env, exactEnv: true, channel: att.kind !== 'unknown', capture: true, onStdout: mark(opt.quiet ? quiet : (o.relay ?? o.io).out), onStderr: mark(opt.quiet ? quiet : (o.relay ?? o.io).err) });
+    const res = await runCommand(spawnArgv, { cwd: root, env, exactEnv: true, ...(held ? { stdin: Buffer.from(JSON.stringify({ files: held })) } : {}), channel: att.kind !== 'unknown', capture: true, onStdout: mark(opt.quiet ? quiet : (o.relay ?? o.io).out), onStderr: mark(opt.quiet ? quiet : (o.relay ?? o.io).err) });
     const stream = att.kind === 'unknown' ? null : parseStream(res.channel ?? '', att.kind, root);
     findings.push(...tamperFindings([...(stream?.tampers ?? []), ...tampersInOutput(marks)], name));
     parts.push({ res, argv: att.argv, stream });
@@ -203,6 +206,23 @@ async function nodePlan(o: StrictOptions, rev: string, first: Stream): Promise<{
   if (outside.length) return { why: `node ran files outside the tree (${outside.slice(0, 3).join(', ')})` };
   if (files.length < 2) return { why: `the first run ran ${files.length} test file(s); a file order needs two or more` };
   return { files, options: shape.options };
+}
+
+/**
+ * The held-out tests as sources to hand over from memory, or null when they must stay files:
+ * only pytest test modules (`test_*.py`, `*_test.py`) are; a conftest, helper or data file in
+ * the set, or another runner, keeps the folder on disk (sealed and read-only, as before).
+ */
+export async function heldInMemory(cmd: string[], dir: string): Promise<Record<string, string> | null> {
+  if (runnerKind(cmd).kind !== 'pytest') return null;
+  const files: Record<string, string> = {};
+  for (const e of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    if (e.isDirectory()) continue;
+    const rel = join(e.parentPath ?? (e as unknown as { path: string }).path, e.name).slice(dir.length + 1);
+    if (!/(^|\/)(test_[^/]*|[^/]*_test)\.py$/.test(rel) || !e.isFile()) return null;
+    files[rel] = await readFile(join(dir, rel), 'utf8');
+  }
+  return Object.keys(files).length ? files : null;
 }
 
 /** The argv that runs the held-out tests in `.patchgate-holdout/` with the project's runner. */

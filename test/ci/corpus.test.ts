@@ -68,7 +68,7 @@ for (const c of PY_CASES) {
     const d = tempDir(t);
     const started = Date.now();
     // One run each (the shuffled reruns are covered on small projects): the trusted tree's run, then the judged one.
-    const green = await ci({ sandbox: 'none', repo, base: 'main', head: 'main', seed: '11', runs: 1, report: join(d, 'r.json'), cmd });
+    const green = await ci({ repo, base: 'main', head: 'main', seed: '11', runs: 1, report: join(d, 'r.json'), cmd });
     t.comment(`${c.name} green run (trusted run + 1 run): ${Math.round((Date.now() - started) / 1000)} s`);
     exits(t, green, 0);
     const rep = reportOf(d);
@@ -77,7 +77,7 @@ for (const c of PY_CASES) {
     t.match(rep.modules?.[c.module] ?? '', new RegExp(`/src/${c.module}/__init__\\.py$`), `${c.module} came from the sealed src/, not site-packages`);
     t.ok(green.out.length < 60, `a summary: ${green.out.length} lines`);
     const s2 = Date.now();
-    const red = await ci({ sandbox: 'none', repo, base: 'main', head: 'agent', seed: '11', runs: 1, report: join(d, 'r.json'), cmd });
+    const red = await ci({ repo, base: 'main', head: 'agent', seed: '11', runs: 1, report: join(d, 'r.json'), cmd });
     t.comment(`${c.name} red run (cached baseline, 1 run): ${Math.round((Date.now() - s2) / 1000)} s`);
     exits(t, red, 1);
     t.equal(reportOf(d).row, 'contract-red');
@@ -101,11 +101,11 @@ t.test('zustand (vitest): green at its own HEAD, red on a broken setState', asyn
   // zustand's own script (`test:spec`: vitest run), on its store tests in node's environment.
   const cmd = ['npm', 'run', 'test:spec', '--', 'tests/vanilla', '--environment=node'];
   const d = tempDir(t);
-  const green = await ci({ sandbox: 'none', repo, base: 'main', head: 'main', seed: '11', runs: 1, report: join(d, 'r.json'), cmd });
+  const green = await ci({ repo, base: 'main', head: 'main', seed: '11', runs: 1, report: join(d, 'r.json'), cmd });
   exits(t, green, 0);
   t.same(reportOf(d).fired, ['accept']);
   t.match(green.text, /npm run test:spec -- tests\/vanilla --environment=node runs "test:spec: vitest run"/);
-  const red = await ci({ sandbox: 'none', repo, base: 'main', head: 'agent', seed: '11', runs: 1, report: join(d, 'r.json'), cmd });
+  const red = await ci({ repo, base: 'main', head: 'agent', seed: '11', runs: 1, report: join(d, 'r.json'), cmd });
   exits(t, red, 1);
   t.equal(reportOf(d).row, 'contract-red');
   t.match(red.text, /FAIL tests\/vanilla\/basic\.test\.ts::/);

@@ -145,6 +145,6 @@ t.test('with the tamper scan on (the default), the same exit-handler forgery nev
   exits(t, res, 1);
   const rep = reportOf(d);
   t.equal(rep.row, 'src-tamper');
-  t.match(res.text, /src\/calc\.py:6: atexit\.register\(\) \(exit\)/);
+  t.match(res.text, /src\/calc\.py:6: os\._exit\(\) \(exit\)/);
   t.match(res.text, /the tests were not run/);
 });

@@ -54,7 +54,7 @@ t.test('vitest', async (t) => {
 
   await t.test('npm test on the trusted tree: green, with the seed on the command line and a shuffled second run', async (t) => {
     const d = tempDir(t);
-    const res = await ci({ sandbox: 'none', repo: r.dir, base: 'main', head: 'main', seed: '4242', report: join(d, 'r.json'), cmd: ['npm', 'test'] });
+    const res = await ci({ repo: r.dir, base: 'main', head: 'main', seed: '4242', report: join(d, 'r.json'), cmd: ['npm', 'test'] });
     exits(t, res, 0);
     const rep = reportOf(d);
     t.same(rep.fired, ['accept']);
@@ -69,7 +69,7 @@ t.test('vitest', async (t) => {
 
   await t.test('a patch that breaks add: red, naming the failed tests', async (t) => {
     const d = tempDir(t);
-    const res = await ci({ sandbox: 'none', repo: r.dir, base: 'main', head: 'agent', seed: '7', runs: 1, report: join(d, 'r.json'), cmd: ['npm', 'test'] });
+    const res = await ci({ repo: r.dir, base: 'main', head: 'agent', seed: '7', runs: 1, report: join(d, 'r.json'), cmd: ['npm', 'test'] });
     exits(t, res, 1);
     const rep = reportOf(d);
     t.equal(rep.row, 'contract-red');
@@ -91,7 +91,7 @@ t.test('jest', async (t) => {
 
   await t.test('yarn test on the trusted tree: green, jest --seed, a --randomize second run', async (t) => {
     const d = tempDir(t);
-    const res = await ci({ sandbox: 'none', repo: r.dir, base: 'main', head: 'main', seed: '99', report: join(d, 'r.json'), cmd: ['yarn', 'test'] });
+    const res = await ci({ repo: r.dir, base: 'main', head: 'main', seed: '99', report: join(d, 'r.json'), cmd: ['yarn', 'test'] });
     exits(t, res, 0);
     const rep = reportOf(d);
     t.same(rep.fired, ['accept']);
@@ -104,7 +104,7 @@ t.test('jest', async (t) => {
 
   await t.test('a patch that breaks add: red, naming the failed tests', async (t) => {
     const d = tempDir(t);
-    const res = await ci({ sandbox: 'none', repo: r.dir, base: 'main', head: 'agent', seed: '7', runs: 1, report: join(d, 'r.json'), cmd: ['npx', 'jest'] });
+    const res = await ci({ repo: r.dir, base: 'main', head: 'agent', seed: '7', runs: 1, report: join(d, 'r.json'), cmd: ['npx', 'jest'] });
     exits(t, res, 1);
     t.equal(reportOf(d).row, 'contract-red');
     t.match(res.text, /FAIL tests\/calc\.test\.js::calc > adds \(seed 7\): .*expect\(received\)\.toBe\(expected\)/);

@@ -6,7 +6,7 @@
 
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
-import { readFileSync, symlinkSync } from 'node:fs';
+import { readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ci, exits, tempDir, NODE, T0 } from './project.js';
 import { FIXED, pyAgent, pyProject, pytestCmd, pythonWithPytest } from './pyproject.js';
@@ -40,7 +40,7 @@ type Tap = Parameters<typeof pyProject>[0];
 const PY_VECTORS: Array<[string, string, RegExp]> = [
   ['gc.get_objects through computed names', `import importlib\n\ndef add(a, b):\n    getattr(importlib.import_module("g" + "c"), "get_" + "objects")()\n    return a + b\n`, /gc\.get_objects at src\/calc\.py:4/],
   ['sys._current_frames through getattr', `import sys\n\ndef add(a, b):\n    getattr(sys, "_current_" + "frames")()\n    return a + b\n`, /sys\._current_frames at src\/calc\.py:4/],
-  ['a rebound inspect.stack alias that reads the test source', `import inspect\n\ns = inspect.stack\n\ndef add(a, b):\n    s()\n    return a + b\n`, /open at src\/calc\.py:6: opened the test source tests\/test_calc\.py/],
+  ['a rebound inspect.stack alias that reads the test source', `import inspect\n\ns = inspect.stack\n\ndef add(a, b):\n    s()\n    return a + b\n`, /open at src\/calc\.py:6: read the test source tests\/test_calc\.py while walking the stack/],
   ["a caught error's traceback frame", `def add(a, b):\n    try:\n        raise ValueError()\n    except ValueError as e:\n        e.__traceback__.tb_frame\n    return a + b\n`, /object\.__getattr__ at src\/calc\.py:5: read a traceback's frame/],
   ["a test function's __code__.co_consts", `import sys\n\ndef add(a, b):\n    m = sys.modules.get("test_" + "calc")\n    if m is not None:\n        m.test_adds.__code__.co_consts\n    return a + b\n`, /read the code object of the test function test_adds/],
   ["pytest's reports patched through sys.modules", `import sys\n\nm = sys.modules.get("_py" + "test.reports")\nm.BaseReport.passed = property(lambda self: True)\n\ndef add(a, b):\n    return a + b\n`, /_pytest\.reports\.BaseReport\.passed was replaced/],
@@ -154,3 +154,22 @@ t.test('node:test: the honest fix is green under the preload', { skip: !BWRAP },
 });
 
 
+
+t.test('held-out tests are handed over from memory: the tested code finds no file of theirs, and they still decide', { skip }, async (t) => {
+  const hold = tempDir(t);
+  writeFileSync(join(hold, 'test_props.py'), 'from calc import add\n\n\ndef test_commutes_on_other_inputs():\n    assert add(10, 20) == 30\n');
+  // add() is right only while no held-out file can be found on disk.
+  const src = `import glob\n\nFOUND = glob.glob("/**/test_props.py", recursive=True)\n\ndef add(a, b):\n    return a - b if FOUND else a + b\n`;
+  const r = pyAgent(pyProject(t, { 'ci/patchgate.json': SCAN_OFF }), { 'src/calc.py': src });
+  const d = tempDir(t);
+  const res = await ci({ repo: r.dir, seed: '7', report: join(d, 'r.json'), cmd: pytestCmd(py), holdout: hold });
+  exits(t, res, 0);
+  t.match(res.text, /held-out tests: 1 of 1 passed/);
+  t.match(res.text, /handed to the runner from memory/);
+  // and a wrong add is still caught by them
+  r.commit('special-case', { 'src/calc.py': `def add(a, b):\n    return {(2, 3): 5, (0, 0): 0}.get((a, b), 0)\n` });
+  const d2 = tempDir(t);
+  const bad = await ci({ repo: r.dir, seed: '7', report: join(d2, 'r.json'), cmd: pytestCmd(py), holdout: hold });
+  exits(t, bad, 1);
+  t.same(reportOf(d2).reasons.filter((x) => x.kind === 'holdout-failed').map((x) => x.test), ['.patchgate-holdout/test_props.py::test_commutes_on_other_inputs']);
+});

@@ -59,7 +59,7 @@ const pytest = (...more: string[]) => [py, '-m', 'pytest', 'tests', ...more];
 t.test('a test skipped on the trusted tree may stay skipped: trusted vs trusted is green, and src/ is what was imported', { skip }, async (t) => {
   const r = pkgProject(t);
   const d = tempDir(t);
-  const res = await ci({ sandbox: 'none', repo: r.dir, base: 'main', head: 'main', seed: '5', report: join(d, 'r.json'), cmd: pytest() });
+  const res = await ci({ repo: r.dir, base: 'main', head: 'main', seed: '5', report: join(d, 'r.json'), cmd: pytest() });
   exits(t, res, 0);
   const rep = reportOf(d);
   t.same(rep.fired, ['accept']);
@@ -68,7 +68,7 @@ t.test('a test skipped on the trusted tree may stay skipped: trusted vs trusted 
   t.match(rep.modules?.calc ?? '', /\/src\/calc\/__init__\.py$/, 'calc came from the sealed src/');
   t.notOk(rep.modules?.calc?.startsWith(r.dir), 'the sealed copy, not the checkout');
   // The baseline is cached per trusted tree: the second run does not run the trusted tree again.
-  const again = await ci({ sandbox: 'none', repo: r.dir, base: 'main', head: 'main', seed: '5', runs: 1, cmd: pytest() });
+  const again = await ci({ repo: r.dir, base: 'main', head: 'main', seed: '5', runs: 1, cmd: pytest() });
   exits(t, again, 0);
   t.notMatch(again.text, /running the trusted tree/);
   t.match(res.text, /running the trusted tree/);
@@ -77,7 +77,7 @@ t.test('a test skipped on the trusted tree may stay skipped: trusted vs trusted 
 t.test('a test that ran on the trusted tree and is skipped here: oracle-shrank', { skip }, async (t) => {
   const r = agent(pkgProject(t), { 'src/calc/__init__.py': CALC + `\nHAS_MUL = False\n` });
   const d = tempDir(t);
-  const res = await ci({ sandbox: 'none', repo: r.dir, base: 'main', head: 'agent', seed: '5', runs: 1, report: join(d, 'r.json'), cmd: pytest() });
+  const res = await ci({ repo: r.dir, base: 'main', head: 'agent', seed: '5', runs: 1, report: join(d, 'r.json'), cmd: pytest() });
   exits(t, res, 1);
   const rep = reportOf(d);
   t.equal(rep.row, 'oracle-shrank');
@@ -89,7 +89,7 @@ t.test('real failures beat oracle-shrank; the summary names the failure by its f
   // add is broken (a real failure) and mul's test is skipped (the oracle shrank): the failure decides.
   const r = agent(pkgProject(t), { 'src/calc/__init__.py': CALC.replace('return a + b', 'return a * b + 99') + `\nHAS_MUL = False\n` });
   const d = tempDir(t);
-  const res = await ci({ sandbox: 'none', repo: r.dir, base: 'main', head: 'agent', seed: '5', runs: 1, report: join(d, 'r.json'), cmd: pytest() });
+  const res = await ci({ repo: r.dir, base: 'main', head: 'agent', seed: '5', runs: 1, report: join(d, 'r.json'), cmd: pytest() });
   exits(t, res, 1);
   const rep = reportOf(d);
   t.ok(rep.fired.includes('oracle-shrank') && rep.fired.includes('contract-red'), rep.fired.join(','));
@@ -104,7 +104,7 @@ t.test('real failures beat oracle-shrank; the summary names the failure by its f
   t.notOk(res.text.includes('short test summary info'), "pytest's output is not relayed");
   t.match(res.text, /replay: patchgate ci --base [0-9a-f]{12} --head [0-9a-f]{12} --seed 5 -- /);
   // --verbose: the whole table and the runner's output.
-  const v = await ci({ sandbox: 'none', repo: r.dir, base: 'main', head: 'agent', seed: '5', runs: 1, verbose: true, cmd: pytest() });
+  const v = await ci({ repo: r.dir, base: 'main', head: 'agent', seed: '5', runs: 1, verbose: true, cmd: pytest() });
   exits(t, v, 1);
   t.ok(v.out.filter((l) => /^ {3}\S/.test(l)).length > 20, 'the whole table');
   t.ok(v.text.includes('short test summary info'), "pytest's own output");
@@ -117,7 +117,7 @@ t.test('a project module imported from outside the sealed tree: not-the-judged-c
   // The trusted conftest puts another copy of the package first (as an installed copy would be).
   const r = pkgProject(t, { 'tests/conftest.py': `import sys\nsys.path.insert(0, ${JSON.stringify(outside)})\n` });
   const d = tempDir(t);
-  const res = await ci({ sandbox: 'none', repo: r.dir, base: 'main', head: 'main', seed: '5', runs: 1, report: join(d, 'r.json'), cmd: pytest() });
+  const res = await ci({ repo: r.dir, base: 'main', head: 'main', seed: '5', runs: 1, report: join(d, 'r.json'), cmd: pytest() });
   exits(t, res, 1);
   const rep = reportOf(d);
   t.equal(rep.row, 'not-the-judged-code');
@@ -128,7 +128,7 @@ t.test('a project module imported from outside the sealed tree: not-the-judged-c
 
 t.test('a command that is not there: one line, exit 2, no table and no "retry"', async (t) => {
   const r = pkgProject(t);
-  const res = await ci({ sandbox: 'none', repo: r.dir, base: 'main', head: 'main', seed: '5', cmd: ['no-such-runner-xyz', 'tests'] });
+  const res = await ci({ repo: r.dir, base: 'main', head: 'main', seed: '5', cmd: ['no-such-runner-xyz', 'tests'] });
   exits(t, res, 2);
   const mentions = [...res.out, ...res.err].filter((l) => l.includes('no-such-runner-xyz'));
   t.equal(mentions.length, 2, 'the "running" line and the one line that says why');
@@ -148,13 +148,13 @@ t.test("npm test runs the TRUSTED package.json script directly, not the checkout
   // The checkout's package.json (what npm itself would read) says something else entirely.
   writeFileSync(join(r.dir, 'package.json'), JSON.stringify({ scripts: { test: 'node -e "process.exit(0)"' } }));
   const d = tempDir(t);
-  const res = await ci({ sandbox: 'none', repo: r.dir, base: 'main', head: 'agent', seed: '5', runs: 1, report: join(d, 'r.json'), cmd: ['npm', 'test'] });
+  const res = await ci({ repo: r.dir, base: 'main', head: 'agent', seed: '5', runs: 1, report: join(d, 'r.json'), cmd: ['npm', 'test'] });
   exits(t, res, 1);
   t.match(res.text, /npm test runs "test: npm run spec" -> "spec: node --test --test-reporter=tap tests\/" in package.json at the trusted revision [0-9a-f]{12}/);
   t.match(res.text, /patchgate: FAIL adds/);
-  const green = await ci({ sandbox: 'none', repo: r.dir, base: 'main', head: 'main', seed: '5', runs: 1, cmd: ['npm', 'run', 'spec'] });
+  const green = await ci({ repo: r.dir, base: 'main', head: 'main', seed: '5', runs: 1, cmd: ['npm', 'run', 'spec'] });
   exits(t, green, 0);
-  const shell = await ci({ sandbox: 'none', repo: r.dir, base: 'main', head: 'main', seed: '5', cmd: ['yarn', 'lint'] });
+  const shell = await ci({ repo: r.dir, base: 'main', head: 'main', seed: '5', cmd: ['yarn', 'lint'] });
   exits(t, shell, 2);
   t.match(shell.err.join('\n'), /package\.json has no script "lint"/);
 });
@@ -162,7 +162,7 @@ t.test("npm test runs the TRUSTED package.json script directly, not the checkout
 t.test('a script that needs a shell is refused in one line, naming the operator', async (t) => {
   const r = TestRepo.init(t).at(T0);
   r.commit('project', { 'package.json': JSON.stringify({ scripts: { test: 'tsc && node --test' } }), 'src/a.mjs': 'export const a = 1;\n' });
-  const res = await ci({ sandbox: 'none', repo: r.dir, base: 'main', head: 'main', seed: '5', cmd: ['pnpm', 'test'] });
+  const res = await ci({ repo: r.dir, base: 'main', head: 'main', seed: '5', cmd: ['pnpm', 'test'] });
   exits(t, res, 2);
   t.match(res.err.join('\n'), /needs a shell \("&&"\)/);
 });

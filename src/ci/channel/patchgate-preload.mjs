@@ -32,7 +32,7 @@ function rel(file) {
 function isTestSource(file) {
   const r = rel(file);
   if (r.startsWith('/')) return false;
-  return r.startsWith('.patchgate-holdout/') || /(^|\/)(tests?|__tests__|spec)\//.test(r) || /\.(test|spec)\.[cm]?[jt]sx?$/.test(r);
+  return r.startsWith('.patchgate-holdout/') || /(^|\/)__tests__\//.test(r) || /\.(test|spec)\.[cm]?[jt]sx?$/.test(r);
 }
 
 function isProject(file) {
