@@ -63,6 +63,7 @@ export async function runServe(args: ServeConfig): Promise<void> {
     logger, metricsPort: args.metricsPort, metricsHost: args.metricsHost,
     checkpointEverySeconds: args.checkpointEvery, checkpointPublish: args.checkpointPublish, checkpointPublishFrom: args.sources.checkpointPublish, checkpointCredentialFile: args.checkpointCredentialFile, auditUrl,
     ...(args.publicUrl ? { publicUrl: args.publicUrl } : {}),
+    ...(args.notifyUrl ? { notifyUrl: args.notifyUrl } : {}),
   });
   const say = (l: string) => process.stdout.write(l + '\n');
   say(`patchgate: serving ${resolve(args.data, 'repos')} at ${srv.url} (audit log ${describeAudit(parseAuditUrl(auditUrl, args.data))})`);

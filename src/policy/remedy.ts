@@ -133,3 +133,30 @@ export function fetchTrusted(ctx: RuleContext): string {
   if (ctx.mode !== 'push' && ctx.trustedTip) return `${intro} (${short(ctx.trustedTip)}); rebuild them on it:`;
   return gateStep(ctx, `${intro}; fetch it first`, 'fetch', `refs/heads/${ctx.policy.trustedBranch}`);
 }
+
+/** The push option of an escalation (src/audit/escalation.ts reads it). */
+export const ESCALATE_OPTION = 'patchgate.escalate';
+
+/** Rows a wrong oracle could cause, and what the agent would say is wrong. */
+export const ESCALATE_ROWS: Readonly<Record<string, string>> = {
+  'test-tree-write': 'the test',
+  'contract-moved': 'the contract',
+  'fixture-drift': 'the fixture lock',
+};
+
+/**
+ * The honest exit for an agent refused on `rowId`: push the same commits with a note for a
+ * person (`-o patchgate.escalate="…"`, judged as usual and recorded) instead of editing the
+ * oracle. Through `patchgate-fix` as every printed push is (`setup` makes it; null when the
+ * remediation above already printed that line). Null: not such a row, or not an agent's push.
+ */
+export function escalateStep(ctx: RuleContext, rowId: string, remediation: string): RefDecisionEscalate | null {
+  const what = ESCALATE_ROWS[rowId];
+  if (!what || ctx.role !== 'agent' || ctx.mode !== 'push') return null;
+  const setup = fixRemoteSetup(ctx);
+  const remote = setup ? FIX_REMOTE : '<the same remote or URL>';
+  const command = `git push -o ${ESCALATE_OPTION}="<why ${what} is wrong>" ${remote} ${shq(pushRefspec(ctx))}`;
+  return { why: what, command, setup: setup && !remediation.split('\n').includes(RUN + setup) ? setup : null };
+}
+
+export type RefDecisionEscalate = { why: string; command: string; setup: string | null };

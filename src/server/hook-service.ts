@@ -41,6 +41,8 @@ import { IntentJournal, RowQueue } from './intents.js';
 import { boundRecord } from '../audit/bound.js';
 import { join } from 'node:path';
 import type { Verdict } from '../audit/store.js';
+import { readPushOptions, sanitizeText, type PushOptions } from '../audit/escalation.js';
+import { Notifier, type NotifyOptions } from './notify.js';
 
 export interface PushSession {
   pid: number;
@@ -112,6 +114,10 @@ export interface HookServiceOptions {
   intentsDir?: string;
   /** Where the row queue and recovery say what they did (default stderr). */
   log?: (line: string) => void;
+  /** `serve --notify-url`: each escalation is POSTed there as JSON (./notify.ts), never holding up a push. */
+  notifyUrl?: string;
+  /** The notifier's time limit and retries (tests shorten them). */
+  notify?: NotifyOptions;
 }
 
 export interface HookRequest {
@@ -129,10 +135,16 @@ function parseRequest(body: string): HookRequest {
   const head = (blank < 0 ? body : body.slice(0, blank)).split('\n');
   const rest = blank < 0 ? '' : body.slice(blank + 2);
   const req: HookRequest = { hook: '', ppid: 0, dir: '', env: {}, id: {}, lines: rest.split('\n').filter((l) => l.trim()) };
+  const seen = new Set<string>();
   for (const line of head) {
     const sp = line.indexOf(' ');
     const k = line.slice(0, sp);
     const v = line.slice(sp + 1);
+    // Each of these once: a forwarded value (a push option) can never stand in for them.
+    if (k === 'hook' || k === 'ppid' || k === 'dir') {
+      if (seen.has(k)) throw new Error('malformed hook request');
+      seen.add(k);
+    }
     if (k === 'hook') req.hook = v;
     else if (k === 'ppid') req.ppid = Number(v);
     else if (k === 'dir') req.dir = v;
@@ -184,6 +196,8 @@ export class HookService {
   /** Rows after a decision: retried in order until written. */
   readonly rows: RowQueue;
   private readonly log: (line: string) => void;
+  /** Where escalations are announced (`--notify-url`), or null. */
+  readonly notifier: Notifier | null;
 
   constructor(private readonly opts: HookServiceOptions) {
     this.authRows = new AuthRowLimiter(opts.audit, opts.authRows);
@@ -192,6 +206,7 @@ export class HookService {
     this.rows = new RowQueue(this.log);
     const dir = opts.intentsDir ?? (opts.dataDir ? join(opts.dataDir, 'intents') : null);
     this.journal = dir ? new IntentJournal(dir) : null;
+    this.notifier = opts.notifyUrl ? new Notifier(opts.notifyUrl, { log: this.log, ...opts.notify }) : null;
   }
 
   private get settleDeps(): SettleDeps {
@@ -258,6 +273,7 @@ export class HookService {
     await closed;
     await Promise.all([...this.background]);
     await this.rows.flush();
+    await this.notifier?.stop();
     if (existsSync(this.opts.endpointPath)) rmSync(this.opts.endpointPath, { force: true });
   }
 
@@ -489,15 +505,52 @@ export class HookService {
       }
       for (const d of decisions) s.decisions.set(key(d.ref, d.oldId, d.newId), d);
     }
+    const options = readPushOptions(hr.env);
+    // An escalating push already did what its refusal would suggest: that line is left out.
+    const show = (d: RefDecision): RefDecision => (options.escalate !== null && d.escalate ? { ...d, escalate: undefined } : d);
     if (shown) lines.push(...shown);
-    else for (const d of decisions) lines.push(...renderDecision(d, s.actor));
+    else for (const d of decisions) lines.push(...renderDecision(show(d), s.actor));
+    for (const name of options.unknown) lines.push(`patchgate: push option ${name} is not one patchgate knows (it knows patchgate.escalate); ignored`);
+    const escalation = options.escalate !== null && decisions.length ? await this.escalate(s, decisions, auditVerdict, options, lines) : null;
     // For machines: one patchgate-json line per refused or would-be-refused ref (src/policy/machine-line.ts).
     for (const d of decisions) {
       const verdict = auditVerdict(d);
-      if (verdict !== 'accept') lines.push(machineLine(d, { verdict, mode, pushId: s.pushId }));
+      if (verdict !== 'accept') lines.push(machineLine(show(d), { verdict, mode, pushId: s.pushId, ...(escalation ? { escalation } : {}) }));
     }
     lines.push(`patchgate: push ${s.pushId} ${accepted ? 'judged' : 'audited'} (${accepted}/${decisions.length} ref(s) accepted)`);
     return accepted > 0 ? 'accept' : 'reject';
+  }
+
+  /**
+   * `git push -o patchgate.escalate="TEXT"`: the push was judged and recorded as usual; now its
+   * escalation row (text sanitised and bounded, the first ref, its commit and verdict, every
+   * ref in `detail`), awaited, then the notify event (in the background). A failed write
+   * changes no verdict: the agent is told it was not recorded, and how to try again.
+   */
+  private async escalate(s: PushSession, decisions: RefDecision[], verdictOf: (d: RefDecision) => Verdict, options: PushOptions, lines: string[]): Promise<{ id: number } | null> {
+    const text = sanitizeText(options.escalate ?? '');
+    const first = decisions[0]!;
+    const row = {
+      pushId: s.pushId, repo: s.repo, actor: s.actor, role: s.role, remoteAddr: s.remoteAddr, userAgent: s.userAgent,
+      ref: first.ref, old: first.oldId, new: first.newId, verdict: verdictOf(first), text,
+      detail: { refs: decisions.slice(0, 50).map((d) => ({ ref: d.ref, old: d.oldId, new: d.newId, verdict: verdictOf(d), row: d.row })) },
+    };
+    let id: number;
+    try {
+      id = await this.opts.audit.appendEscalation(row);
+    } catch (err) {
+      this.log(`patchgate: audit: the escalation of push ${s.pushId} could not be written: ${errorMessage(err).split('\n')[0]}`);
+      lines.push(`patchgate: your escalation could NOT be recorded (the audit log did not take it); nobody has seen it. Push again with the same -o ${'patchgate.escalate'} option, and if this repeats ask a person directly`);
+      return null;
+    }
+    const quoted = text.length > 200 ? `${text.slice(0, 199)}…` : text;
+    lines.push(`patchgate: escalation ${id} recorded: a person will look at it ("${quoted}").`);
+    lines.push(`  Your push was judged as usual (above); the escalation does not change its verdict. Leave the test, contract and fixtures as they are; a person answers in the audit log (patchgate escalation list).`);
+    this.notifier?.send({
+      type: 'patchgate.escalation', v: 1, id, time: new Date().toISOString(), repo: s.repo, actor: s.actor, role: s.role,
+      ref: first.ref, old: first.oldId, new: first.newId, verdict: row.verdict, pushId: s.pushId, text, close: `patchgate escalation close ${id} --note "…"`,
+    });
+    return { id };
   }
 
   /** The record is durable in the audit log: an agent's enforce-mode accepts may skip those commits next time (src/policy/carried.ts). */
