@@ -415,6 +415,7 @@ export class PgAuditStore implements AuditSink {
       refs: rows.filter((r) => r.kind === 'ref'),
       confirms: rows.filter((r) => r.kind === 'confirm'),
       outcomes: rows.filter((r) => r.kind === 'admin'),
+      escalations: rows.filter((r) => r.kind === 'escalation'),
     };
   }
 

@@ -253,6 +253,8 @@ export interface PushTrace {
   confirms: AuditRow[];
   /** Admin rows recorded under the push's id: the forward's outcome (`upstream.forwarded` / `upstream.forward-failed`), recoveries. */
   outcomes?: AuditRow[];
+  /** `escalation` rows of the push (`git push -o patchgate.escalate=…`) and their closing rows. */
+  escalations?: AuditRow[];
 }
 
 export type VerifyResult =
@@ -884,6 +886,7 @@ export class AuditStore {
       refs: rows.filter((r) => r.kind === 'ref'),
       confirms: rows.filter((r) => r.kind === 'confirm'),
       outcomes: rows.filter((r) => r.kind === 'admin'),
+      escalations: rows.filter((r) => r.kind === 'escalation'),
     };
   }
 
