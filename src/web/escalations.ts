@@ -6,9 +6,13 @@ import { html, type Html } from './html.js';
 import { layout } from './pages.js';
 import type { Escalation } from '../audit/escalation.js';
 
-/** A command shown as a code block with a copy button (the button works through /assets/app.js; no inline script). */
+/**
+ * A command shown as a code block, `$ ` before it as the agent saw it (not selected, not
+ * copied), with a copy button that copies the command alone (wired by /assets/app.js: no
+ * inline script).
+ */
 export function commandBlock(cmd: string): Html {
-  return html`<div class="cmd"><pre><code>${cmd}</code></pre><button type="button" class="copy" hidden>Copy</button></div>`;
+  return html`<div class="cmd"><pre><span class="prompt">$ </span><code>${cmd}</code></pre><button type="button" class="copy" hidden>Copy</button></div>`;
 }
 
 function item(e: Escalation): Html {

@@ -9,8 +9,10 @@
 import t from 'tap';
 import http from 'node:http';
 import { execFile } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { chromium } from 'playwright-core';
 import type { AddressInfo } from 'node:net';
 import { GIT_ENV, tempDir } from '../helpers/repo.js';
 import { gitAsync, seededGate, type Gate } from '../helpers/gate.js';
@@ -18,6 +20,8 @@ import { CLI } from '../helpers/serve.js';
 import { listEscalations } from '../../src/audit/escalation.js';
 
 type T = Parameters<Parameters<typeof t.test>[1]>[0];
+
+const CHROMIUM = '/usr/bin/chromium';
 
 const BASE = {
   'src/app.py': 'def add(a, b):\n    return a + b\n',
@@ -191,6 +195,26 @@ t.test('escalation over real pushes: refused and accepted, the notify event, lis
   t.ok(page.indexOf(`data-escalation="${id2}"`) < page.indexOf(`data-escalation="${id1}"`), 'open before closed');
   t.match(page, /patchgate escalation close \d+ --note/);
   t.notMatch(page, /<script>(?!<\/script>)/, 'no inline script');
+
+  // In Chromium (when installed): the open escalation on the overview, its copy button shown by the page's script.
+  if (!existsSync(CHROMIUM)) return void t.comment(`${CHROMIUM} is missing: the page was checked over HTTP only`);
+  const profile = mkdtempSync(join(tmpdir(), 'pg-chromium-'));
+  const ctx = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM, headless: true, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    extraHTTPHeaders: { Authorization: `Basic ${Buffer.from(`bob:${human}`).toString('base64')}` },
+  });
+  t.teardown(async () => {
+    await ctx.close();
+    rmSync(profile, { recursive: true, force: true });
+  });
+  const tab = await ctx.newPage();
+  await tab.goto(`http://127.0.0.1:${gate.srv.port}/`);
+  const block = await tab.textContent('#open-escalations');
+  t.match(block, /Open escalations \(1\)/, 'Chromium shows the open escalation');
+  t.match(block, /the spec and the test disagree on add\(1, 2\)/);
+  t.equal(await tab.isVisible(`#open-escalations [data-escalation="${id2}"] button.copy`), true, 'its copy button is shown by /assets/app.js');
+  const first = await tab.$eval('main', (m) => m.firstElementChild?.nextElementSibling?.id ?? '');
+  t.equal(first, 'open-escalations', 'right below the title, before the charts');
 });
 
 t.test('the test-tree refusal ends with the escalate command, and running it as printed records an escalation', async (t) => {

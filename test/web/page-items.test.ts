@@ -45,7 +45,7 @@ t.test('favicon, reason column, fix commands as code blocks, audit show', async 
   t.match(table, /<td class="reason">[^<]*tests\/test_app\.py[^<]*<\/td>/, 'the refusal\'s reason names the path');
 
   const page = await (await get(`/push/${encodeURIComponent(pushId)}`)).text();
-  const blocks = [...page.matchAll(/<div class="cmd"><pre><code>([^<]*)<\/code><\/pre><button type="button" class="copy" hidden>Copy<\/button><\/div>/g)].map((m) => m[1]!);
+  const blocks = [...page.matchAll(/<div class="cmd"><pre><span class="prompt">\$ <\/span><code>([^<]*)<\/code><\/pre><button type="button" class="copy" hidden>Copy<\/button><\/div>/g)].map((m) => m[1]!);
   t.ok(blocks.length >= 2, 'each fix command is its own code block with a copy button');
   t.ok(blocks.some((b) => /^git (restore|reset) /.test(b)), 'the command that takes the test edit out', { blocks });
   t.ok(blocks.some((b) => b.startsWith('git push patchgate-fix ')), 'the push command');
