@@ -730,7 +730,7 @@ export class AuditStore {
       privateFile(path); // 0600 in a 0700 folder when it is new (its -wal and -shm follow its mode)
       db = new Database(path);
       db.pragma('busy_timeout = 5000');
-      db.pragma('journal_mode = WAL');
+      walMode(db);
       db.pragma('synchronous = FULL');
       db.pragma('foreign_keys = ON');
       migrate(db);
@@ -1145,6 +1145,23 @@ export function chainRow(content: EventContent, id: number, prev: string): Store
   for (const c of CONTENT_COLUMNS) stored[c] = content[c] ?? null;
   stored.hash = rowHash(stored);
   return stored as StoredRow;
+}
+
+/**
+ * Switch to WAL. A second process opening a fresh file while the first switches (or migrates)
+ * can get SQLITE_BUSY here without the busy handler being asked, so it is retried for up to 5 s.
+ */
+function walMode(db: Database.Database): void {
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (let i = 0; ; i++) {
+    try {
+      db.pragma('journal_mode = WAL');
+      return;
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'SQLITE_BUSY' || i >= 100) throw err;
+      Atomics.wait(pause, 0, 0, 50);
+    }
+  }
 }
 
 function migrate(db: Database.Database): void {
