@@ -190,7 +190,7 @@ export function renderDecision(d: RefDecision, actor?: string): string[] {
   }
   if (d.escalate) {
     // The honest exit (issue 21): not a `$ ` fix line, because it is an alternative to the fix.
-    lines.push(`  or, if ${d.escalate.why} is what is wrong: do not edit it; ask a person. Put your reason between the quotes and run this${d.escalate.setup ? ' (the first line sets up the remote)' : ` (after the git config remote.patchgate-fix.url line above)`}; the push is judged as usual and the note is recorded for a person:`);
+    lines.push(`  or, ${d.escalate.when}: ask a person instead. Put your reason between the quotes and run this${d.escalate.setup ? ' (the first line sets up the remote)' : ` (after the git config remote.patchgate-fix.url line above)`}; the push is judged as usual and the note is recorded for a person:`);
     if (d.escalate.setup) lines.push(`    ${d.escalate.setup}`);
     lines.push(`    ${d.escalate.command}`);
   }

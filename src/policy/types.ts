@@ -114,7 +114,7 @@ export interface RefDecision {
    * honest exit, `git push -o patchgate.escalate="…" …` for a person instead of an edited test
    * (src/policy/remedy.ts escalateStep). Absent elsewhere.
    */
-  escalate?: { why: string; command: string; setup: string | null };
+  escalate?: { when: string; command: string; setup: string | null };
   reasons: Reason[];
   outcomes: RuleOutcome[];
   contract: { base: string | null; head: string | null };

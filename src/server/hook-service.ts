@@ -423,6 +423,7 @@ export class HookService {
 
   private async preReceive(s: PushSession, hr: HookRequest, lines: string[], gone: AbortSignal): Promise<'accept' | 'reject'> {
     const updates = hr.lines.map(parseRefLine);
+    const options = readPushOptions(hr.env);
     const env: Record<string, string> = {};
     for (const v of QUARANTINE_VARS) {
       const val = hr.env[v];
@@ -455,6 +456,8 @@ export class HookService {
         if (pre.settings.mode === 'evaluate') mode = 'evaluate';
         enforce = pre.settings.mode === 'enforce';
         decisions = await this.judgeAll(git, s, updates, timings, gone, s.timeoutMs ?? this.opts.timeoutMs);
+        // A push that escalates already did what its refusal would suggest: that line is left out.
+        if (options.escalate !== null) decisions = decisions.map((d) => (d.escalate ? { ...d, escalate: undefined } : d));
         // A ref that moved on the gate since receive-pack read it (the refresh just now) would
         // fail git's lock after an accept: refused before anything is written or forwarded.
         decisions = await refuseMovedRefs(this.mainStore(s.repoDir), decisions);
@@ -505,17 +508,14 @@ export class HookService {
       }
       for (const d of decisions) s.decisions.set(key(d.ref, d.oldId, d.newId), d);
     }
-    const options = readPushOptions(hr.env);
-    // An escalating push already did what its refusal would suggest: that line is left out.
-    const show = (d: RefDecision): RefDecision => (options.escalate !== null && d.escalate ? { ...d, escalate: undefined } : d);
     if (shown) lines.push(...shown);
-    else for (const d of decisions) lines.push(...renderDecision(show(d), s.actor));
+    else for (const d of decisions) lines.push(...renderDecision(d, s.actor));
     for (const name of options.unknown) lines.push(`patchgate: push option ${name} is not one patchgate knows (it knows patchgate.escalate); ignored`);
     const escalation = options.escalate !== null && decisions.length ? await this.escalate(s, decisions, auditVerdict, options, lines) : null;
     // For machines: one patchgate-json line per refused or would-be-refused ref (src/policy/machine-line.ts).
     for (const d of decisions) {
       const verdict = auditVerdict(d);
-      if (verdict !== 'accept') lines.push(machineLine(show(d), { verdict, mode, pushId: s.pushId, ...(escalation ? { escalation } : {}) }));
+      if (verdict !== 'accept') lines.push(machineLine(d, { verdict, mode, pushId: s.pushId, ...(escalation ? { escalation } : {}) }));
     }
     lines.push(`patchgate: push ${s.pushId} ${accepted ? 'judged' : 'audited'} (${accepted}/${decisions.length} ref(s) accepted)`);
     return accepted > 0 ? 'accept' : 'reject';

@@ -224,7 +224,7 @@ t.test('the test-tree refusal ends with the escalate command, and running it as 
   const r = await gitAsync(a.dir, ['push', 'origin', 'HEAD:refs/heads/agent/t']);
   t.not(r.code, 0);
   const lines = remoteText(r.stderr).split('\n');
-  const at = lines.findIndex((l) => /if the test is what is wrong: do not edit it; ask a person/.test(l));
+  const at = lines.findIndex((l) => /or, if the test itself is wrong, do not edit it: ask a person instead/.test(l));
   t.ok(at > 0, 'the refusal offers the honest exit');
   const cmd = lines.slice(at + 1).map((l) => l.trim()).find((l) => l.startsWith('git push -o patchgate.escalate='));
   t.ok(cmd, 'the escalate command is printed');
