@@ -41,7 +41,8 @@ import { IntentJournal, RowQueue } from './intents.js';
 import { boundRecord } from '../audit/bound.js';
 import { join } from 'node:path';
 import type { Verdict } from '../audit/store.js';
-import { readPushOptions, sanitizeText, type PushOptions } from '../audit/escalation.js';
+import { readPushOptions } from '../audit/escalation.js';
+import { recordEscalation } from './escalate.js';
 import { Notifier, type NotifyOptions } from './notify.js';
 
 export interface PushSession {
@@ -511,7 +512,7 @@ export class HookService {
     if (shown) lines.push(...shown);
     else for (const d of decisions) lines.push(...renderDecision(d, s.actor));
     for (const name of options.unknown) lines.push(`patchgate: push option ${name} is not one patchgate knows (it knows patchgate.escalate); ignored`);
-    const escalation = options.escalate !== null && decisions.length ? await this.escalate(s, decisions, auditVerdict, options, lines) : null;
+    const escalation = options.escalate !== null && decisions.length ? await recordEscalation({ audit: this.opts.audit, notifier: this.notifier, log: this.log }, s, decisions, auditVerdict, options.escalate, lines) : null;
     // For machines: one patchgate-json line per refused or would-be-refused ref (src/policy/machine-line.ts).
     for (const d of decisions) {
       const verdict = auditVerdict(d);
@@ -519,38 +520,6 @@ export class HookService {
     }
     lines.push(`patchgate: push ${s.pushId} ${accepted ? 'judged' : 'audited'} (${accepted}/${decisions.length} ref(s) accepted)`);
     return accepted > 0 ? 'accept' : 'reject';
-  }
-
-  /**
-   * `git push -o patchgate.escalate="TEXT"`: the push was judged and recorded as usual; now its
-   * escalation row (text sanitised and bounded, the first ref, its commit and verdict, every
-   * ref in `detail`), awaited, then the notify event (in the background). A failed write
-   * changes no verdict: the agent is told it was not recorded, and how to try again.
-   */
-  private async escalate(s: PushSession, decisions: RefDecision[], verdictOf: (d: RefDecision) => Verdict, options: PushOptions, lines: string[]): Promise<{ id: number } | null> {
-    const text = sanitizeText(options.escalate ?? '');
-    const first = decisions[0]!;
-    const row = {
-      pushId: s.pushId, repo: s.repo, actor: s.actor, role: s.role, remoteAddr: s.remoteAddr, userAgent: s.userAgent,
-      ref: first.ref, old: first.oldId, new: first.newId, verdict: verdictOf(first), text,
-      detail: { refs: decisions.slice(0, 50).map((d) => ({ ref: d.ref, old: d.oldId, new: d.newId, verdict: verdictOf(d), row: d.row })) },
-    };
-    let id: number;
-    try {
-      id = await this.opts.audit.appendEscalation(row);
-    } catch (err) {
-      this.log(`patchgate: audit: the escalation of push ${s.pushId} could not be written: ${errorMessage(err).split('\n')[0]}`);
-      lines.push(`patchgate: your escalation could NOT be recorded (the audit log did not take it); nobody has seen it. Push again with the same -o ${'patchgate.escalate'} option, and if this repeats ask a person directly`);
-      return null;
-    }
-    const quoted = text.length > 200 ? `${text.slice(0, 199)}…` : text;
-    lines.push(`patchgate: escalation ${id} recorded: a person will look at it ("${quoted}").`);
-    lines.push(`  Your push was judged as usual (above); the escalation does not change its verdict. Leave the test, contract and fixtures as they are; a person answers in the audit log (patchgate escalation list).`);
-    this.notifier?.send({
-      type: 'patchgate.escalation', v: 1, id, time: new Date().toISOString(), repo: s.repo, actor: s.actor, role: s.role,
-      ref: first.ref, old: first.oldId, new: first.newId, verdict: row.verdict, pushId: s.pushId, text, close: `patchgate escalation close ${id} --note "…"`,
-    });
-    return { id };
   }
 
   /** The record is durable in the audit log: an agent's enforce-mode accepts may skip those commits next time (src/policy/carried.ts). */

@@ -256,3 +256,16 @@ t.test('a dead notify URL neither fails nor refuses the push', async (t) => {
   t.equal((await listEscalations(gate.srv.sink)).length, 1, 'the row is written');
   await gate.srv.hooks.notifier!.idle();
 });
+
+t.test('an escalation the log cannot take: the agent is told nothing was recorded, and the verdict is unchanged', async (t) => {
+  const { gate, agent } = await seededGate(t, BASE);
+  gate.srv.audit.db.exec("CREATE TRIGGER test_no_escalation BEFORE INSERT ON events WHEN NEW.kind = 'escalation' BEGIN SELECT RAISE(ABORT, 'simulated failure'); END");
+  const a = await agentClone(t, gate, agent, 'agent/n');
+  await a.commit({ 'src/app.py': 'def add(a, b):\n    return b + a\n' });
+  const r = await gitAsync(a.dir, ['push', '-o', 'patchgate.escalate=look', 'origin', 'HEAD:refs/heads/agent/n']);
+  t.equal(r.code, 0, 'the accepted push is still accepted');
+  t.match(remoteText(r.stderr), /your escalation could NOT be recorded .* nobody has seen it; push again/);
+  t.notMatch(remoteText(r.stderr), /a person will look/);
+  t.equal((await listEscalations(gate.srv.sink)).length, 0);
+  t.same(gate.srv.audit.verify(), { ok: true, rows: gate.srv.audit.lastRow().id }, 'the chain is whole');
+});
