@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // patchgate's command line: the pinned interface of DESIGN.md (check, serve, repo, token,
-// audit, contract, fixtures, ledger, ci). Each command's work lives in src/commands/; this
+// audit, escalation, contract, fixtures, ledger, ci). Each command's work lives in src/commands/; this
 // file only declares options and maps results to output and exit codes.
 
 import yargs, { type Argv } from 'yargs';
@@ -51,6 +51,25 @@ async function guarded(fn: () => Promise<number | void>): Promise<void> {
     process.exitCode = 2;
   }
 }
+
+/**
+ * `--json` on a command that prints lines (the `repo` commands): one JSON document on stdout,
+ * `{"ok": true, "command", ...fields, "lines"}`, or on an error `{"ok": false, "command",
+ * "error"}` (exit 2), so a script reads one object either way.
+ */
+async function jsonDoc(json: boolean, command: string, fn: () => Promise<string[]>, fields: () => Record<string, unknown> = () => ({})): Promise<void> {
+  if (!json) return guarded(async () => out(await fn()));
+  try {
+    const lines = await fn();
+    out([JSON.stringify({ ok: true, command, ...fields(), lines })]);
+    process.exitCode = 0;
+  } catch (err) {
+    const msg = err instanceof PatchgateError ? err.message : `unexpected error: ${errorMessage(err)}`;
+    out([JSON.stringify({ ok: false, command, error: msg.split('\n')[0] })]);
+    process.exitCode = 2;
+  }
+}
+const jsonOpt = { type: 'boolean', default: false, describe: 'print one JSON document: {"ok", "command", …, "lines"} (on an error {"ok": false, "error"})' } as const;
 
 const repoOpt = { type: 'string', default: '.', describe: 'repository directory' } as const;
 const dataOpt = { type: 'string', default: defaultData(), describe: 'data folder (repos, audit log, hook socket); env PATCHGATE_DATA' } as const;
@@ -172,7 +191,7 @@ export function buildCli(argv: string[]): Argv {
         .option('config', { type: 'string', demandOption: true, describe: 'the daemon\'s JSON config' }),
       (a) => guarded(async () => out((await hostCommand()).runHookInstall({ host: a.host, config: a.config, dirs: a.dirs as string[] }))))
       .demandCommand(1, 'name a hook command: install'))
-    .command('repo', 'repositories: `repo create NAME`, `repo hooks NAME`, `repo upstream|sync|mode NAME`', (y) => y
+    .command('repo', 'repositories: `repo create NAME`, `repo list`, `repo hooks NAME`, `repo upstream|sync|mode NAME` (each with --json)', (y) => y
       .command('create <name>', 'create a bare repository with the gate hooks installed', (y2) => y2
         .positional('name', { type: 'string', demandOption: true })
         .option('data', dataOpt)
@@ -181,25 +200,30 @@ export function buildCli(argv: string[]): Argv {
         .option('upstream-credential-file', { type: 'string', describe: 'file whose first line is the upstream token (or user:token); stored mode 0600' })
         .option('mode', { choices: ['enforce', 'evaluate'] as const, describe: 'evaluate: judge and audit, accept would-be refusals (default enforce)' })
         .option('holdout-of', { type: 'string', describe: 'held-out tests of repository NAME: agent tokens can neither read nor list it' })
-        .option('audit', auditOpt),
-      (a) => guarded(async () => out(a.upstream !== undefined || a.mode !== undefined || a.upstreamCredentialFile !== undefined
+        .option('audit', auditOpt)
+        .option('json', jsonOpt),
+      (a) => jsonDoc(a.json, 'repo create', async () => (a.upstream !== undefined || a.mode !== undefined || a.upstreamCredentialFile !== undefined
         ? await (await upstream()).runRepoCreateUpstream({ data: a.data, name: a.name, trusted: a.trusted, upstream: a.upstream, credentialFile: a.upstreamCredentialFile, mode: a.mode })
-        : await (await admin()).runRepoCreate({ data: a.data, name: a.name, trusted: a.trusted, audit: a.audit, ...(a.holdoutOf ? { holdoutOf: a.holdoutOf } : {}) }))))
+        : await (await admin()).runRepoCreate({ data: a.data, name: a.name, trusted: a.trusted, audit: a.audit, ...(a.holdoutOf ? { holdoutOf: a.holdoutOf } : {}) })),
+      () => ({ repo: a.name.replace(/\.git$/, ''), dir: resolve(a.data, 'repos', `${a.name.replace(/\.git$/, '')}.git`), trusted: a.trusted, mode: a.mode ?? 'enforce', ...(a.holdoutOf ? { holdoutOf: a.holdoutOf } : {}) })))
       .command('upstream <name> <url>', 'set the upstream remote (`none` removes it), then fetch its trusted branch', (y2) => y2
         .positional('name', { type: 'string', demandOption: true })
         .positional('url', { type: 'string', demandOption: true })
         .option('upstream-credential-file', { type: 'string', describe: 'file whose first line is the token (or user:token)' })
-        .option('data', dataOpt),
-      (a) => guarded(async () => out(await (await upstream()).runRepoUpstream({ data: a.data, name: a.name, url: a.url, credentialFile: a.upstreamCredentialFile }))))
+        .option('data', dataOpt)
+        .option('json', jsonOpt),
+      (a) => jsonDoc(a.json, 'repo upstream', async () => (await upstream()).runRepoUpstream({ data: a.data, name: a.name, url: a.url, credentialFile: a.upstreamCredentialFile }), () => ({ repo: a.name, upstream: a.url === 'none' ? null : 'set' })))
       .command('sync <name>', 'fetch the trusted branch (and every branch upstream has) from upstream now', (y2) => y2
         .positional('name', { type: 'string', demandOption: true })
-        .option('data', dataOpt),
-      (a) => guarded(async () => out(await (await upstream()).runRepoSync({ data: a.data, name: a.name }))))
+        .option('data', dataOpt)
+        .option('json', jsonOpt),
+      (a) => jsonDoc(a.json, 'repo sync', async () => (await upstream()).runRepoSync({ data: a.data, name: a.name }), () => ({ repo: a.name })))
       .command('mode <name> <mode>', 'enforce (default) or evaluate: judge and audit, accept would-be refusals as would-reject', (y2) => y2
         .positional('name', { type: 'string', demandOption: true })
         .positional('mode', { choices: ['enforce', 'evaluate'] as const, demandOption: true })
-        .option('data', dataOpt),
-      (a) => guarded(async () => out((await upstream()).runRepoMode({ data: a.data, name: a.name, mode: a.mode }))))
+        .option('data', dataOpt)
+        .option('json', jsonOpt),
+      (a) => jsonDoc(a.json, 'repo mode', async () => (await upstream()).runRepoMode({ data: a.data, name: a.name, mode: a.mode }), () => ({ repo: a.name, mode: a.mode })))
       .command('warm <name>', false, (y2) => y2
         .positional('name', { type: 'string', demandOption: true })
         .option('data', dataOpt),
@@ -210,9 +234,37 @@ export function buildCli(argv: string[]): Argv {
       .command('hooks <name>', 'reinstall patchgate\'s hooks in a repository', (y2) => y2
         .positional('name', { type: 'string', demandOption: true })
         .option('data', dataOpt)
+        .option('audit', auditOpt)
+        .option('json', jsonOpt),
+      (a) => jsonDoc(a.json, 'repo hooks', async () => (await admin()).runRepoHooks({ data: a.data, name: a.name, audit: a.audit }), () => ({ repo: a.name })))
+      .command('list', 'the repositories under --data: trusted branch, mode, upstream (never its credential), hooks', (y2) => y2
+        .option('data', dataOpt)
+        .option('json', { type: 'boolean', default: false, describe: 'one JSON document: {"ok", "repos": [{"name", "dir", "trusted", "mode", "upstream", "hooks", "holdoutOf"}]}' }),
+      (a) => guarded(async () => {
+        const repos = await (await upstream()).listRepoInfo({ data: a.data });
+        out(a.json ? [JSON.stringify({ ok: true, command: 'repo list', repos })] : repos.length
+          ? repos.map((r) => `${r.name}\ttrusted ${r.trusted ?? '?'}\t${r.mode}\t${r.upstream ? `upstream ${r.upstream}` : 'no upstream'}\thooks ${r.hooks}${r.holdoutOf ? `\tholdout of ${r.holdoutOf}` : ''}`)
+          : [`no repositories under ${resolve(a.data, 'repos')} (patchgate repo create NAME)`]);
+      }))
+      .demandCommand(1, 'name a repo command: create, list, hooks, upstream, sync or mode'))
+    .command('escalation', 'agents\' escalations (git push -o patchgate.escalate="…"): `escalation list [--open]`, `escalation close ID --note TEXT`', (y) => y
+      .command('list', 'escalations, open ones first (newest first)', (y2) => y2
+        .option('open', { type: 'boolean', default: false, describe: 'only those not closed yet' })
+        .option('repo', { type: 'string', describe: 'only this repository\'s' })
+        .option('json', { type: 'boolean', default: false, describe: 'one JSON object per line: {"id", "time", "repo", "actor", "ref", "new", "verdict", "pushId", "text", "open", "closed"?}' })
+        .option('data', dataOpt)
         .option('audit', auditOpt),
-      (a) => guarded(async () => out(await (await admin()).runRepoHooks({ data: a.data, name: a.name, audit: a.audit }))))
-      .demandCommand(1, 'name a repo command: create, hooks, upstream, sync or mode'))
+      (a) => guarded(async () => out(await (await admin()).runEscalationList({ data: a.data, audit: a.audit, open: a.open, json: a.json, repo: a.repo }))))
+      .command('close <id>', 'close an open escalation with what was decided (an audited row); an unknown or closed ID exits 2', (y2) => y2
+        .positional('id', { type: 'string', demandOption: true, describe: 'the # that escalation list shows' })
+        .option('note', { type: 'string', demandOption: true, describe: 'what was decided (e.g. "the test was wrong; fixed on main in abc123")' })
+        .option('by', { type: 'string', describe: 'who closes it (default: cli)' })
+        .option('json', { type: 'boolean', default: false })
+        .option('data', dataOpt)
+        .option('audit', auditOpt)
+        .parserConfiguration({ 'parse-positional-numbers': false }),
+      (a) => guarded(async () => out(await (await admin()).runEscalationClose({ data: a.data, audit: a.audit, id: String(a.id), note: a.note, by: a.by, json: a.json }))))
+      .demandCommand(1, 'name an escalation command: list or close'))
     .command('token', 'access tokens: `token create|list|revoke`', (y) => y
       .command('create <name>', 'create a token; the secret is the last line of output', (y2) => y2
         .positional('name', { type: 'string', demandOption: true })
@@ -235,7 +287,7 @@ export function buildCli(argv: string[]): Argv {
         .option('verdict', { choices: ['accept', 'reject', 'would-reject'] as const })
         .option('since', { type: 'string', describe: 'ISO 8601 time' })
         .option('until', { type: 'string', describe: 'ISO 8601 time' })
-        .option('kind', { choices: ['push', 'ref', 'auth', 'admin', 'ci', 'confirm'] as const })
+        .option('kind', { choices: ['push', 'ref', 'auth', 'admin', 'ci', 'confirm', 'escalation'] as const, describe: 'escalation: agents\' notes for a person and their closing rows' })
         .option('limit', { type: 'string', default: '100', describe: 'at most this many rows (1 to 1000000)' })
         .option('json', { type: 'boolean', default: false, describe: 'one JSON object per line' })
         .option('audit', auditOpt),
@@ -249,14 +301,28 @@ export function buildCli(argv: string[]): Argv {
       .command('verify', 'check the hash chain (and, with --checkpoints, every published head); exit 1 when tampered', (y2) => y2.option('data', dataOpt).option('audit', auditOpt)
         .option('checkpoints', { type: 'string', describe: 'git:REPO (path or URL, ref refs/patchgate/audit) or file:PATH' })
         .option('public-key', { type: 'string', describe: 'the gate\'s checkpoint public key: audit-checkpoint.vkey or .pub (default: the data folder\'s)' })
-        .option('checkpoint-credential-file', cpCredOpt),
-        (a) => guarded(async () => {
-          const r = a.checkpoints
+        .option('checkpoint-credential-file', cpCredOpt)
+        .option('json', { type: 'boolean', default: false, describe: 'one JSON document: {"ok", "rows"?, "tokens"?, "firstBadId"?, "reason"?, "lines"} (an error: {"ok": false, "error"}, exit 2)' }),
+        (a) => {
+          const run = async () => a.checkpoints
             ? await (await auditCp()).runAuditVerifyCheckpoints({ data: a.data, audit: a.audit, checkpoints: a.checkpoints, publicKey: a.publicKey, credentialFile: a.checkpointCredentialFile })
             : await (await admin()).runAuditVerify({ data: a.data, audit: a.audit });
-          out(r.lines);
-          return r.ok ? 0 : 1;
-        }))
+          if (!a.json) return guarded(async () => {
+            const r = await run();
+            out(r.lines);
+            return r.ok ? 0 : 1;
+          });
+          return (async () => {
+            try {
+              const r = await run();
+              out([JSON.stringify({ command: 'audit verify', ...r })]);
+              process.exitCode = r.ok ? 0 : 1;
+            } catch (err) {
+              out([JSON.stringify({ ok: false, command: 'audit verify', error: (err instanceof PatchgateError ? err.message : `unexpected error: ${errorMessage(err)}`).split('\n')[0] })]);
+              process.exitCode = 2;
+            }
+          })();
+        })
       .command('checkpoint', 'sign the chain (a C2SP tlog checkpoint) and publish it outside the database', (y2) => y2.option('data', dataOpt).option('audit', auditOpt)
         .option('publish', { type: 'string', array: true, default: [] as string[], describe: 'git:REPO or file:PATH (repeatable)' })
         .option('checkpoint-credential-file', cpCredOpt),

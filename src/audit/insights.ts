@@ -140,6 +140,8 @@ export interface TableRow {
   decision: string | null;
   /** The first failing rule of the trace, if any. */
   rule: string | null;
+  /** That rule's first finding (or error), cut; null for an accept. */
+  reason: string | null;
 }
 
 export interface TablePage {
@@ -202,9 +204,26 @@ export async function tablePage(store: SqlReader, f: TableFilter, repos?: readon
     id: Number(r.id), time: String(r.time), pushId: r.push_id as string | null, repo: r.repo as string | null,
     actor: r.actor as string | null, role: r.role as string | null, ref: r.ref as string | null,
     verdict: r.verdict as string | null, decision: r.decision as string | null, rule: firstFailing(r.rules as string | null),
+    reason: firstReason(r.rules as string | null),
   }));
   const last = rows[rows.length - 1];
   return { rows, next: raw.length > PAGE_SIZE && last ? `${last.time}|${last.id}` : null };
+}
+
+/** The first failing rule's first finding (or its error), cut to REASON_MAX characters: the /pushes reason column. */
+export const REASON_MAX = 200;
+function firstReason(text: string | null): string | null {
+  try {
+    const trace = JSON.parse(text ?? '[]') as Array<{ status?: string; findings?: Array<{ message?: string }>; details?: { error?: unknown } }>;
+    const o = Array.isArray(trace) ? trace.find((x) => x && x.status === 'fail') : undefined;
+    const m = o?.findings?.find((f) => typeof f?.message === 'string')?.message ?? (typeof o?.details?.error === 'string' ? o.details.error : null);
+    if (!m) return null;
+    const n = o?.findings?.length ?? 0;
+    const more = n > 1 ? ` (+${n - 1} more)` : '';
+    return m.length > REASON_MAX ? `${m.slice(0, REASON_MAX - 1)}…${more}` : m + more;
+  } catch {
+    return null;
+  }
 }
 
 function firstFailing(text: string | null): string | null {

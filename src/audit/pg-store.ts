@@ -30,6 +30,10 @@ import {
   chainRow,
   ciRows,
   confirmRows,
+  escalationCloseRows,
+  escalationRows,
+  escalationState,
+  ESCALATION_CLOSED_SQL,
   EVENT_INDEXES,
   recordPushRows,
   toAuditRow,
@@ -38,6 +42,8 @@ import {
   type AuthFailureInput,
   type CiInput,
   type ConfirmItem,
+  type EscalationCloseInput,
+  type EscalationInput,
   type EventContent,
   type PushTrace,
   type QueryOptions,
@@ -124,6 +130,9 @@ const PG_MIGRATIONS: readonly string[] = [
      revoked     TEXT
    );
    CREATE UNIQUE INDEX tokens_active_name ON tokens (name) WHERE revoked IS NULL;`,
+  // 3: kind may be 'escalation' (issue 21), as SQLite's migration 5; rows are not touched.
+  `ALTER TABLE events DROP CONSTRAINT IF EXISTS events_kind_check;
+   ALTER TABLE events ADD CONSTRAINT events_kind_check CHECK (kind IN ('push','ref','auth','admin','ci','confirm','escalation'));`,
 ];
 
 /** BIGINT (ids, counts) as a JS number, as SQLite returns them: ids stay far below 2^53. */
@@ -259,6 +268,27 @@ export class PgAuditStore implements AuditSink {
     return (await this.write('ci', () => ciRows(input)))[0]!;
   }
 
+  async appendEscalation(input: EscalationInput): Promise<number> {
+    return (await this.write('escalation', () => escalationRows(input)))[0]!;
+  }
+
+  /** The closing row, written only while escalation `input.id` is open (checked under the append lock). */
+  async closeEscalation(input: EscalationCloseInput): Promise<number> {
+    let rows: EventContent[];
+    try {
+      rows = escalationCloseRows(input, null);
+    } catch (err) {
+      throw new AuditError(`audit: cannot write escalation event: ${(err as Error).message}`, { cause: err });
+    }
+    const r = await this.transact('escalation', async (c) => {
+      const open = (await c.query(`${SELECT_ROWS} WHERE e.id = $1`, [input.id])).rows[0] as Record<string, unknown> | undefined;
+      const closed = (await c.query(ESCALATION_CLOSED_SQL.replace('?', '$1'), [String(input.id)])).rows.length > 0;
+      const state = escalationState(open ? toAuditRow(open) : null, closed, input.id);
+      return { rows: [{ ...rows[0]!, repo: state.repo, push_id: state.pushId }], value: undefined };
+    });
+    return r.ids[0]!;
+  }
+
   /** Validates (build), then appends every row in one transaction under the append lock. Nothing is written on failure. */
   private async write(what: string, build: () => EventContent[]): Promise<number[]> {
     let rows: EventContent[];
@@ -385,6 +415,7 @@ export class PgAuditStore implements AuditSink {
       refs: rows.filter((r) => r.kind === 'ref'),
       confirms: rows.filter((r) => r.kind === 'confirm'),
       outcomes: rows.filter((r) => r.kind === 'admin'),
+      escalations: rows.filter((r) => r.kind === 'escalation'),
     };
   }
 

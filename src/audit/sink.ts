@@ -17,6 +17,8 @@ import {
   type AuthFailureInput,
   type CiInput,
   type ConfirmItem,
+  type EscalationCloseInput,
+  type EscalationInput,
   type PushTrace,
   type QueryOptions,
   type RecordPushInput,
@@ -33,6 +35,10 @@ export interface AuditSink {
   appendAuthFailure(input: AuthFailureInput): Awaitable<number>;
   appendAdmin(input: AdminInput): Awaitable<number>;
   appendCi(input: CiInput): Awaitable<number>;
+  /** An agent's note for a person (`git push -o patchgate.escalate=…`). */
+  appendEscalation(input: EscalationInput): Awaitable<number>;
+  /** A person closes an open escalation; UsageError when `id` is no escalation or is closed already. */
+  closeEscalation(input: EscalationCloseInput): Awaitable<number>;
   query(options?: QueryOptions): Awaitable<AuditRow[]>;
   get(id: number): Awaitable<AuditRow | null>;
   getPush(pushId: string): Awaitable<PushTrace | null>;

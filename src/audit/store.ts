@@ -18,6 +18,8 @@
 //   store.appendAdmin(AdminInput): number    token create/revoke, repo create, ...
 //   store.appendCi(CiInput): number
 //   store.appendConfirm(ConfirmInput): number   post-receive: did this ref really move?
+//   store.appendEscalation(EscalationInput): number   `git push -o patchgate.escalate=…` (src/audit/escalation.ts)
+//   store.closeEscalation(EscalationCloseInput): number   a person closes one; refused when not open
 //   store.confirmRefs(pushId, ConfirmItem[]): number[]   several confirms, one transaction
 //   store.query(QueryOptions): AuditRow[]    newest first (time, then id), default limit 100;
 //                                            `confirm` rows only when kind: 'confirm' is asked
@@ -61,12 +63,12 @@ import { privateFile } from '../private-files.js';
 import Database from 'better-sqlite3';
 import { AuditError, UsageError } from '../errors.js';
 
-export type EventKind = 'push' | 'ref' | 'auth' | 'admin' | 'ci' | 'confirm';
+export type EventKind = 'push' | 'ref' | 'auth' | 'admin' | 'ci' | 'confirm' | 'escalation';
 /** `would-reject`: evaluate mode (src/upstream/evaluate.ts) accepted what enforce mode would refuse. */
 export type Verdict = 'accept' | 'reject' | 'would-reject';
 export type Role = 'agent' | 'human' | 'admin';
 
-export const EVENT_KINDS: readonly EventKind[] = ['push', 'ref', 'auth', 'admin', 'ci', 'confirm'];
+export const EVENT_KINDS: readonly EventKind[] = ['push', 'ref', 'auth', 'admin', 'ci', 'confirm', 'escalation'];
 export const VERDICTS: readonly Verdict[] = ['accept', 'reject', 'would-reject'];
 export const ROLES: readonly Role[] = ['agent', 'human', 'admin'];
 export const ZERO_HASH = '0'.repeat(64);
@@ -142,6 +144,36 @@ export interface AdminInput {
   /** The push this row is about (a forward's outcome, a recovery): `getPush` lists it under `outcomes`. */
   pushId?: string | null;
 }
+
+/** An agent's `git push -o patchgate.escalate="TEXT"`: a note for a person (src/audit/escalation.ts sanitises `text`). */
+export interface EscalationInput {
+  time?: string;
+  pushId: string;
+  repo: string;
+  actor: string;
+  role: Role;
+  remoteAddr?: string | null;
+  userAgent?: string | null;
+  /** The (first) ref of the push, its old and new ids, and the verdict it got. */
+  ref: string;
+  old: string;
+  new: string;
+  verdict: Verdict;
+  /** The sanitised, bounded note (at most ESCALATION_TEXT_MAX characters). */
+  text: string;
+  detail?: unknown;
+}
+
+/** A person closes escalation `id` (the row number of its `escalation.open` row). */
+export interface EscalationCloseInput {
+  time?: string;
+  id: number;
+  actor: string;
+  note: string;
+}
+
+/** Characters of an escalation's text or a closing note that are kept. */
+export const ESCALATION_TEXT_MAX = 2000;
 
 export interface CiInput {
   time?: string;
@@ -221,6 +253,8 @@ export interface PushTrace {
   confirms: AuditRow[];
   /** Admin rows recorded under the push's id: the forward's outcome (`upstream.forwarded` / `upstream.forward-failed`), recoveries. */
   outcomes?: AuditRow[];
+  /** `escalation` rows of the push (`git push -o patchgate.escalate=…`) and their closing rows. */
+  escalations?: AuditRow[];
 }
 
 export type VerifyResult =
@@ -336,6 +370,26 @@ export const MIGRATIONS: readonly Migration[] = [
       INSERT INTO events_v4 SELECT * FROM events;
       DROP TABLE events;
       ALTER TABLE events_v4 RENAME TO events;
+      ${EVENT_INDEXES}
+      CREATE INDEX events_kind_time_cover ON events (kind, time, verdict, decision, actor, repo);
+      ${APPEND_ONLY_TRIGGERS}
+    `);
+  },
+  // 5: kind may be 'escalation' (issue 21: an agent's note for a person, and its closing). As
+  // in migration 4 the table is rebuilt with every row copied as it is (the chain is unchanged).
+  (db) => {
+    const cols = (db.prepare(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'events'`).get() as { sql: string }).sql;
+    const newSql = cols
+      .replace(/CREATE TABLE "?events"?/, 'CREATE TABLE events_v5')
+      .replace("kind IN ('push','ref','auth','admin','ci','confirm')", "kind IN ('push','ref','auth','admin','ci','confirm','escalation')");
+    if (newSql === cols || !newSql.includes("'escalation'")) throw new Error('migration 5: unexpected events schema');
+    db.exec(`
+      DROP TRIGGER IF EXISTS events_no_update;
+      DROP TRIGGER IF EXISTS events_no_delete;
+      ${newSql};
+      INSERT INTO events_v5 SELECT * FROM events;
+      DROP TABLE events;
+      ALTER TABLE events_v5 RENAME TO events;
       ${EVENT_INDEXES}
       CREATE INDEX events_kind_time_cover ON events (kind, time, verdict, decision, actor, repo);
       ${APPEND_ONLY_TRIGGERS}
@@ -676,7 +730,7 @@ export class AuditStore {
       privateFile(path); // 0600 in a 0700 folder when it is new (its -wal and -shm follow its mode)
       db = new Database(path);
       db.pragma('busy_timeout = 5000');
-      db.pragma('journal_mode = WAL');
+      walMode(db);
       db.pragma('synchronous = FULL');
       db.pragma('foreign_keys = ON');
       migrate(db);
@@ -731,6 +785,26 @@ export class AuditStore {
 
   appendConfirm(input: ConfirmInput): number {
     return this.write('confirm', () => [confirmContent(input, input.pushId, '')])[0]!;
+  }
+
+  appendEscalation(input: EscalationInput): number {
+    return this.write('escalation', () => escalationRows(input))[0]!;
+  }
+
+  /** The closing row, written only while escalation `input.id` is open (checked in the same transaction). */
+  closeEscalation(input: EscalationCloseInput): number {
+    let rows: EventContent[];
+    try {
+      rows = escalationCloseRows(input, null);
+    } catch (err) {
+      throw new AuditError(`audit: cannot write escalation event: ${(err as Error).message}`, { cause: err });
+    }
+    return this.db.transaction(() => {
+      const open = this.read(() => this.stmts.get.get(input.id));
+      const closed = this.read(() => this.db.prepare(ESCALATION_CLOSED_SQL).get(String(input.id)));
+      const state = escalationState(open ? toAuditRow(open) : null, !!closed, input.id);
+      return this.insertChained([{ ...rows[0]!, repo: state.repo, push_id: state.pushId }]);
+    }).immediate()[0]!;
   }
 
   /** Confirms several refs of one push in one transaction (what post-receive sends). */
@@ -812,6 +886,7 @@ export class AuditStore {
       refs: rows.filter((r) => r.kind === 'ref'),
       confirms: rows.filter((r) => r.kind === 'confirm'),
       outcomes: rows.filter((r) => r.kind === 'admin'),
+      escalations: rows.filter((r) => r.kind === 'escalation'),
     };
   }
 
@@ -994,6 +1069,55 @@ export function adminRows(input: AdminInput): EventContent[] {
   ];
 }
 
+/** The query that finds a closing row of escalation `?` (its id as text, in `subject`). */
+export const ESCALATION_CLOSED_SQL = "SELECT id FROM events WHERE kind = 'escalation' AND action = 'escalation.close' AND subject = ? LIMIT 1";
+
+/** Is row `row` an open escalation? UsageError (one line, the id in it) when not; else what the closing row copies. */
+export function escalationState(row: AuditRow | null, closed: boolean, id: number): { repo: string | null; pushId: string | null } {
+  if (!row || row.kind !== 'escalation' || row.action !== 'escalation.open') throw new UsageError(`no escalation ${id} (patchgate escalation list shows them)`);
+  if (closed) throw new UsageError(`escalation ${id} is already closed`);
+  return { repo: row.repo, pushId: row.pushId };
+}
+
+export function escalationRows(input: EscalationInput): EventContent[] {
+  return [
+    {
+      kind: 'escalation',
+      action: 'escalation.open',
+      time: timeOf(input.time),
+      push_id: pushIdOf(input.pushId),
+      repo: reqString(input.repo, 'repo', 256),
+      actor: reqString(input.actor, 'actor', 256),
+      role: oneOf(input.role, ROLES, 'role'),
+      remote_addr: lenientString(input.remoteAddr, 256),
+      user_agent: lenientString(input.userAgent, 512),
+      ref: reqString(input.ref, 'ref', 1024),
+      old: objectId(input.old, 'old'),
+      new: objectId(input.new, 'new'),
+      verdict: oneOf(input.verdict, VERDICTS, 'verdict'),
+      reason: reqString(input.text, 'text', ESCALATION_TEXT_MAX),
+      detail: jsonOf(input.detail, 'detail'),
+    },
+  ];
+}
+
+/** The closing row (repo and push id are copied from the escalation by the store, inside its transaction). */
+export function escalationCloseRows(input: EscalationCloseInput, of: { repo: string | null; pushId: string | null } | null): EventContent[] {
+  if (!Number.isSafeInteger(input.id) || input.id < 1) throw new UsageError(`id: must be a positive integer (got ${JSON.stringify(input.id)})`);
+  return [
+    {
+      kind: 'escalation',
+      action: 'escalation.close',
+      time: timeOf(input.time),
+      subject: String(input.id),
+      actor: reqString(input.actor, 'actor', 256),
+      reason: reqString(input.note, 'note', ESCALATION_TEXT_MAX),
+      repo: of?.repo ?? null,
+      push_id: of?.pushId ?? null,
+    },
+  ];
+}
+
 export function ciRows(input: CiInput): EventContent[] {
   return [
     {
@@ -1021,6 +1145,23 @@ export function chainRow(content: EventContent, id: number, prev: string): Store
   for (const c of CONTENT_COLUMNS) stored[c] = content[c] ?? null;
   stored.hash = rowHash(stored);
   return stored as StoredRow;
+}
+
+/**
+ * Switch to WAL. A second process opening a fresh file while the first switches (or migrates)
+ * can get SQLITE_BUSY here without the busy handler being asked, so it is retried for up to 5 s.
+ */
+function walMode(db: Database.Database): void {
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (let i = 0; ; i++) {
+    try {
+      db.pragma('journal_mode = WAL');
+      return;
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'SQLITE_BUSY' || i >= 100) throw err;
+      Atomics.wait(pause, 0, 0, 50);
+    }
+  }
 }
 
 function migrate(db: Database.Database): void {

@@ -63,6 +63,7 @@ export async function runServe(args: ServeConfig): Promise<void> {
     logger, metricsPort: args.metricsPort, metricsHost: args.metricsHost,
     checkpointEverySeconds: args.checkpointEvery, checkpointPublish: args.checkpointPublish, checkpointPublishFrom: args.sources.checkpointPublish, checkpointCredentialFile: args.checkpointCredentialFile, auditUrl,
     ...(args.publicUrl ? { publicUrl: args.publicUrl } : {}),
+    ...(args.notifyUrl ? { notifyUrl: args.notifyUrl } : {}),
   });
   const say = (l: string) => process.stdout.write(l + '\n');
   say(`patchgate: serving ${resolve(args.data, 'repos')} at ${srv.url} (audit log ${describeAudit(parseAuditUrl(auditUrl, args.data))})`);
@@ -148,6 +149,15 @@ function detailsText(details: unknown): string {
   return parts.length ? `  ${parts.join(' ')}` : '';
 }
 
+/**
+ * A remediation inside the trace: `fix:` and its first line, then every further line indented
+ * below it, each `$ ` command on its own line (so it reads, and copies, as printed to the agent).
+ */
+function fixLines(remediation: string, indent: string): string[] {
+  const [first, ...rest] = remediation.split('\n');
+  return [`${indent}fix: ${first}`, ...rest.map((l) => `${indent}  ${l.startsWith('$ ') ? '  ' : ''}${l}`)];
+}
+
 function textRow(r: AuditRow): string {
   const parts = [`#${r.id}`, r.time, r.kind];
   if (r.repo) parts.push(r.repo);
@@ -185,7 +195,7 @@ export async function runAuditShow(args: { data: string; id: string; json: boole
     }
     const trace = await s.getPush(pushId);
     if (!trace) throw new UsageError(`no push ${args.id} in the audit log`);
-    if (args.json) return [JSON.stringify({ push: trace.push && compactRow(trace.push), refs: trace.refs.map(compactRow), confirms: trace.confirms.map(compactRow), outcomes: (trace.outcomes ?? []).map(compactRow) })];
+    if (args.json) return [JSON.stringify({ push: trace.push && compactRow(trace.push), refs: trace.refs.map(compactRow), confirms: trace.confirms.map(compactRow), outcomes: (trace.outcomes ?? []).map(compactRow), escalations: (trace.escalations ?? []).map(compactRow) })];
     const out: string[] = [];
     if (trace.push) out.push(textRow(trace.push));
     for (const ref of trace.refs) {
@@ -195,27 +205,62 @@ export async function runAuditShow(args: { data: string; id: string; json: boole
         out.push(`    ${r.rule.padEnd(12)} ${r.status.padEnd(8)} ${String(r.ms ?? 0).padStart(5)} ms  ${r.cut?.findings ?? (r.findings ?? []).length} finding(s)${detailsText(r.details)}`);
         for (const f of (r.findings ?? []).slice(0, 20)) out.push(`      - ${f.message}`);
         if (r.cut) out.push(`      ${describeCut(r.cut)}`);
-        if (r.remediation) out.push(`      fix: ${r.remediation}`);
+        if (r.remediation) out.push(...fixLines(r.remediation, '      '));
       }
     }
     for (const c of trace.confirms) out.push(`  ${textRow(c)}`);
     // The forward's outcome and any recovery, recorded under the push's id.
     for (const o of trace.outcomes ?? []) out.push(`  ${textRow(o)}`);
+    for (const e of trace.escalations ?? []) out.push(`  ${textRow(e)}`);
     return out;
   }, true);
 }
 
-export async function runAuditVerify(args: { data: string; audit?: string }): Promise<{ lines: string[]; ok: boolean }> {
+export interface AuditVerifyReport {
+  ok: boolean;
+  lines: string[];
+  /** Rows found intact (before the first problem). */
+  rows?: number;
+  tokens?: number;
+  firstBadId?: number;
+  reason?: string;
+}
+
+export async function runAuditVerify(args: { data: string; audit?: string }): Promise<AuditVerifyReport> {
   return withSink(args, async (s) => {
     const v = await s.verify();
     if (v.ok) {
       // The tokens table against the chain's token.create/token.revoke rows (src/audit/token-check.ts).
       const tk = await checkTokens(s);
-      if (tk.problem) return { ok: false, lines: [`TAMPERED: tokens: ${tk.problem} (${v.rows} row(s), hash chain intact)`] };
-      return { ok: true, lines: [`ok: ${v.rows} row(s), hash chain intact`, `ok: ${tk.tokens} token(s), each as its token.create/token.revoke rows say`] };
+      if (tk.problem) return { ok: false, rows: v.rows, reason: `tokens: ${tk.problem}`, lines: [`TAMPERED: tokens: ${tk.problem} (${v.rows} row(s), hash chain intact)`] };
+      return { ok: true, rows: v.rows, tokens: tk.tokens, lines: [`ok: ${v.rows} row(s), hash chain intact`, `ok: ${tk.tokens} token(s), each as its token.create/token.revoke rows say`] };
     }
     // firstBadId is a row id; after a deletion it can be above the number of rows left.
-    return { ok: false, lines: [`TAMPERED: first bad row ${v.firstBadId} (a row id; ${v.rows} row(s) present): ${v.reason}`] };
+    return { ok: false, rows: v.rows, firstBadId: v.firstBadId, reason: v.reason, lines: [`TAMPERED: first bad row ${v.firstBadId} (a row id; ${v.rows} row(s) present): ${v.reason}`] };
+  }, true);
+}
+
+/** `escalation list [--open]`: open first, each group newest first (src/audit/escalation.ts). */
+export async function runEscalationList(args: { data: string; audit?: string; open: boolean; json: boolean; repo?: string }): Promise<string[]> {
+  const { listEscalations, escalationLine } = await import('../audit/escalation.js');
+  return withSink(args, async (s) => {
+    const list = await listEscalations(s, { open: args.open, ...(args.repo ? { repos: [normalizeRepoName(args.repo)] } : {}) });
+    if (args.json) return list.map((e) => JSON.stringify(e));
+    const open = list.filter((e) => e.open).length;
+    return [...list.map(escalationLine), `(${list.length} escalation(s), ${open} open; close one with: patchgate escalation close ID --note "…")`];
+  }, true);
+}
+
+/** `escalation close ID --note TEXT`: an audited closing row; unknown or closed already: UsageError. */
+export async function runEscalationClose(args: { data: string; audit?: string; id: string; note: string; by?: string; json: boolean }): Promise<string[]> {
+  const { sanitizeText } = await import('../audit/escalation.js');
+  if (!/^\d{1,15}$/.test(args.id)) throw new UsageError(`escalation close: ID must be a number (the # of patchgate escalation list), got ${JSON.stringify(args.id.slice(0, 40))}`);
+  const note = sanitizeText(args.note);
+  if (!args.note.trim()) throw new UsageError('escalation close: --note must say what was decided');
+  const by = sanitizeText(args.by ?? 'cli', 256);
+  return withSink(args, async (s) => {
+    const row = await s.closeEscalation({ id: Number(args.id), actor: by, note });
+    return [args.json ? JSON.stringify({ ok: true, id: Number(args.id), row, actor: by, note }) : `escalation ${args.id} closed (audit row ${row}, by ${by}): ${note}`];
   }, true);
 }
 

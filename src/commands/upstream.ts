@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { AuditStore } from '../audit/store.js';
 import { ContractParseError, UsageError } from '../errors.js';
 import { Git } from '../git/git.js';
-import { createRepo, normalizeRepoName, resolveRepo } from '../server/repos.js';
+import { checkHooks, createRepo, holdoutOf, listRepos, normalizeRepoName, resolveRepo } from '../server/repos.js';
 import { fetchTrusted } from '../upstream/remote.js';
 import { describeUpstream, GATE_MODES, parseUpstream, readSettings, writeSettings, type GateMode, type UpstreamConfig } from '../upstream/settings.js';
 
@@ -142,4 +142,35 @@ export async function runRepoWarm(args: { data: string; name: string }): Promise
     git.close();
     disk.close();
   }
+}
+
+export interface RepoInfo {
+  name: string;
+  dir: string;
+  trusted: string | null;
+  mode: GateMode;
+  /** The upstream URL (no credential ever), or null. */
+  upstream: string | null;
+  upstreamCredential: boolean;
+  /** `ok`, or why the repository is not served (a missing or foreign hook). */
+  hooks: string;
+  holdoutOf: string | null;
+}
+
+/** `repo list`: every repository under the data folder, as the server would see it at start. */
+export async function listRepoInfo(args: { data: string }): Promise<RepoInfo[]> {
+  const data = resolve(args.data);
+  const out: RepoInfo[] = [];
+  for (const name of listRepos(data)) {
+    const dir = resolveRepo(data, name);
+    if (!dir) continue;
+    const settings = readSettings(data, name);
+    const state = checkHooks(dir);
+    out.push({
+      name, dir, trusted: (await trustedRef(dir).catch(() => null))?.replace(/^refs\/heads\//, '') ?? null,
+      mode: settings.mode, upstream: settings.upstream?.url ?? null, upstreamCredential: !!settings.upstream?.secret,
+      hooks: state.ok ? 'ok' : state.reason, holdoutOf: holdoutOf(dir),
+    });
+  }
+  return out;
 }

@@ -3,7 +3,7 @@
 // nothing pushed is ever checked out, imported or executed. It honours a receive-pack
 // quarantine by passing the hook's object-directory variables to every child.
 
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { open, readdir, readFile, stat } from 'node:fs/promises';
 import type { Dirent } from 'node:fs';
 import { existsSync } from 'node:fs';
@@ -22,6 +22,17 @@ const EMPTY_TREE: Record<ObjectFormat, string> = {
 
 /** Variables a pre-receive hook gets from receive-pack that point at quarantined objects. */
 export const QUARANTINE_VARS = ['GIT_OBJECT_DIRECTORY', 'GIT_ALTERNATE_OBJECT_DIRECTORIES', 'GIT_QUARANTINE_PATH'] as const;
+
+/** Set one key of a repository's config file, synchronously (`hook install` is synchronous); throws GitError. */
+export function setConfigSync(configFile: string, key: string, value: string): void {
+  const args = ['config', '--file', configFile, key, value];
+  try {
+    execFileSync('git', args, { stdio: ['ignore', 'ignore', 'pipe'], timeout: 10_000 });
+  } catch (err) {
+    const e = err as { status?: number | null; stderr?: Buffer };
+    throw new GitError(args, e.status ?? null, e.stderr?.toString('utf8') ?? String(err), { cause: err });
+  }
+}
 
 export function isZeroId(id: string): boolean {
   return /^0+$/.test(id);

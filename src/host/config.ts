@@ -41,6 +41,8 @@ const Schema = z.strictObject({
   ghesReserveMs: z.number().int().min(50).max(10_000).default(500),
   /** `HOST:PORT` of the monitoring listener (/healthz, /metrics); port 0 picks one. */
   monitor: z.string().regex(/^[0-9A-Za-z.:[\]-]+:\d{1,5}$/).default('127.0.0.1:7006'),
+  /** Each escalation (`git push -o patchgate.escalate=…`) is POSTed here as JSON (as `serve --notify-url`). */
+  notifyUrl: z.string().regex(/^https?:\/\/\S+$/, 'an http:// or https:// URL').optional(),
   /** Bare repositories whose trusted tip is parsed into the cache at start. */
   warm: z.array(z.string().min(1)).default([]),
 });

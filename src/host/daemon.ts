@@ -48,6 +48,7 @@ export async function startDaemon(cfg: DaemonConfig, opts: { log?: (l: string) =
     const hooks = new HookService({
       endpointPath: join(cfg.data, 'hook.endpoint'), audit, timeoutMs: cfg.hookTimeout * 1000, cache: new ContentCache(disk),
       sessionFor: (hr) => hostSession(hr, cfg), onAnswer: metrics.observe, beforeJudge: opts.beforeJudge,
+      ...(cfg.notifyUrl ? { notifyUrl: cfg.notifyUrl } : {}),
     });
     undo.push(() => hooks.stop());
     await hooks.start();

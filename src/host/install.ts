@@ -11,6 +11,7 @@
 import { chmodSync, existsSync, mkdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
+import { setConfigSync } from '../git/git.js';
 import type { DaemonConfig } from './config.js';
 import { HOST_VARS, type HostKind } from './identity.js';
 import { shimText } from './shim.js';
@@ -56,6 +57,8 @@ export function installHostHooks(host: HostKind, cfg: DaemonConfig, dirs: readon
     const path = shimPath(host, dir);
     writeExec(path, text);
     out.push(`wrote ${path} (${HOST_VARS[host].label} pre-receive shim; daemon endpoint ${endpoint})`);
+    const opts = advertisePushOptions(host, dir);
+    if (opts) out.push(opts);
     if (host === 'ghes') {
       const notes = join(dir, 'PATCHGATE-GHES.md');
       writeFileSync(notes, ghesNotes(cfg));
@@ -64,6 +67,22 @@ export function installHostHooks(host: HostKind, cfg: DaemonConfig, dirs: readon
   }
   out.push(...nextSteps(host, cfg));
   return out;
+}
+
+/**
+ * `git push -o patchgate.escalate=…` needs receive.advertisePushOptions in the repository
+ * (git refuses push options otherwise). Set in a bare REPO_DIR of the hosts whose repositories
+ * we are given (gitea, gitolite, generic); GitLab and GitHub Enterprise advertise push options
+ * themselves. A failure is said, never fatal: only escalation needs it.
+ */
+function advertisePushOptions(host: HostKind, dir: string): string | null {
+  if (host === 'gitlab' || host === 'ghes' || !isBare(dir)) return null;
+  try {
+    setConfigSync(join(dir, 'config'), 'receive.advertisePushOptions', 'true');
+    return `set receive.advertisePushOptions in ${dir} (agents escalate with git push -o patchgate.escalate="…")`;
+  } catch (err) {
+    return `could not set receive.advertisePushOptions in ${dir} (${(err as Error).message.split('\n')[0]}); set it there so agents can escalate with git push -o patchgate.escalate="…"`;
+  }
 }
 
 function nextSteps(host: HostKind, cfg: DaemonConfig): string[] {

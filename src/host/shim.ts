@@ -7,7 +7,7 @@
 
 import { HOST_VARS, type HostKind } from './identity.js';
 
-export const SHIM_MARK = 'patchgate-hook: host-v1';
+export const SHIM_MARK = 'patchgate-hook: host-v2';
 
 const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
@@ -80,6 +80,13 @@ esac
 [ -z "$userid" ] || body+="id userid $userid\${nl}"
 ${ghes ? 'body+="id budget-ms $budget_ms${nl}"\n' : ''}for v in GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES GIT_QUARANTINE_PATH GIT_PUSH_OPTION_COUNT; do
   if [ -n "\${!v:-}" ]; then body+="env $v \${!v}\${nl}"; fi
+done
+# Push options (git push -o patchgate.escalate="..."): at most 16, 8 KiB each, control characters made spaces.
+n=\${GIT_PUSH_OPTION_COUNT:-0}
+case "$n" in ''|*[!0-9]*) n=0 ;; ?|1[0-6]) ;; *) n=16 ;; esac
+for ((i = 0; i < n; i++)); do
+  v=GIT_PUSH_OPTION_$i; o=\${!v-}; o=\${o//[[:cntrl:]]/ }
+  body+="env $v \${o:0:8192}\${nl}"
 done
 body+=$nl
 while IFS= read -r line; do body+="$line$nl"; done

@@ -5,13 +5,14 @@
 // it, a person must push that branch first. Kept out of engine.ts so the engine stays small.
 
 import { decidingRow, rowForFinding, tableRow, type TableRow } from './decision-table.js';
-import { dedupeSetup, noTrustedBranch } from './remedy.js';
+import { dedupeSetup, escalateStep, noTrustedBranch, type RefDecisionEscalate } from './remedy.js';
 import type { Reason, RuleContext, RuleOutcome } from './types.js';
 
 export interface Decided {
   reasons: Reason[];
   row: TableRow;
   remediation: string;
+  escalate?: RefDecisionEscalate;
 }
 
 export function decide(ctx: RuleContext, failing: RuleOutcome[]): Decided {
@@ -29,5 +30,7 @@ export function decide(ctx: RuleContext, failing: RuleOutcome[]): Decided {
   // normally the first failing rule; a rule failing without findings falls back to that).
   const decidingRule = reasons.find((r) => r.row === row.id)?.rule ?? failing[0]!.rule;
   const outcome = failing.find((o) => o.rule === decidingRule) ?? failing[0]!;
-  return { reasons, row, remediation: dedupeSetup(outcome.remediation ?? '') };
+  const remediation = dedupeSetup(outcome.remediation ?? '');
+  const escalate = escalateStep(ctx, row.id, remediation);
+  return { reasons, row, remediation, ...(escalate ? { escalate } : {}) };
 }

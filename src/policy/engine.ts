@@ -155,11 +155,11 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
       head: (contractOutcome?.details?.head as string | null | undefined) ?? null,
     };
     const failing = outcomes.filter((o) => o.status === 'fail');
-    const { reasons, row, remediation } = decide(ctx, failing);
+    const { reasons, row, remediation, escalate } = decide(ctx, failing);
     return {
       ref: update.ref, oldId: update.oldId, newId: update.newId,
       verdict: failing.length ? 'reject' : 'accept', row: row.id, action: row.action,
-      remediation, reasons, outcomes, contract, ms: Date.now() - started, commitsMs,
+      remediation, ...(escalate ? { escalate } : {}), reasons, outcomes, contract, ms: Date.now() - started, commitsMs,
       ...(judged ? { judged } : {}),
     };
   } catch (err) {
@@ -187,6 +187,12 @@ export function renderDecision(d: RefDecision, actor?: string): string[] {
     const [first, ...rest] = d.remediation.split('\n');
     lines.push(`  next step: ${first}`);
     for (const l of rest) lines.push(`    ${l}`);
+  }
+  if (d.escalate) {
+    // The honest exit (issue 21): not a `$ ` fix line, because it is an alternative to the fix.
+    lines.push(`  or, ${d.escalate.when}: ask a person instead. Put your reason between the quotes and run this${d.escalate.setup ? ' (the first line sets up the remote)' : ` (after the git config remote.patchgate-fix.url line above)`}; the push is judged as usual and the note is recorded for a person:`);
+    if (d.escalate.setup) lines.push(`    ${d.escalate.setup}`);
+    lines.push(`    ${d.escalate.command}`);
   }
   return lines;
 }

@@ -33,6 +33,10 @@ export interface MachineLine {
   fix: string[];
   /** Present when reasons were left out to stay under the size cap: how many there were in all. */
   cut?: { reasons: number };
+  /** A refusal a wrong oracle could cause: the command that asks a person instead (not a fix step). */
+  escalate?: string;
+  /** This push carried `-o patchgate.escalate=…`: the escalation's id (a person will look). */
+  escalation?: { id: number };
 }
 
 /** The code of one reason: its own row when known, else its rule's row for its finding kind, else the decision's row. */
@@ -58,6 +62,8 @@ export interface MachineLineInput {
   pushId: string;
   /** Fix commands; default: those of the decision's remediation (none for an accepted push). */
   fix?: string[];
+  /** The escalation this push recorded. */
+  escalation?: { id: number };
 }
 
 /** The machine line of one decision (without the `remote: ` git adds). */
@@ -71,7 +77,11 @@ export function machineLine(d: RefDecision, input: MachineLineInput): string {
   }));
   if (!all.length && input.verdict !== 'accept') all.push({ code: rowCode(d.row), rule: 'error', message: clip(d.action, 400) });
   const fix = input.fix ?? (input.verdict === 'reject' ? fixCommands(d.remediation) : []);
-  const base: MachineLine = { v: 1, ref: d.ref, old: d.oldId, new: d.newId, verdict: input.verdict, mode: input.mode, pushId: input.pushId, code: rowCode(d.row), reasons: all, fix };
+  const base: MachineLine = {
+    v: 1, ref: d.ref, old: d.oldId, new: d.newId, verdict: input.verdict, mode: input.mode, pushId: input.pushId, code: rowCode(d.row), reasons: all, fix,
+    ...(d.escalate && input.verdict === 'reject' ? { escalate: clip(d.escalate.command, 1000) } : {}),
+    ...(input.escalation ? { escalation: input.escalation } : {}),
+  };
   const text = (o: MachineLine): string => MACHINE_PREFIX + JSON.stringify(o);
   let line = text(base);
   if (bytes(line) <= MACHINE_LINE_MAX) return line;

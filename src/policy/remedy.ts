@@ -133,3 +133,30 @@ export function fetchTrusted(ctx: RuleContext): string {
   if (ctx.mode !== 'push' && ctx.trustedTip) return `${intro} (${short(ctx.trustedTip)}); rebuild them on it:`;
   return gateStep(ctx, `${intro}; fetch it first`, 'fetch', `refs/heads/${ctx.policy.trustedBranch}`);
 }
+
+/** The push option of an escalation (src/audit/escalation.ts reads it). */
+export const ESCALATE_OPTION = 'patchgate.escalate';
+
+/** Rows a wrong oracle could cause: when the honest exit applies, and what the agent's note explains. */
+export const ESCALATE_ROWS: Readonly<Record<string, { when: string; why: string }>> = {
+  'test-tree-write': { when: 'if the test itself is wrong, do not edit it', why: 'why the test is wrong' },
+  'contract-moved': { when: 'if the contract itself must change (the public API the tests pin), do not work around it', why: 'why the contract must change' },
+  'fixture-drift': { when: 'if the fixtures or their lock are wrong, do not edit them', why: 'why the fixtures are wrong' },
+};
+
+export type RefDecisionEscalate = { when: string; command: string; setup: string | null };
+
+/**
+ * The honest exit for an agent refused on `rowId`: push the same commits with a note for a
+ * person (`-o patchgate.escalate="…"`, judged as usual and recorded) instead of editing the
+ * oracle. Through `patchgate-fix` as every printed push is (`setup` makes it; null when the
+ * remediation above already printed that line). Null: not such a row, or not an agent's push.
+ */
+export function escalateStep(ctx: RuleContext, rowId: string, remediation: string): RefDecisionEscalate | null {
+  const row = ESCALATE_ROWS[rowId];
+  if (!row || ctx.role !== 'agent' || ctx.mode !== 'push') return null;
+  const setup = fixRemoteSetup(ctx);
+  const remote = setup ? FIX_REMOTE : '<the same remote or URL>';
+  const command = `git push -o ${ESCALATE_OPTION}="<${row.why}>" ${remote} ${shq(pushRefspec(ctx))}`;
+  return { when: row.when, command, setup: setup && !remediation.split('\n').includes(RUN + setup) ? setup : null };
+}

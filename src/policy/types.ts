@@ -109,6 +109,12 @@ export interface RefDecision {
   row: string;
   action: string;
   remediation: string;
+  /**
+   * A refusal a wrong oracle could cause (a test-tree write, the contract, the fixtures): the
+   * honest exit, `git push -o patchgate.escalate="…" …` for a person instead of an edited test
+   * (src/policy/remedy.ts escalateStep). Absent elsewhere.
+   */
+  escalate?: { when: string; command: string; setup: string | null };
   reasons: Reason[];
   outcomes: RuleOutcome[];
   contract: { base: string | null; head: string | null };

@@ -24,6 +24,7 @@ import { restorePushCounts } from './metrics-restore.js';
 import { noteRequest, observeRequest, sendMetrics, startMetricsListener } from './observe-http.js';
 import { HookService } from './hook-service.js';
 import { ContentCache, PersistentCache } from '../cache/content-cache.js';
+import type { NotifyOptions } from './notify.js';
 import { checkHooks, ensureRepoConfig, listRepos, normalizeRepoName, reposDir, resolveRepo, createRepo, holdoutOf } from './repos.js';
 import { writeAdminToken } from './admin-token.js';
 import { DEFAULT_LIMITS, exchangeOf, guardRequest, preparePost, prepareGet, trackChild, type FrontDeps, type RequestLimits } from './git-front.js';
@@ -68,6 +69,9 @@ export interface ServerOptions {
   metricsHost?: string;
   /** The base URL clients use (behind a proxy); else the request's Host header. Printed in fixes, so no credentials. */
   publicUrl?: string;
+  /** `--notify-url`: each escalation is POSTed there (./notify.ts); `notify` shortens its limits (tests). */
+  notifyUrl?: string;
+  notify?: NotifyOptions;
 }
 
 export interface RunningServer {
@@ -157,7 +161,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     undo.push(() => disk.close());
     const cache = new ContentCache(disk);
     metrics.watchCache(cache);
-    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge, dataDir, upstreamFreshMs: opts.upstreamFreshMs, onTimeout: () => metrics.hookTimeouts.inc(), log });
+    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge, dataDir, upstreamFreshMs: opts.upstreamFreshMs, onTimeout: () => metrics.hookTimeouts.inc(), log, ...(opts.notifyUrl ? { notifyUrl: opts.notifyUrl, notify: opts.notify } : {}) });
     undo.push(() => hooks.stop());
     await hooks.start();
     // Pushes the last run left unsettled (killed, or its log was down): compared with the real

@@ -41,6 +41,9 @@ import { IntentJournal, RowQueue } from './intents.js';
 import { boundRecord } from '../audit/bound.js';
 import { join } from 'node:path';
 import type { Verdict } from '../audit/store.js';
+import { readPushOptions } from '../audit/escalation.js';
+import { recordEscalation } from './escalate.js';
+import { Notifier, type NotifyOptions } from './notify.js';
 
 export interface PushSession {
   pid: number;
@@ -112,6 +115,10 @@ export interface HookServiceOptions {
   intentsDir?: string;
   /** Where the row queue and recovery say what they did (default stderr). */
   log?: (line: string) => void;
+  /** `serve --notify-url`: each escalation is POSTed there as JSON (./notify.ts), never holding up a push. */
+  notifyUrl?: string;
+  /** The notifier's time limit and retries (tests shorten them). */
+  notify?: NotifyOptions;
 }
 
 export interface HookRequest {
@@ -129,10 +136,16 @@ function parseRequest(body: string): HookRequest {
   const head = (blank < 0 ? body : body.slice(0, blank)).split('\n');
   const rest = blank < 0 ? '' : body.slice(blank + 2);
   const req: HookRequest = { hook: '', ppid: 0, dir: '', env: {}, id: {}, lines: rest.split('\n').filter((l) => l.trim()) };
+  const seen = new Set<string>();
   for (const line of head) {
     const sp = line.indexOf(' ');
     const k = line.slice(0, sp);
     const v = line.slice(sp + 1);
+    // Each of these once: a forwarded value (a push option) can never stand in for them.
+    if (k === 'hook' || k === 'ppid' || k === 'dir') {
+      if (seen.has(k)) throw new Error('malformed hook request');
+      seen.add(k);
+    }
     if (k === 'hook') req.hook = v;
     else if (k === 'ppid') req.ppid = Number(v);
     else if (k === 'dir') req.dir = v;
@@ -184,6 +197,8 @@ export class HookService {
   /** Rows after a decision: retried in order until written. */
   readonly rows: RowQueue;
   private readonly log: (line: string) => void;
+  /** Where escalations are announced (`--notify-url`), or null. */
+  readonly notifier: Notifier | null;
 
   constructor(private readonly opts: HookServiceOptions) {
     this.authRows = new AuthRowLimiter(opts.audit, opts.authRows);
@@ -192,6 +207,7 @@ export class HookService {
     this.rows = new RowQueue(this.log);
     const dir = opts.intentsDir ?? (opts.dataDir ? join(opts.dataDir, 'intents') : null);
     this.journal = dir ? new IntentJournal(dir) : null;
+    this.notifier = opts.notifyUrl ? new Notifier(opts.notifyUrl, { log: this.log, ...opts.notify }) : null;
   }
 
   private get settleDeps(): SettleDeps {
@@ -258,6 +274,7 @@ export class HookService {
     await closed;
     await Promise.all([...this.background]);
     await this.rows.flush();
+    await this.notifier?.stop();
     if (existsSync(this.opts.endpointPath)) rmSync(this.opts.endpointPath, { force: true });
   }
 
@@ -407,6 +424,7 @@ export class HookService {
 
   private async preReceive(s: PushSession, hr: HookRequest, lines: string[], gone: AbortSignal): Promise<'accept' | 'reject'> {
     const updates = hr.lines.map(parseRefLine);
+    const options = readPushOptions(hr.env);
     const env: Record<string, string> = {};
     for (const v of QUARANTINE_VARS) {
       const val = hr.env[v];
@@ -439,6 +457,8 @@ export class HookService {
         if (pre.settings.mode === 'evaluate') mode = 'evaluate';
         enforce = pre.settings.mode === 'enforce';
         decisions = await this.judgeAll(git, s, updates, timings, gone, s.timeoutMs ?? this.opts.timeoutMs);
+        // A push that escalates already did what its refusal would suggest: that line is left out.
+        if (options.escalate !== null) decisions = decisions.map((d) => (d.escalate ? { ...d, escalate: undefined } : d));
         // A ref that moved on the gate since receive-pack read it (the refresh just now) would
         // fail git's lock after an accept: refused before anything is written or forwarded.
         decisions = await refuseMovedRefs(this.mainStore(s.repoDir), decisions);
@@ -491,10 +511,12 @@ export class HookService {
     }
     if (shown) lines.push(...shown);
     else for (const d of decisions) lines.push(...renderDecision(d, s.actor));
+    for (const name of options.unknown) lines.push(`patchgate: push option ${name} is not one patchgate knows (it knows patchgate.escalate); ignored`);
+    const escalation = options.escalate !== null && decisions.length ? await recordEscalation({ audit: this.opts.audit, notifier: this.notifier, log: this.log }, s, decisions, auditVerdict, options.escalate, lines) : null;
     // For machines: one patchgate-json line per refused or would-be-refused ref (src/policy/machine-line.ts).
     for (const d of decisions) {
       const verdict = auditVerdict(d);
-      if (verdict !== 'accept') lines.push(machineLine(d, { verdict, mode, pushId: s.pushId }));
+      if (verdict !== 'accept') lines.push(machineLine(d, { verdict, mode, pushId: s.pushId, ...(escalation ? { escalation } : {}) }));
     }
     lines.push(`patchgate: push ${s.pushId} ${accepted ? 'judged' : 'audited'} (${accepted}/${decisions.length} ref(s) accepted)`);
     return accepted > 0 ? 'accept' : 'reject';

@@ -47,7 +47,8 @@ export function resolveRepo(dataDir: string, name: string): string | null {
  * index-pack and unpack-objects stream any blob over 32 MiB instead of inflating it in
  * memory, so a 1 GB blob of zeros packed into 1 MB costs the server a few MB of memory.
  * `enforced` keys are reset to our value at every check; the others are set only when unset,
- * so an operator may change them with `git config` in the repository.
+ * so an operator may change them with `git config` in the repository. `receive.advertisePushOptions`
+ * lets an agent escalate (`git push -o patchgate.escalate=…`).
  */
 export const REPO_GIT_CONFIG: ReadonlyArray<{ key: string; value: string; enforced: boolean }> = [
   { key: 'receive.fsckobjects', value: 'true', enforced: true },
@@ -55,6 +56,8 @@ export const REPO_GIT_CONFIG: ReadonlyArray<{ key: string; value: string; enforc
   { key: 'http.receivepack', value: 'true', enforced: false },
   { key: 'receive.maxinputsize', value: String(1024 * 1024 * 1024), enforced: false },
   { key: 'core.bigfilethreshold', value: String(32 * 1024 * 1024), enforced: false },
+  // `git push -o patchgate.escalate="…"` (issue 21): git refuses push options a server does not advertise.
+  { key: 'receive.advertisepushoptions', value: 'true', enforced: true },
 ];
 
 /** Bring a repository's config up to REPO_GIT_CONFIG; returns the keys it set. */

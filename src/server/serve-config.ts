@@ -5,6 +5,7 @@
 
 import { readFileSync } from 'node:fs';
 import { ConfigError, errorMessage } from '../errors.js';
+import { checkNotifyUrl } from './notify.js';
 
 type Kind = 'string' | 'port' | 'seconds' | 'seconds0' | 'list';
 
@@ -30,6 +31,7 @@ export const SERVE_SETTINGS = {
   checkpointEvery: { flag: 'checkpoint-every', env: 'PATCHGATE_CHECKPOINT_EVERY', kind: 'seconds0', default: 3600, describe: 'seconds between signed audit checkpoints (0: off)' },
   checkpointPublish: { flag: 'checkpoint-publish', env: 'PATCHGATE_CHECKPOINT_PUBLISH', kind: 'list', describe: 'git:REPO or file:PATH to publish checkpoints to (repeatable; comma-separated in the variable)' },
   checkpointCredentialFile: { flag: 'checkpoint-credential-file', env: 'PATCHGATE_CHECKPOINT_CREDENTIAL_FILE', kind: 'string', describe: 'file whose first line is the token (or user:token) for the --checkpoint-publish git URLs (or set PATCHGATE_CHECKPOINT_CREDENTIAL)' },
+  notifyUrl: { flag: 'notify-url', env: 'PATCHGATE_NOTIFY_URL', kind: 'string', describe: 'POST a JSON event here for each escalation (git push -o patchgate.escalate=…); 5 s time limit, 3 retries, never holds up a push' },
   publicUrl: { flag: 'public-url', env: 'PATCHGATE_PUBLIC_URL', kind: 'string', describe: 'base URL clients use, e.g. https://git.example.com behind a proxy (printed in refusals; default: the request\'s Host)' },
 } as const satisfies Record<string, Setting>;
 
@@ -49,6 +51,7 @@ export interface ServeConfig {
   checkpointPublish?: string[];
   checkpointCredentialFile?: string;
   publicUrl?: string;
+  notifyUrl?: string;
   /** Where each value came from: `--port`, `PATCHGATE_PORT`, `config FILE`, `default`. */
   sources: Partial<Record<ServeKey, string>>;
 }
@@ -104,6 +107,13 @@ export function resolveServeConfig(flags: Partial<Record<ServeKey, unknown>> & {
     else continue;
     out[key] = convert(s, raw, from);
     (out.sources as Record<string, string>)[key] = from;
+  }
+  if (typeof out.notifyUrl === 'string') {
+    try {
+      checkNotifyUrl(out.notifyUrl);
+    } catch (err) {
+      throw new ConfigError((out.sources as Record<string, string>).notifyUrl ?? '--notify-url', errorMessage(err));
+    }
   }
   return out as unknown as ServeConfig;
 }

@@ -38,6 +38,21 @@ const APP_JS = `// Draws the audit page's charts from the JSON block (no inline 
   bars('chart-paths', d.topPaths);
   bars('chart-actors', d.topActors);
 })();
+// Copy buttons beside the fix commands: shown only when this script runs (no inline script).
+(function () {
+  var buttons = document.querySelectorAll('button.copy');
+  for (var i = 0; i < buttons.length; i++) {
+    var b = buttons[i];
+    var code = b.parentNode && b.parentNode.querySelector('code');
+    if (!code || !navigator.clipboard) continue;
+    b.hidden = false;
+    b.addEventListener('click', (function (btn, c) {
+      return function () {
+        navigator.clipboard.writeText(c.textContent).then(function () { btn.textContent = 'Copied'; }, function () { btn.textContent = 'Copy failed'; });
+      };
+    })(b, code));
+  }
+})();
 `;
 
 const APP_CSS = `body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#222}
@@ -50,7 +65,13 @@ table{border-collapse:collapse}td,th{border-bottom:1px solid #eee;padding:.2em .
 td.n{text-align:right}.v-reject .verdict,.bad{color:#c62828;font-weight:bold}.ok,.v-accept .verdict{color:#2e7d32}
 .filters label{margin-right:.6em}.error{color:#c62828}pre{background:#f5f5f5;padding:.5em;overflow:auto;max-height:30em}
 .path{font-family:monospace;background:#fff3e0}.s-fail td:first-child{color:#c62828;font-weight:bold}
+.cmd{display:flex;gap:.4em;align-items:flex-start;margin:.2em 0}.cmd pre{margin:0;flex:1;white-space:pre-wrap;word-break:break-all}
+.cmd button{flex:none}.cmd .prompt{color:#888;user-select:none}.fix p{margin:.3em 0}td.reason{max-width:28em;font-size:90%}
+.escalations{border:2px solid #ef6c00;border-radius:4px;padding:.5em 1em;margin-bottom:1em}
+.esc li{margin-bottom:.8em}.esc-text{margin:.3em 0;padding:.3em .6em;border-left:3px solid #ef6c00;background:#fff8e1;white-space:pre-wrap}
 `;
+
+const FAVICON_SVG = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#263238"/><path d="M4 8l3 3 5-6" stroke="#66bb6a" stroke-width="2" fill="none"/></svg>';
 
 const require = createRequire(import.meta.url);
 
@@ -66,12 +87,13 @@ export interface Asset {
 
 let cache: Map<string, Asset> | null = null;
 
-/** The asset of that exact name, or null: only these three exist. */
+/** The asset of that exact name, or null: only these four exist. */
 export function asset(name: string): Asset | null {
   cache ??= new Map([
     ['chart.umd.min.js', { type: 'text/javascript; charset=utf-8', body: chartJs() }],
     ['app.js', { type: 'text/javascript; charset=utf-8', body: Buffer.from(APP_JS) }],
     ['app.css', { type: 'text/css; charset=utf-8', body: Buffer.from(APP_CSS) }],
+    ['favicon.svg', { type: 'image/svg+xml', body: Buffer.from(FAVICON_SVG) }],
   ]);
   return cache.get(name) ?? null;
 }

@@ -7,6 +7,8 @@ import { html, jsonBlock, type Html } from './html.js';
 import type { Overview, TableFilter, TablePage } from '../audit/insights.js';
 import type { AuditRow, PushTrace } from '../audit/store.js';
 import { DECISION_TABLE, RULE_ROW } from '../policy/decision-table.js';
+import type { Escalation } from '../audit/escalation.js';
+import { commandBlock, openEscalationsBlock } from './escalations.js';
 
 export interface ChainStatus {
   rows: number;
@@ -20,9 +22,9 @@ export interface ChainStatus {
 export function layout(title: string, body: Html, user: string | null): string {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · patchgate audit</title><link rel="stylesheet" href="/assets/app.css"></head>
+<title>${title} · patchgate audit</title><link rel="icon" href="/assets/favicon.svg" type="image/svg+xml"><link rel="stylesheet" href="/assets/app.css"></head>
 <body><header><strong>patchgate audit</strong>
-<nav><a href="/">Overview</a> <a href="/pushes">Pushes</a> <a href="/chain">Chain</a></nav>
+<nav><a href="/">Overview</a> <a href="/escalations">Escalations</a> <a href="/pushes">Pushes</a> <a href="/chain">Chain</a></nav>
 ${user ? html`<form method="post" action="/logout" class="logout"><span>${user}</span> <button type="submit">Log out</button></form>` : ''}
 </header><main>${body}</main>
 <script src="/assets/chart.umd.min.js"></script><script src="/assets/app.js"></script>
@@ -60,10 +62,11 @@ ${c.full ? html`<dt>full verify</dt><dd class="${c.full.ok ? 'ok' : 'bad'}">${c.
 </dl><p>The whole chain, against every published head: <code>patchgate audit verify --checkpoints git:REPO</code></p></section>`;
 }
 
-export function overviewPage(o: Overview, chain: ChainStatus, user: string): string {
+export function overviewPage(o: Overview, chain: ChainStatus, user: string, openEscalations: readonly Escalation[] = []): string {
   const chartData = { days: o.days, hours: o.hours, byRow: o.byRow, byRule: o.byRule, topPaths: o.topPaths, topActors: o.topActors };
   const sampledNote = o.sampled < o.refusals ? html` (rules and paths from the newest ${o.sampled} of ${o.refusals} refusals)` : '';
   return layout('Overview', html`<h1>Overview</h1>
+${openEscalationsBlock(openEscalations)}
 <p>Since ${o.since}: <strong id="refusal-count">${o.refusals}</strong> refused ref decisions${sampledNote}.</p>
 ${chainBlock(chain)}
 <div class="charts">
@@ -98,10 +101,16 @@ export function pushesPage(f: TableFilter, page: TablePage, user: string, error:
 <label>until <input name="until" value="${f.until ?? ''}"></label>
 <button type="submit">Filter</button> <a href="/pushes">clear</a></form>
 ${error ? html`<p class="error" role="alert">${error}</p>` : ''}
-<table class="pushes" id="pushes"><thead><tr><th>time</th><th>repo</th><th>actor</th><th>ref</th><th>verdict</th><th>rule</th><th>row</th><th>push</th></tr></thead>
-<tbody>${page.rows.map((r) => html`<tr class="v-${r.verdict ?? ''}"><td>${r.time}</td><td>${r.repo}</td><td>${r.actor}${r.role ? html` <small>(${r.role})</small>` : ''}</td><td>${r.ref}</td><td class="verdict">${r.verdict}</td><td>${r.rule ?? ''}</td><td>${r.decision ?? ''}</td><td>${r.pushId ? html`<a href="/push/${encodeURIComponent(r.pushId)}">${r.pushId}</a>` : ''}</td></tr>`)}</tbody></table>
+<table class="pushes" id="pushes"><thead><tr><th>time</th><th>repo</th><th>actor</th><th>ref</th><th>verdict</th><th>rule</th><th>row</th><th>reason</th><th>push</th></tr></thead>
+<tbody>${page.rows.map((r) => html`<tr class="v-${r.verdict ?? ''}"><td>${r.time}</td><td>${r.repo}</td><td>${r.actor}${r.role ? html` <small>(${r.role})</small>` : ''}</td><td>${r.ref}</td><td class="verdict">${r.verdict}</td><td>${r.rule ?? ''}</td><td>${r.decision ?? ''}</td><td class="reason">${r.reason ?? ''}</td><td>${r.pushId ? html`<a href="/push/${encodeURIComponent(r.pushId)}">${r.pushId}</a>` : ''}</td></tr>`)}</tbody></table>
 ${page.rows.length === 0 ? html`<p>No decisions match.</p>` : ''}
 <p class="pager">${page.next ? html`<a rel="next" href="${query(f, { before: page.next })}">older →</a>` : 'end of the log'}${f.before ? html` · <a href="${query(f, { before: null })}">newest</a>` : ''}</p>`, user);
+}
+
+/** A remediation: its explanation lines as text, each `$ ` command as its own code block with a copy button. */
+export function fixBlock(remediation: string): Html {
+  const lines = remediation.split('\n');
+  return html`<div class="fix"><p>next step: ${lines[0]}</p>${lines.slice(1).map((l) => (l.startsWith('$ ') ? commandBlock(l.slice(2)) : html`<p>${l}</p>`))}</div>`;
 }
 
 interface TraceRule {
@@ -121,7 +130,7 @@ ${r.contractBase || r.contractHead ? html` · contract <code>${r.contractBase ??
 <table class="rules"><thead><tr><th>rule</th><th>status</th><th>ms</th><th>findings</th></tr></thead><tbody>
 ${rules.map((o) => html`<tr class="s-${o.status ?? ''}"><td>${o.rule}</td><td>${o.status}</td><td class="n">${o.ms}</td><td>
 ${(o.findings ?? []).length ? html`<ul>${(o.findings ?? []).slice(0, 200).map((f) => html`<li>${f.message ?? f.messageId}${f.path !== undefined ? html` <span class="path">${f.path}</span>` : ''}${f.commit ? html` <code>${f.commit.slice(0, 12)}</code>` : ''}</li>`)}</ul>` : 'none'}
-${o.remediation ? html`<p class="fix">next step: <code>${o.remediation}</code></p>` : ''}
+${o.remediation ? fixBlock(o.remediation) : ''}
 ${Array.isArray(o.details?.diff) || typeof o.details?.diff === 'string' ? html`<pre class="diff">${Array.isArray(o.details!.diff) ? (o.details!.diff as unknown[]).map(String).join('\n') : String(o.details!.diff)}</pre>` : ''}
 ${o.details && !('diff' in o.details) ? html`<details><summary>details</summary><pre>${JSON.stringify(o.details, null, 2).slice(0, 20_000)}</pre></details>` : ''}
 </td></tr>`)}

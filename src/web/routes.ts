@@ -1,6 +1,6 @@
 // The audit page's HTTP side, mounted by src/server/app.ts: who may look (human and admin
 // tokens, by HTTP Basic as for git or by the login form's session cookie), the routes
-// (/, /pushes, /push/ID, /chain, /login, /logout, /assets/NAME) and the headers every
+// (/, /pushes, /push/ID, /escalations, /chain, /login, /logout, /assets/NAME, /favicon.ico) and the headers every
 // answer carries (a strict Content-Security-Policy: scripts and styles from this origin only).
 
 import type http from 'node:http';
@@ -14,6 +14,8 @@ import { overview, tablePage, type TableFilter } from '../audit/insights.js';
 import { lastCheckpointInFile } from '../audit/checkpoint-publish.js';
 import { asset } from './assets.js';
 import { chainBlock, layout, loginPage, messagePage, overviewPage, pushesPage, pushPage, type ChainStatus } from './pages.js';
+import { escalationsPage } from './escalations.js';
+import { listEscalations } from '../audit/escalation.js';
 import { cookieHeader, readCookie, Sessions, COOKIE } from './session.js';
 import { html } from './html.js';
 
@@ -32,7 +34,7 @@ export interface WebDeps {
   log: (line: string) => void;
 }
 
-const PAGE_RE = /^\/(?:|pushes|chain|login|logout|push\/[^/]+|assets\/[^/]+)$/;
+const PAGE_RE = /^\/(?:|pushes|escalations|chain|login|logout|favicon\.ico|push\/[^/]+|assets\/[^/]+)$/;
 
 export function isWebPath(pathname: string): boolean {
   return PAGE_RE.test(pathname);
@@ -118,6 +120,12 @@ export function createWeb(deps: WebDeps): (req: http.IncomingMessage, res: http.
 
   return async (req, res, url) => {
     const path = url.pathname;
+    // Browsers ask for it on every page, before any login: nothing to hide, nothing to log.
+    if (path === '/favicon.ico') {
+      if (res.headersSent) return void res.end();
+      res.writeHead(204, { 'Content-Security-Policy': CSP, 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'public, max-age=86400' });
+      return void res.end();
+    }
     if (path.startsWith('/assets/')) {
       const a = req.method === 'GET' ? asset(path.slice('/assets/'.length)) : null;
       if (!a) return send(res, 404, 'text/plain; charset=utf-8', 'patchgate: no such asset\n');
@@ -155,7 +163,8 @@ export function createWeb(deps: WebDeps): (req: http.IncomingMessage, res: http.
     const grant = grantOf(who, deps.dataDir);
     const only = grant === null ? {} : { repos: grant };
     try {
-      if (path === '/') return page(res, 200, overviewPage(await overview(deps.audit, only), await chainStatus(), who.name));
+      if (path === '/') return page(res, 200, overviewPage(await overview(deps.audit, only), await chainStatus(), who.name, await listEscalations(deps.audit, { open: true, limit: 50, ...only })));
+      if (path === '/escalations') return page(res, 200, escalationsPage(await listEscalations(deps.audit, { limit: 500, ...only }), who.name));
       if (path === '/chain') return page(res, 200, layout('Chain', html`<h1>Chain</h1>${chainBlock(await chainStatus())}`, who.name));
       if (path === '/pushes') {
         const f: TableFilter = {};

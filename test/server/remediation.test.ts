@@ -258,7 +258,9 @@ t.test('a drifted fixture is put back (fixtures)', async (t) => {
   const { gate, agent } = await setup(t, { 'ci/fixtures.lock': lock });
   const a = await agentClone(t, gate, agent, 'name');
   await a.commit('work', { 'src/app.py': 'def add(a, b):\n    return b + a\n', 'src/fixtures/data.json': '{"n": 2}\n' });
-  await refuseThenFix(t, a, agent, /decision: fixture bytes ≠ lock/);
+  const lines = await refuseThenFix(t, a, agent, /decision: fixture bytes ≠ lock/);
+  // The honest exit (issue 21): not a fix step, an alternative a person answers.
+  t.match(lines.join('\n'), /or, if the fixtures or their lock are wrong, do not edit them: ask a person instead[^\n]*\n\s+git push -o patchgate\.escalate="<why the fixtures are wrong>" patchgate-fix /);
 });
 
 t.test('a non-fast-forward is rebased on the gate\'s copy (refs)', async (t) => {
@@ -313,6 +315,7 @@ t.test('a moved contract shows its rows, and the printed compare command runs (c
     fix: () => a.commit('keep the signature', { 'src/app.py': 'def add(a, b):\n    return a + b + 0\n' }),
   });
   t.match(lines.join('\n'), /\[contract\] ~ src\/app.py::def add\(a, b\)\s+=>\s+src\/app.py::def add\(a, b, c\)/, 'the changed row is shown');
+  t.match(lines.join('\n'), /git push -o patchgate\.escalate="<why the contract must change>" patchgate-fix /, 'the escalation command ends the refusal');
   t.match(lines.join('\n'), /\$ git diff [0-9a-f]{40} HEAD -- ':\(literal\)src\/app.py'/);
 });
 
