@@ -66,6 +66,8 @@ export async function attachChannel(argv: string[], o: AttachOptions): Promise<A
   await mkdir(o.dir, { recursive: true });
   if (kind === 'pytest') {
     await copyFile(join(pluginDir(), 'patchgate_channel.py'), join(o.dir, 'patchgate_channel.py'));
+    // site.py's sitecustomize/usercustomize: patchgate's stand-in, first on PYTHONPATH (channel/sitecustomize.py).
+    for (const name of ['sitecustomize.py', 'usercustomize.py']) await copyFile(join(pluginDir(), 'sitecustomize.py'), join(o.dir, name));
     const extra = ['-p', 'patchgate_channel', `--patchgate-fd=${CHANNEL_FD}`, `--patchgate-seed=${o.seed}`, '-p', 'no:cacheprovider'];
     for (const p of o.plugins) extra.push('-p', p);
     if (o.shuffle !== undefined) extra.push(`--patchgate-shuffle=${o.shuffle}`);

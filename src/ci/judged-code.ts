@@ -16,7 +16,8 @@ export function pythonSourceRoots(root: string): string[] {
   return existsSync(src) && statSync(src).isDirectory() ? [src] : [root];
 }
 
-const NOT_MODULES = new Set(['conftest', 'setup', 'noxfile', 'fabfile', 'tasks', 'docs', 'examples', 'test', 'tests', 'testing']);
+// sitecustomize and usercustomize are site.py's start-up hooks; the strict run puts patchgate's stand-in first (channel/sitecustomize.py).
+const NOT_MODULES = new Set(['sitecustomize', 'usercustomize', 'conftest', 'setup', 'noxfile', 'fabfile', 'tasks', 'docs', 'examples', 'test', 'tests', 'testing']);
 
 /**
  * The project's top-level Python modules at `rev`, by import name, with their path in the

@@ -7,7 +7,7 @@
 // not the parent's /proc. The environment is an allow-list, so no token can ride into it.
 
 import { spawnSync } from 'node:child_process';
-import { existsSync, lstatSync, mkdirSync, readlinkSync, realpathSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, lstatSync, mkdirSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -105,6 +105,24 @@ function mountSystem(args: string[]): void {
     if (st.isSymbolicLink()) args.push('--symlink', readlinkSync(s), s);
     else if (st.isDirectory()) args.push('--ro-bind', s, s);
   }
+}
+
+/**
+ * Whether `file` names an executable as the sandboxed run would find it (a path from `cwd`, or a
+ * name on `path`). Inside, bwrap's own execvp failure would read as a failed run; outside, the
+ * gate says in one line that the command is not there.
+ */
+export function findExecutable(file: string, cwd: string, path: string): boolean {
+  const ok = (p: string) => {
+    try {
+      accessSync(p, constants.X_OK);
+      return statSync(p).isFile();
+    } catch {
+      return false;
+    }
+  };
+  if (file.includes('/')) return ok(resolve(cwd, file));
+  return path.split(':').some((d) => d && ok(join(d, file)));
 }
 
 /** bwrap's argv around `argv`. */

@@ -14,7 +14,7 @@ import { attachChannel, crossCheck, parseStream, runnerKind, tampersInOutput, TR
 import { filesOf, mergeStreams, nodeTestShape, shuffleOrder } from './node-order.js';
 import { runCommand, showArgv, withSeed, type CommandResult } from './process.js';
 import { sealTree, sealedEnv, unseal, verifySeal } from './sealed.js';
-import { sandboxArgv, sandboxEnv, type SandboxMode } from './sandbox.js';
+import { findExecutable, sandboxArgv, sandboxEnv, type SandboxMode } from './sandbox.js';
 
 export interface StrictFinding {
   kind: 'no-stream' | 'report-mismatch' | 'tree-tampered' | 'runtime-tamper' | 'order-dependent' | 'vanished' | 'skipped' | 'holdout-failed' | 'holdout-no-stream' | 'holdout-unavailable';
@@ -94,7 +94,10 @@ export async function sealedRun(o: StrictOptions, rev: string, name: string, opt
     const spawnArgv = sandboxed
       ? sandboxArgv(att.argv, { writable: [root, pluginDir], readOnly: linked, scratch: linked.flatMap((t) => [join(t, '.vite'), join(t, '.vite-temp'), join(t, '.cache')]), cwd: root, env }, o.hidden ?? [o.repo])
       : att.argv;
-    const res = await runCommand(spawnArgv, { cwd: root, env, exactEnv: true, ...(held ? { stdin: Buffer.from(JSON.stringify({ files: held })) } : {}), channel: att.kind !== 'unknown', capture: true, onStdout: mark(opt.quiet ? quiet : (o.relay ?? o.io).out), onStderr: mark(opt.quiet ? quiet : (o.relay ?? o.io).err) });
+    const missing = sandboxed && !findExecutable(att.argv[0] ?? '', root, env.PATH ?? '');
+    const res: CommandResult = missing
+      ? { code: null, signal: null, spawnError: `cannot run ${att.argv[0]}: spawn ${att.argv[0]} ENOENT (not found on PATH)`, stdout: '', ms: 0 }
+      : await runCommand(spawnArgv, { cwd: root, env, exactEnv: true, ...(held ? { stdin: Buffer.from(JSON.stringify({ files: held })) } : {}), channel: att.kind !== 'unknown', capture: true, onStdout: mark(opt.quiet ? quiet : (o.relay ?? o.io).out), onStderr: mark(opt.quiet ? quiet : (o.relay ?? o.io).err) });
     const stream = att.kind === 'unknown' ? null : parseStream(res.channel ?? '', att.kind, root);
     findings.push(...tamperFindings([...(stream?.tampers ?? []), ...tampersInOutput(marks)], name));
     parts.push({ res, argv: att.argv, stream });

@@ -159,7 +159,7 @@ t.test('held-out tests are handed over from memory: the tested code finds no fil
   const hold = tempDir(t);
   writeFileSync(join(hold, 'test_props.py'), 'from calc import add\n\n\ndef test_commutes_on_other_inputs():\n    assert add(10, 20) == 30\n');
   // add() is right only while no held-out file can be found on disk.
-  const src = `import glob\n\nFOUND = glob.glob("/**/test_props.py", recursive=True)\n\ndef add(a, b):\n    return a - b if FOUND else a + b\n`;
+  const src = `import glob\n\nFOUND = glob.glob("/tmp/**/test_props.py", recursive=True) + glob.glob("**/test_props.py", recursive=True)\n\ndef add(a, b):\n    return a - b if FOUND else a + b\n`;
   const r = pyAgent(pyProject(t, { 'ci/patchgate.json': SCAN_OFF }), { 'src/calc.py': src });
   const d = tempDir(t);
   const res = await ci({ repo: r.dir, seed: '7', report: join(d, 'r.json'), cmd: pytestCmd(py), holdout: hold });
@@ -172,4 +172,15 @@ t.test('held-out tests are handed over from memory: the tested code finds no fil
   const bad = await ci({ repo: r.dir, seed: '7', report: join(d2, 'r.json'), cmd: pytestCmd(py), holdout: hold });
   exits(t, bad, 1);
   t.same(reportOf(d2).reasons.filter((x) => x.kind === 'holdout-failed').map((x) => x.test), ['.patchgate-holdout/test_props.py::test_commutes_on_other_inputs']);
+});
+
+t.test("an agent's src/sitecustomize/ package never runs: patchgate's stand-in is first on the path", { skip }, async (t) => {
+  // add() is right only when the agent's sitecustomize ran at interpreter start.
+  const { res, rep } = await pyRun(t, {
+    'src/sitecustomize/__init__.py': 'import builtins\nbuiltins.PG_SITE = True\n',
+    'src/calc.py': 'import builtins\n\ndef add(a, b):\n    return a + b if getattr(builtins, "PG_SITE", False) else a - b\n',
+  });
+  exits(t, res, 1);
+  t.equal(rep.row, 'contract-red', rep.fired.join(','));
+  t.match(res.text, /FAIL tests\/test_calc\.py::test_adds/);
 });

@@ -111,18 +111,16 @@ t.test('real failures beat oracle-shrank; the summary names the failure by its f
 });
 
 t.test('a project module imported from outside the sealed tree: not-the-judged-code, with the fix', { skip }, async (t) => {
-  const outside = tempDir(t);
-  mkdirSync(join(outside, 'calc'));
-  writeFileSync(join(outside, 'calc', '__init__.py'), CALC);
-  // The trusted conftest puts another copy of the package first (as an installed copy would be).
-  const r = pkgProject(t, { 'tests/conftest.py': `import sys\nsys.path.insert(0, ${JSON.stringify(outside)})\n` });
+  // The trusted conftest puts another copy of the package first (as an installed copy would be);
+  // inside the sandbox only the sealed tree and the toolchains are there, so the copy is vendored.
+  const r = pkgProject(t, { 'vendor/calc/__init__.py': CALC, 'tests/conftest.py': `import os, sys\nsys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'vendor'))\n` });
   const d = tempDir(t);
   const res = await ci({ repo: r.dir, base: 'main', head: 'main', seed: '5', runs: 1, report: join(d, 'r.json'), cmd: pytest() });
   exits(t, res, 1);
   const rep = reportOf(d);
   t.equal(rep.row, 'not-the-judged-code');
   const why = rep.reasons.find((x) => x.kind === 'not-judged-code');
-  t.match(why?.message ?? '', new RegExp(`calc was imported from ${outside}/calc/__init__.py, not from the judged tree's src/calc/`));
+  t.match(why?.message ?? '', /calc was imported from \S*\/vendor\/calc\/__init__\.py, not from the judged tree's src\/calc\//);
   t.match(why?.message ?? '', /Fix: /);
 });
 
