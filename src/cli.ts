@@ -169,7 +169,7 @@ export function buildCli(argv: string[]): Argv {
         .positional('dirs', { type: 'string', array: true, demandOption: true, describe: 'REPO_DIR...: where each shim goes, by host: gitlab REPO.git (writes custom_hooks/pre-receive), gitea REPO.git (hooks/pre-receive.d/patchgate), ghes the hook repository\'s work tree (patchgate-pre-receive.sh), gitolite ~/local (hooks/repo-specific/patchgate, created when missing), generic REPO.git (hooks/pre-receive)' })
         .option('host', { choices: ['gitlab', 'gitea', 'ghes', 'gitolite', 'generic'] as const, demandOption: true })
         .option('config', { type: 'string', demandOption: true, describe: 'the daemon\'s JSON config' }),
-      (a) => guarded(async () => out((await hostCommand()).runHookInstall({ host: a.host, config: a.config, dirs: a.dirs as string[] }))))
+      (a) => guarded(async () => out(await (await hostCommand()).runHookInstall({ host: a.host, config: a.config, dirs: a.dirs as string[] }))))
       .demandCommand(1, 'name a hook command: install'))
     .command('repo', 'repositories: `repo create NAME`, `repo hooks NAME`, `repo upstream|sync|mode NAME`', (y) => y
       .command('create <name>', 'create a bare repository with the gate hooks installed', (y2) => y2

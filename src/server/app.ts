@@ -24,6 +24,7 @@ import { restorePushCounts } from './metrics-restore.js';
 import { noteRequest, observeRequest, sendMetrics, startMetricsListener } from './observe-http.js';
 import { HookService } from './hook-service.js';
 import { ContentCache, PersistentCache } from '../cache/content-cache.js';
+import type { IdleGcOptions } from './idle-gc.js';
 import { checkHooks, ensureRepoConfig, listRepos, normalizeRepoName, reposDir, resolveRepo, createRepo, holdoutOf } from './repos.js';
 import { writeAdminToken } from './admin-token.js';
 import { DEFAULT_LIMITS, exchangeOf, guardRequest, preparePost, prepareGet, trackChild, type FrontDeps, type RequestLimits } from './git-front.js';
@@ -52,6 +53,8 @@ export interface ServerOptions {
   beforeJudge?: () => Promise<void>;
   /** How long an upstream fetch is reused (ms; default src/upstream/remote.ts FRESH_MS). */
   upstreamFreshMs?: number;
+  /** The daemon's idle `git gc --auto` (quiet period and bounds; src/server/idle-gc.ts). */
+  gc?: IdleGcOptions;
   log?: (line: string) => void;
   /** Seconds between signed audit checkpoints (0: off; default 3600) and where they are published (src/audit/checkpoint-publish.ts). */
   checkpointEverySeconds?: number;
@@ -157,7 +160,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     undo.push(() => disk.close());
     const cache = new ContentCache(disk);
     metrics.watchCache(cache);
-    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge, dataDir, upstreamFreshMs: opts.upstreamFreshMs, onTimeout: () => metrics.hookTimeouts.inc(), log });
+    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge, dataDir, upstreamFreshMs: opts.upstreamFreshMs, ...(opts.gc ? { gc: opts.gc } : {}), onTimeout: () => metrics.hookTimeouts.inc(), log });
     undo.push(() => hooks.stop());
     await hooks.start();
     // Pushes the last run left unsettled (killed, or its log was down): compared with the real
@@ -176,12 +179,25 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     // node-git-server's objects re-emit errors of the response and of git's child: each gets a listener.
     const onGitError = (err: unknown): void => log(`patchgate: git request error: ${errorMessage(err)}`);
     const onReceive = (action: any): void => {
-      if (registered.has(action)) return action.accept();
+      // node-git-server emits once per ref line: the first one decides (and accepts, below).
+      if (registered.has(action)) return;
       registered.add(action);
       action.on('error', onGitError);
       const who = identities.get(action.req as http.IncomingMessage);
       if (!who) return action.reject(403, 'patchgate: unauthenticated push');
+      // No idle `git gc --auto` of this repository while the push runs (src/server/idle-gc.ts):
+      // held from here to receive-pack's exit (or the request's end, if git never started).
+      void hooks.gc.enter(who.repoDir).then((release) => {
+        let started = false;
+        action.res?.once?.('close', () => started || release());
+        accept(action, who, () => (started = true), release);
+        if (action.status !== 'accepted') release();
+      }, (err: unknown) => onGitError(err));
+    };
+    const accept = (action: any, who: Identity, onStart: () => void, release: () => void): void => {
       action.once('service', (ps: ChildProcess) => {
+        onStart();
+        ps.once('exit', release);
         trackChild(action.req, ps, log);
         if (!ps.pid) return;
         const pid = ps.pid;

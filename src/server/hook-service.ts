@@ -38,6 +38,7 @@ import { rememberAccepted } from '../policy/carried.js';
 import { afterJudging, beforeJudging, forwardOutcomes, refuseMovedRefs, upstreamBudget, upstreamRefused, recordDiverged, type ForwardRecord } from '../upstream/gate.js';
 import { recoverIntents, settleIntent, type SettleDeps } from '../upstream/recover.js';
 import { IntentJournal, RowQueue } from './intents.js';
+import { IdleGc, type IdleGcOptions } from './idle-gc.js';
 import { boundRecord } from '../audit/bound.js';
 import { join } from 'node:path';
 import type { Verdict } from '../audit/store.js';
@@ -112,6 +113,8 @@ export interface HookServiceOptions {
   intentsDir?: string;
   /** Where the row queue and recovery say what they did (default stderr). */
   log?: (line: string) => void;
+  /** The idle `git gc --auto` (src/server/idle-gc.ts): its quiet period and bounds. */
+  gc?: IdleGcOptions;
 }
 
 export interface HookRequest {
@@ -183,6 +186,8 @@ export class HookService {
   readonly journal: IntentJournal | null;
   /** Rows after a decision: retried in order until written. */
   readonly rows: RowQueue;
+  /** `git gc --auto` when a repository is quiet (gated repositories have receive.autogc=false). */
+  readonly gc: IdleGc;
   private readonly log: (line: string) => void;
 
   constructor(private readonly opts: HookServiceOptions) {
@@ -190,6 +195,7 @@ export class HookService {
     this.upstream = new UpstreamMirror(opts.upstreamFreshMs);
     this.log = opts.log ?? ((l) => void process.stderr.write(l + '\n'));
     this.rows = new RowQueue(this.log);
+    this.gc = new IdleGc({ log: this.log, ...opts.gc });
     const dir = opts.intentsDir ?? (opts.dataDir ? join(opts.dataDir, 'intents') : null);
     this.journal = dir ? new IntentJournal(dir) : null;
   }
@@ -248,16 +254,18 @@ export class HookService {
   async stop(): Promise<void> {
     this.stopping.abort(new Error('the server is stopping'));
     this.authRows.close();
+    const gcStopped = this.gc.stop();
     for (const g of this.stores.values()) g.close();
     this.stores.clear();
     const s = this.server;
     this.server = null;
-    if (!s) return;
+    if (!s) return void (await gcStopped);
     const closed = new Promise<void>((resolve) => s.close(() => resolve()));
     s.closeAllConnections();
     await closed;
     await Promise.all([...this.background]);
     await this.rows.flush();
+    await gcStopped;
     if (existsSync(this.opts.endpointPath)) rmSync(this.opts.endpointPath, { force: true });
   }
 
@@ -388,7 +396,15 @@ export class HookService {
         throw new Error(`this push did not come through the authenticated gate (unknown pusher pid ${hr.ppid})`);
       } else {
         if (!inside(session.repoDir, hr.dir)) throw new Error('the hook runs in another repository than the one the pusher was authorised for');
-        if (hr.hook === 'pre-receive') verdict = await this.preReceive(session, hr, lines, gone.signal);
+        if (hr.hook === 'pre-receive' && session.auditAtJudge) {
+          // A git host's push (no receive-pack seen here): no idle gc while it is judged.
+          const release = await this.gc.enter(session.repoDir);
+          try {
+            verdict = await this.preReceive(session, hr, lines, gone.signal);
+          } finally {
+            release();
+          }
+        } else if (hr.hook === 'pre-receive') verdict = await this.preReceive(session, hr, lines, gone.signal);
         else if (hr.hook === 'update') verdict = await this.update(session, hr, lines);
         else if (hr.hook === 'post-receive') verdict = await this.postReceive(session, hr);
         else throw new Error(`unknown hook ${hr.hook}`);

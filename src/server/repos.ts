@@ -1,8 +1,8 @@
 // Repositories under `<data>/repos`: name checks (no `..`, no absolute paths, no symlink
 // escapes), creation with our hooks and `receive.fsckObjects`, and the start-up check that
 // every repository's hooks are byte-for-byte ours. A repo with a missing or foreign hook is
-// never served. Each repository also gets git's own push limits (REPO_GIT_CONFIG), at
-// creation, on `repo hooks NAME` and at server start.
+// never served. Each repository also gets git's own push limits and `receive.autogc=false`
+// (REPO_GIT_CONFIG), at creation, on `repo hooks NAME` and at server start.
 
 import { existsSync, readFileSync, realpathSync, readdirSync, copyFileSync, chmodSync, statSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, sep } from 'node:path';
@@ -55,6 +55,9 @@ export const REPO_GIT_CONFIG: ReadonlyArray<{ key: string; value: string; enforc
   { key: 'http.receivepack', value: 'true', enforced: false },
   { key: 'receive.maxinputsize', value: String(1024 * 1024 * 1024), enforced: false },
   { key: 'core.bigfilethreshold', value: String(32 * 1024 * 1024), enforced: false },
+  // No `git gc --auto` inside every receive-pack: the daemon runs it once the repository is
+  // quiet (src/server/idle-gc.ts). An operator who sets it back to true gets git's own.
+  { key: 'receive.autogc', value: 'false', enforced: false },
 ];
 
 /** Bring a repository's config up to REPO_GIT_CONFIG; returns the keys it set. */
