@@ -480,22 +480,6 @@ export class Git {
     return written;
   }
 
-  /**
-   * The 1-based line numbers of blob `newId` that are new relative to blob `oldId`: what a
-   * push added or changed in one file.
-   */
-  async addedLines(oldId: string, newId: string): Promise<Set<number>> {
-    const lines = new Set<number>();
-    if (oldId === newId) return lines;
-    const { stdout } = await this.run(['diff', '--no-color', '--no-ext-diff', '--no-textconv', '-U0', oldId, newId]);
-    for (const m of stdout.toString('utf8').matchAll(/^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@/gm)) {
-      const start = Number(m[1]);
-      const count = m[2] === undefined ? 1 : Number(m[2]);
-      for (let i = start; i < start + count; i++) lines.add(i);
-    }
-    return lines;
-  }
-
   /** The object id (and type and size in bytes) at `rev:path`, or of `rev` itself when path is null; null when absent. */
   async pathId(rev: string, path: string | null): Promise<{ id: string; type: string; size: number } | null> {
     const r = await this.batchReader().header(path === null ? rev : `${rev}:${path}`);
