@@ -180,10 +180,14 @@ export function buildCli(argv: string[]): Argv {
         .option('upstream-credential-file', { type: 'string', describe: 'file whose first line is the upstream token (or user:token); stored mode 0600' })
         .option('mode', { choices: ['enforce', 'evaluate'] as const, describe: 'evaluate: judge and audit, accept would-be refusals (default enforce)' })
         .option('holdout-of', { type: 'string', describe: 'held-out tests of repository NAME: agent tokens can neither read nor list it' })
+        .option('wait', { type: 'boolean', default: false, describe: 'with --upstream: fill the contract cache now (progress on stderr) and return when the warm-up is done' })
         .option('audit', auditOpt),
-      (a) => guarded(async () => out(a.upstream !== undefined || a.mode !== undefined || a.upstreamCredentialFile !== undefined
-        ? await (await upstream()).runRepoCreateUpstream({ data: a.data, name: a.name, trusted: a.trusted, upstream: a.upstream, credentialFile: a.upstreamCredentialFile, mode: a.mode })
-        : await (await admin()).runRepoCreate({ data: a.data, name: a.name, trusted: a.trusted, audit: a.audit, ...(a.holdoutOf ? { holdoutOf: a.holdoutOf } : {}) }))))
+      async (a) => {
+        await guarded(async () => out(a.upstream !== undefined || a.mode !== undefined || a.upstreamCredentialFile !== undefined
+          ? await (await upstream()).runRepoCreateUpstream({ data: a.data, name: a.name, trusted: a.trusted, upstream: a.upstream, credentialFile: a.upstreamCredentialFile, mode: a.mode, wait: a.wait })
+          : await (await admin()).runRepoCreate({ data: a.data, name: a.name, trusted: a.trusted, audit: a.audit, ...(a.holdoutOf ? { holdoutOf: a.holdoutOf } : {}) })));
+        if (a.wait) process.exit(); // the parse workers of the warm-up would keep the process alive
+      })
       .command('upstream <name> <url>', 'set the upstream remote (`none` removes it), then fetch its trusted branch', (y2) => y2
         .positional('name', { type: 'string', demandOption: true })
         .positional('url', { type: 'string', demandOption: true })

@@ -25,12 +25,13 @@ import { noteRequest, observeRequest, sendMetrics, startMetricsListener } from '
 import { HookService } from './hook-service.js';
 import { ContentCache, PersistentCache } from '../cache/content-cache.js';
 import type { IdleGcOptions } from './idle-gc.js';
+import { stderrProgress } from '../progress.js';
 import { checkHooks, ensureRepoConfig, listRepos, normalizeRepoName, reposDir, resolveRepo, createRepo, holdoutOf } from './repos.js';
 import { writeAdminToken } from './admin-token.js';
 import { DEFAULT_LIMITS, exchangeOf, guardRequest, preparePost, prepareGet, trackChild, type FrontDeps, type RequestLimits } from './git-front.js';
 import { refreshForClone, warmWithUpstream } from '../upstream/serve.js';
 import { lockDataDir } from './datadir-lock.js';
-import { auditHealth, fileIdentity, hookHealth } from './health.js';
+import { auditHealth, fileIdentity, healthyBody, hookHealth } from './health.js';
 import { createWeb, isWebPath } from '../web/routes.js';
 import { startCheckpointSchedule } from '../audit/checkpoint-schedule.js';
 import { openAuditSink, parseAuditUrl, tokensFor, type AuditSink } from '../audit/sink.js';
@@ -160,7 +161,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     undo.push(() => disk.close());
     const cache = new ContentCache(disk);
     metrics.watchCache(cache);
-    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge, dataDir, upstreamFreshMs: opts.upstreamFreshMs, ...(opts.gc ? { gc: opts.gc } : {}), onTimeout: () => metrics.hookTimeouts.inc(), log });
+    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge, dataDir, upstreamFreshMs: opts.upstreamFreshMs, ...(opts.gc ? { gc: opts.gc } : {}), ...(opts.log || opts.logger ? {} : { progress: stderrProgress() }), onTimeout: () => metrics.hookTimeouts.inc(), log });
     undo.push(() => hooks.stop());
     await hooks.start();
     // Pushes the last run left unsettled (killed, or its log was down): compared with the real
@@ -389,7 +390,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         const url = new URL(req.url ?? '/', 'http://patchgate');
         if (url.pathname === '/healthz') {
           const down = await health();
-          return send(res, down.length ? 503 : 200, down.length ? `down: ${down.join('; ')}` : 'ok');
+          return send(res, down.length ? 503 : 200, down.length ? `down: ${down.join('; ')}` : healthyBody(hooks));
         }
         if (draining) return send(res, 503, 'patchgate: shutting down; retry shortly', { Connection: 'close' });
         // A browser on another site may hold Basic credentials or a session for this one: it

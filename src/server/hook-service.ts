@@ -26,7 +26,8 @@ import { AuditError, ContractParseError, errorMessage } from '../errors.js';
 import { errorDecision, judgeUpdate, renderDecision } from '../policy/engine.js';
 import { machineLine } from '../policy/machine-line.js';
 import { loadPolicy, type Policy } from '../policy/config.js';
-import { contractOf } from '../contract/digest.js';
+import { contractFileCount, contractOf } from '../contract/digest.js';
+import { Progress } from '../progress.js';
 import { parsePool } from '../contract/parse-pool.js';
 import { runCancellable } from '../cancel.js';
 import type { RefDecision, RefUpdate, Role } from '../policy/types.js';
@@ -115,6 +116,11 @@ export interface HookServiceOptions {
   log?: (line: string) => void;
   /** The idle `git gc --auto` (src/server/idle-gc.ts): its quiet period and bounds. */
   gc?: IdleGcOptions;
+  /**
+   * Where the warm-ups report progress (src/progress.ts): on a terminal one line updated in
+   * place; default: through `log`, one line when a repository's warm-up starts and one when it ends.
+   */
+  progress?: { write: (text: string) => void; isTTY: boolean };
 }
 
 export interface HookRequest {
@@ -174,6 +180,9 @@ export class HookService {
   private readonly stores = new Map<string, Git>();
   private readonly secret = Buffer.from(randomBytes(32).toString('hex'));
   private warming: Promise<void> = Promise.resolve();
+  /** Warm-ups queued or running, and the running one's progress (for /healthz). */
+  private warmQueued = 0;
+  private warmProgress: Progress | null = null;
   /** Fires at stop(): ends the background warm-ups. */
   private readonly stopping = new AbortController();
   private readonly authRows: AuthRowLimiter;
@@ -280,10 +289,20 @@ export class HookService {
   warmRepo(repoDir: string, before?: () => Promise<unknown>): void {
     // `before`: what must happen first, in the same queue (an upstream fetch); its failure only logs.
     const first = (): Promise<unknown> => (before ? before().catch((err: unknown) => process.stderr.write(`patchgate: ${errorMessage(err).split('\n')[0]}\n`)) : Promise.resolve());
+    this.warmQueued++;
     this.warming = this.warming.then(() => runCancellable(this.stopping.signal, async () => (await first(), this.warm(repoDir)))).catch((err: unknown) => {
       if (!this.server) return; // stopped on the way: nothing to report
       process.stderr.write(`patchgate: cache warm-up of ${repoDir} stopped: ${errorMessage(err).split('\n')[0]}\n`);
+    }).finally(() => {
+      this.warmQueued--;
     });
+  }
+
+  /** While warm-ups are queued or running: how many, and the running one's files done of its total (null: none). */
+  warmingStatus(): { repositories: number; done: number; total: number | null } | null {
+    if (this.warmQueued <= 0) return null;
+    const cur = this.warmProgress?.current;
+    return { repositories: this.warmQueued, done: cur?.done ?? 0, total: cur?.total ?? null };
   }
 
   /** Settles when the warm-ups queued so far are done (for tests and the benchmark). */
@@ -297,10 +316,19 @@ export class HookService {
     try {
       const { trustedTip: tip, policy } = await trustedState(git);
       if (!tip) return;
-      await contractOf(git, tip, policy.contract.roots, policy.contract.format, this.opts.cache, { maxSourceBytes: policy.contract.maxSourceBytes }).catch((err: unknown) => {
+      const { roots, format, maxSourceBytes } = policy.contract;
+      const out = this.opts.progress ?? { write: (t: string) => this.log(t.replace(/\n$/, '')), isTTY: false };
+      const progress = new Progress(out);
+      this.warmProgress = progress;
+      progress.phase(`patchgate: warming ${repoDir}`, await contractFileCount(git, tip, roots, format));
+      let note = '';
+      await contractOf(git, tip, roots, format, this.opts.cache, { maxSourceBytes, onFile: (n) => progress.tick(n) }).catch((err: unknown) => {
         if (!(err instanceof ContractParseError)) throw err; // a trusted tree that does not parse: nothing to warm
+        note = 'the trusted tip does not parse (nothing more cached)';
       });
+      progress.end(note);
     } finally {
+      this.warmProgress = null;
       git.close();
     }
   }
