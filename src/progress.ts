@@ -52,6 +52,8 @@ export interface ProgressOptions {
   everyMs?: number;
   now?: () => number;
   unit?: string;
+  /** Say nothing unless the phase is still running this long after it started (default 0: at once). */
+  delayMs?: number;
 }
 
 export class Progress {
@@ -62,6 +64,8 @@ export class Progress {
   private lastDraw = -Infinity;
   private drawn = false;
   private open = false;
+  /** The phase was announced (its first line or draw was written). */
+  private shown = false;
   private readonly now: () => number;
   private readonly everyMs: number;
 
@@ -83,15 +87,23 @@ export class Progress {
     this.started = this.now();
     this.lastDraw = -Infinity;
     this.open = true;
+    this.shown = false;
+    if (!this.opts.delayMs) this.announce();
+  }
+
+  private announce(): void {
+    this.shown = true;
     if (this.opts.isTTY) this.draw();
-    else this.opts.write(`${label}: ${total === null ? 'started' : `${total} ${this.opts.unit ?? 'files'} to read`}\n`);
+    else this.opts.write(`${this.label}: ${this.total === null ? 'started' : `${this.total} ${this.opts.unit ?? 'files'} to read`}\n`);
   }
 
   /** `n` more units done. */
   tick(n = 1): void {
     if (!this.open) return;
     this.doneCount += n;
-    if (this.opts.isTTY && this.now() - this.lastDraw >= this.everyMs) this.draw();
+    if (!this.shown) {
+      if (this.now() - this.started >= (this.opts.delayMs ?? 0)) this.announce();
+    } else if (this.opts.isTTY && this.now() - this.lastDraw >= this.everyMs) this.draw();
   }
 
   get done(): number {
@@ -112,6 +124,7 @@ export class Progress {
   end(note = ''): void {
     if (!this.open) return;
     this.open = false;
+    if (!this.shown) return; // short enough to say nothing
     const line = formatDone(this.state(), note);
     this.opts.write(this.opts.isTTY && this.drawn ? `\r${line}\x1b[K\n` : `${line}\n`);
     this.drawn = false;

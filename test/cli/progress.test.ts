@@ -62,6 +62,27 @@ t.test('elsewhere: one line when a phase starts and one when it ends, no control
   t.ok(out.every((s) => !/[\r\x1b]/.test(s)));
 });
 
+t.test('with a delay (patchgate contract): nothing for a short phase, the usual form for a long one', async (t) => {
+  let now = 0;
+  const out: string[] = [];
+  const p = new Progress({ write: (s) => out.push(s), isTTY: false, now: () => now, delayMs: 2000 });
+  p.phase('patchgate: contract', 10);
+  now = 1500;
+  p.tick(5);
+  p.end();
+  t.same(out, [], 'done within 2 s: silent');
+  p.phase('patchgate: contract', 10);
+  now += 1000;
+  p.tick(4);
+  t.same(out, []);
+  now += 1500;
+  p.tick(4);
+  now += 500;
+  p.tick(2);
+  p.end();
+  t.same(out, ['patchgate: contract: 10 files to read\n', 'patchgate: contract: done, 10 files parsed in 3 s (3 files/s)\n']);
+});
+
 /** A data folder with repository `app` whose main has `n` Python files, pushed by a person. */
 async function seeded(t: Parameters<Parameters<typeof t.test>[1]>[0], n: number) {
   const gate = await startGate(t);
