@@ -19,6 +19,7 @@ import type { DaemonConfig } from './config.js';
 import { DaemonMetrics } from './daemon-metrics.js';
 import { hostSession } from './identity.js';
 import { stderrProgress } from '../progress.js';
+import type { IdleGcOptions } from '../server/idle-gc.js';
 import { runUndo } from '../undo.js';
 
 export interface RunningDaemon {
@@ -31,7 +32,7 @@ export interface RunningDaemon {
   close(): Promise<void>;
 }
 
-export async function startDaemon(cfg: DaemonConfig, opts: { log?: (l: string) => void; beforeJudge?: () => Promise<void> } = {}): Promise<RunningDaemon> {
+export async function startDaemon(cfg: DaemonConfig, opts: { log?: (l: string) => void; beforeJudge?: () => Promise<void>; gc?: IdleGcOptions } = {}): Promise<RunningDaemon> {
   const log = opts.log ?? ((l: string) => process.stderr.write(l + '\n'));
   privateDir(cfg.data);
   const lock = lockDataDir(cfg.data);
@@ -49,7 +50,7 @@ export async function startDaemon(cfg: DaemonConfig, opts: { log?: (l: string) =
     const hooks = new HookService({
       endpointPath: join(cfg.data, 'hook.endpoint'), audit, timeoutMs: cfg.hookTimeout * 1000, cache: new ContentCache(disk),
       sessionFor: (hr) => hostSession(hr, cfg), onAnswer: metrics.observe, beforeJudge: opts.beforeJudge,
-      ...(opts.log ? { log: opts.log } : { progress: stderrProgress() }),
+      ...(opts.log ? { log: opts.log } : { progress: stderrProgress() }), ...(opts.gc ? { gc: opts.gc } : {}),
     });
     undo.push(() => hooks.stop());
     await hooks.start();

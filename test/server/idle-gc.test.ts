@@ -11,7 +11,7 @@ import { bareDir, gitAsync, refIn, startGate } from '../helpers/gate.js';
 import { IdleGc } from '../../src/server/idle-gc.js';
 import { runRepoHooks } from '../../src/commands/admin.js';
 import { installHostHooks } from '../../src/host/install.js';
-import { daemonConfig } from '../helpers/host.js';
+import { daemonConfig, gitWithEnv, seededBare, startTestDaemon } from '../helpers/host.js';
 
 const packs = (bare: string) => readdirSync(join(bare, 'objects', 'pack')).filter((f) => f.endsWith('.pack')).length;
 const config = async (dir: string, key: string) => (await gitAsync(dir, ['config', '--get', key])).stdout.trim();
@@ -106,4 +106,25 @@ t.test('`repo hooks` and `hook install --host generic` set receive.autogc=false;
     t.equal(await config(dir, 'receive.autogc'), host === 'generic' ? 'false' : '', host);
     t.equal(lines.some((l) => /receive\.autogc=false/.test(l)), host === 'generic');
   }
+});
+
+t.test('a git host (generic): the daemon gcs a repository its shim gates once it is quiet', async (t) => {
+  const { d, cfg } = await startTestDaemon(t, {}, { log: () => {}, gc: { quietMs: 200 } });
+  const { bare, w } = await seededBare(t);
+  await installHostHooks('generic', cfg, [bare]);
+  t.equal(await config(bare, 'receive.autogc'), 'false');
+  await gitAsync(bare, ['config', 'receive.unpackLimit', '1']);
+  await gitAsync(bare, ['config', 'gc.autoPackLimit', '1']);
+  const env = { PATCHGATE_USER: 'agent-1', PATCHGATE_REPO: 'app' };
+  w.checkout('agent/a', true);
+  w.commit('one', { 'src/app.py': 'def add(a, b):\n    return b + a\n' });
+  const a = await gitWithEnv(w.dir, ['push', bare, 'agent/a'], env);
+  t.equal(a.code, 0, a.stderr);
+  w.commit('two', { 'src/app.py': 'def add(a, b):\n    return a + b + 0\n' });
+  const b = await gitWithEnv(w.dir, ['push', bare, 'agent/a'], env);
+  t.equal(b.code, 0, b.stderr);
+  await d.hooks.gc.settled();
+  const runs = d.hooks.gc.runs.map((x) => x.outcome);
+  t.ok(runs.length >= 1 && runs.every((o) => o === 'done'), `the daemon's gc ran once the repository was quiet (${runs.join(', ')})`);
+  t.equal(packs(bare), 1);
 });
