@@ -189,7 +189,7 @@ export function buildCli(argv: string[]): Argv {
         .positional('dirs', { type: 'string', array: true, demandOption: true, describe: 'REPO_DIR...: where each shim goes, by host: gitlab REPO.git (writes custom_hooks/pre-receive), gitea REPO.git (hooks/pre-receive.d/patchgate), ghes the hook repository\'s work tree (patchgate-pre-receive.sh), gitolite ~/local (hooks/repo-specific/patchgate, created when missing), generic REPO.git (hooks/pre-receive)' })
         .option('host', { choices: ['gitlab', 'gitea', 'ghes', 'gitolite', 'generic'] as const, demandOption: true })
         .option('config', { type: 'string', demandOption: true, describe: 'the daemon\'s JSON config' }),
-      (a) => guarded(async () => out((await hostCommand()).runHookInstall({ host: a.host, config: a.config, dirs: a.dirs as string[] }))))
+      (a) => guarded(async () => out(await (await hostCommand()).runHookInstall({ host: a.host, config: a.config, dirs: a.dirs as string[] }))))
       .demandCommand(1, 'name a hook command: install'))
     .command('repo', 'repositories: `repo create NAME`, `repo list`, `repo hooks NAME`, `repo upstream|sync|mode NAME` (each with --json)', (y) => y
       .command('create <name>', 'create a bare repository with the gate hooks installed', (y2) => y2
@@ -200,12 +200,16 @@ export function buildCli(argv: string[]): Argv {
         .option('upstream-credential-file', { type: 'string', describe: 'file whose first line is the upstream token (or user:token); stored mode 0600' })
         .option('mode', { choices: ['enforce', 'evaluate'] as const, describe: 'evaluate: judge and audit, accept would-be refusals (default enforce)' })
         .option('holdout-of', { type: 'string', describe: 'held-out tests of repository NAME: agent tokens can neither read nor list it' })
+        .option('wait', { type: 'boolean', default: false, describe: 'with --upstream: fill the contract cache now (progress on stderr) and return when the warm-up is done' })
         .option('audit', auditOpt)
         .option('json', jsonOpt),
-      (a) => jsonDoc(a.json, 'repo create', async () => (a.upstream !== undefined || a.mode !== undefined || a.upstreamCredentialFile !== undefined
-        ? await (await upstream()).runRepoCreateUpstream({ data: a.data, name: a.name, trusted: a.trusted, upstream: a.upstream, credentialFile: a.upstreamCredentialFile, mode: a.mode })
-        : await (await admin()).runRepoCreate({ data: a.data, name: a.name, trusted: a.trusted, audit: a.audit, ...(a.holdoutOf ? { holdoutOf: a.holdoutOf } : {}) })),
-      () => ({ repo: a.name.replace(/\.git$/, ''), dir: resolve(a.data, 'repos', `${a.name.replace(/\.git$/, '')}.git`), trusted: a.trusted, mode: a.mode ?? 'enforce', ...(a.holdoutOf ? { holdoutOf: a.holdoutOf } : {}) })))
+      async (a) => {
+        await jsonDoc(a.json, 'repo create', async () => (a.upstream !== undefined || a.mode !== undefined || a.upstreamCredentialFile !== undefined
+          ? await (await upstream()).runRepoCreateUpstream({ data: a.data, name: a.name, trusted: a.trusted, upstream: a.upstream, credentialFile: a.upstreamCredentialFile, mode: a.mode, wait: a.wait })
+          : await (await admin()).runRepoCreate({ data: a.data, name: a.name, trusted: a.trusted, audit: a.audit, ...(a.holdoutOf ? { holdoutOf: a.holdoutOf } : {}) })),
+        () => ({ repo: a.name.replace(/\.git$/, ''), dir: resolve(a.data, 'repos', `${a.name.replace(/\.git$/, '')}.git`), trusted: a.trusted, mode: a.mode ?? 'enforce', ...(a.holdoutOf ? { holdoutOf: a.holdoutOf } : {}) }));
+        if (a.wait) process.exit(); // the parse workers of the warm-up would keep the process alive
+      })
       .command('upstream <name> <url>', 'set the upstream remote (`none` removes it), then fetch its trusted branch', (y2) => y2
         .positional('name', { type: 'string', demandOption: true })
         .positional('url', { type: 'string', demandOption: true })

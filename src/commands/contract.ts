@@ -2,7 +2,8 @@
 // --json, one JSON document holding the rows and the digest, so a person can add the digest to
 // the allow file knowingly (and a script can read both with one JSON.parse).
 
-import { contractOf, type ContractFormat } from '../contract/digest.js';
+import { contractFileCount, contractOf, type ContractFormat } from '../contract/digest.js';
+import { Progress, stderrProgress } from '../progress.js';
 import { Git } from '../git/git.js';
 import { loadPolicy } from '../policy/config.js';
 
@@ -12,7 +13,11 @@ export async function runContract(args: { repo: string; rev: string; format?: Co
     const rev = await git.resolveCommit(args.rev);
     const policy = await loadPolicy(git, rev);
     const format = args.format ?? policy.contract.format;
-    const c = await contractOf(git, rev, policy.contract.roots, format, new Map(), { maxSourceBytes: policy.contract.maxSourceBytes });
+    // A large tree parses for seconds: progress on stderr once it has run for 2 s (src/progress.ts).
+    const progress = new Progress({ ...stderrProgress(), delayMs: 2000 });
+    progress.phase('patchgate: contract', await contractFileCount(git, rev, policy.contract.roots, format));
+    const c = await contractOf(git, rev, policy.contract.roots, format, new Map(), { maxSourceBytes: policy.contract.maxSourceBytes, onFile: (n) => progress.tick(n) });
+    progress.end();
     if (args.json) return [JSON.stringify({ rev, format, roots: policy.contract.roots, files: c.files, digest: c.digest, rows: c.rows })];
     return [c.digest];
   } finally {

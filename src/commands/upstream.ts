@@ -54,13 +54,17 @@ async function trustedRef(dir: string): Promise<string> {
 }
 
 /** Fetch now; a failure throws one redacted line naming upstream. */
-async function syncNow(data: string, name: string, dir: string, u: UpstreamConfig, all: boolean): Promise<string> {
+async function syncNow(data: string, name: string, dir: string, u: UpstreamConfig, all: boolean, wait = false): Promise<string> {
   const ref = await trustedRef(dir);
   // The first fetch of a large repository may take minutes; a push's own fetch has the short limit.
   const r = await fetchTrusted(dir, u, ref, CLI_FETCH_TIMEOUT_MS, all ? ['refs/heads/*'] : []);
   audit(data, 'repo.sync', name, { upstream: u.url, ref, tip: r.tip, changed: r.changed, ms: r.ms });
-  if (r.tip) startWarm(data, name);
-  return r.tip ? `${ref} is ${r.tip} from upstream ${u.url}${r.changed ? ' (updated)' : ' (unchanged)'}; contract cache warming in the background` : `upstream ${u.url} has no ${ref} yet`;
+  if (!r.tip) return `upstream ${u.url} has no ${ref} yet`;
+  const got = `${ref} is ${r.tip} from upstream ${u.url}${r.changed ? ' (updated)' : ' (unchanged)'}`;
+  // --wait: the warm-up runs here, with its progress on stderr, and the command returns when it is done.
+  if (wait) return `${got}; ${(await runRepoWarm({ data, name })).join('; ')}`;
+  startWarm(data, name);
+  return `${got}; contract cache warming in the background`;
 }
 
 /** `repo warm NAME` in a detached child: the CLI returns while the cache fills. */
@@ -72,7 +76,7 @@ function startWarm(data: string, name: string): void {
   child.unref();
 }
 
-export async function runRepoCreateUpstream(args: { data: string; name: string; trusted: string; upstream?: string; credentialFile?: string; mode?: GateMode }): Promise<string[]> {
+export async function runRepoCreateUpstream(args: { data: string; name: string; trusted: string; upstream?: string; credentialFile?: string; mode?: GateMode; wait?: boolean }): Promise<string[]> {
   const u = args.upstream && args.upstream !== 'none' ? parseUpstream(args.upstream, args.credentialFile) : null;
   const dir = await createRepo(resolve(args.data), args.name, args.trusted);
   const name = normalizeRepoName(args.name);
@@ -83,7 +87,7 @@ export async function runRepoCreateUpstream(args: { data: string; name: string; 
   if (args.mode === 'evaluate') out.push(`mode: evaluate (pushes are judged and audited; one refused only for its content is accepted as would-reject; the refs rule and the policy files stay enforced)`);
   if (u) {
     out.push(`upstream: ${describeUpstream(u)}`);
-    out.push(await syncNow(args.data, name, dir, u, false));
+    out.push(await syncNow(args.data, name, dir, u, false, !!args.wait));
   }
   return out;
 }
@@ -121,11 +125,12 @@ export function runRepoMode(args: { data: string; name: string; mode: string }):
 }
 
 /** Fill `<data>/cache.db` with the contract of the trusted tip (what the server reads on a miss). */
-export async function runRepoWarm(args: { data: string; name: string }): Promise<string[]> {
+export async function runRepoWarm(args: { data: string; name: string; progress?: { write: (text: string) => void; isTTY: boolean } }): Promise<string[]> {
   const { name, dir } = repoDirOf(args.data, args.name);
   const { PersistentCache, ContentCache } = await import('../cache/content-cache.js');
   const { loadPolicy } = await import('../policy/config.js');
-  const { contractOf } = await import('../contract/digest.js');
+  const { contractFileCount, contractOf } = await import('../contract/digest.js');
+  const { Progress, stderrProgress } = await import('../progress.js');
   const disk = new PersistentCache(join(resolve(args.data), 'cache.db'), () => {});
   const git = new Git({ dir, bare: true });
   try {
@@ -133,10 +138,15 @@ export async function runRepoWarm(args: { data: string; name: string }): Promise
     if (!tip) return [`${name}: no trusted tip to warm`];
     const policy = await loadPolicy(git, tip);
     const t0 = Date.now();
-    const c = await contractOf(git, tip, policy.contract.roots, policy.contract.format, new ContentCache(disk), { maxSourceBytes: policy.contract.maxSourceBytes }).catch((err: unknown) => {
+    const { roots, format, maxSourceBytes } = policy.contract;
+    // Files read of the total, the rate and the time left, on stderr (src/progress.ts).
+    const progress = new Progress(args.progress ?? stderrProgress());
+    progress.phase(`patchgate: warming ${name}`, await contractFileCount(git, tip, roots, format));
+    const c = await contractOf(git, tip, roots, format, new ContentCache(disk), { maxSourceBytes, onFile: (n) => progress.tick(n) }).catch((err: unknown) => {
       if (err instanceof ContractParseError) return null;
       throw err;
     });
+    progress.end(c ? '' : 'the trusted tip does not parse');
     return [`${name}: contract of ${tip} ${c ? 'cached' : 'does not parse (nothing cached)'} in ${Date.now() - t0} ms`];
   } finally {
     git.close();

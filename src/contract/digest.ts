@@ -18,12 +18,26 @@ export type ContractFormat = 'v1' | 'seed';
 /** Limits from the policy (`contract.maxSourceBytes`); none when not given (the CLI on a local repo). */
 export interface ContractLimits {
   maxSourceBytes?: number;
+  /** Called once per contract file read (parsed or from the cache), for a warm-up's progress (src/progress.ts). */
+  onFile?: (n: number) => void;
 }
 
+type Lim = { max: number; tag: string; onFile?: (n: number) => void };
+
 /** The byte limit as a number (Infinity: none) and the tag it adds to cache keys. */
-function limitOf(limits: ContractLimits): { max: number; tag: string } {
+function limitOf(limits: ContractLimits): Lim {
   const max = limits.maxSourceBytes ?? Infinity;
-  return { max, tag: Number.isFinite(max) ? `max${max}` : 'nomax' };
+  return { max, tag: Number.isFinite(max) ? `max${max}` : 'nomax', ...(limits.onFile ? { onFile: limits.onFile } : {}) };
+}
+
+/** How many contract files (TS/JS and Python, or the seed's Python files) the roots hold at `rev`: a warm-up's total. One ls-tree per root. */
+export async function contractFileCount(git: Git, rev: string, roots: string[], format: ContractFormat): Promise<number> {
+  let n = 0;
+  for (const root of format === 'seed' ? roots.slice(0, 1) : roots) {
+    if (!(await rootTree(git, rev, root))) continue;
+    for (const e of await rootFiles(git, rev, root)) if (format === 'seed' ? e.path.endsWith('.py') : isContractFile(e.kind, e.path)) n++;
+  }
+  return n;
 }
 
 export interface Contract {
@@ -191,7 +205,7 @@ export class RowsNotLoaded extends Error {}
  * the trees on that file's path instead of every row; entries without rows (files with no
  * exports, empty folders) do not count.
  */
-async function treeContract(git: Git, treeId: string, prefix: string, cache: Map<string, unknown>, lim: { max: number; tag: string }): Promise<TreeContract> {
+async function treeContract(git: Git, treeId: string, prefix: string, cache: Map<string, unknown>, lim: Lim): Promise<TreeContract> {
   throwIfCancelled();
   // The byte limit is in every key: a tree digested under another limit is digested again.
   const key = `mem:tree-contract:v1:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${lim.tag}:${treeId}:${prefix}`;
@@ -209,6 +223,7 @@ async function treeContract(git: Git, treeId: string, prefix: string, cache: Map
       },
     };
     cache.set(key, known);
+    lim.onFile?.(known.files);
     return known;
   }
   const entries = await git.readTree(treeId);
@@ -247,19 +262,21 @@ async function treeContract(git: Git, treeId: string, prefix: string, cache: Map
 }
 
 /** One file's Merkle line (`F name sha256(rows)`), cached per blob; null for a file without rows. */
-async function fileLine(git: Git, cache: Map<string, unknown>, e: { mode: string; kind: EntryKind; id: string; name: string }, path: string, lim: { max: number; tag: string }): Promise<{ line: string; rows: () => string[]; files: number; py: PyIndex } | null> {
+async function fileLine(git: Git, cache: Map<string, unknown>, e: { mode: string; kind: EntryKind; id: string; name: string }, path: string, lim: Lim): Promise<{ line: string; rows: () => string[]; files: number; py: PyIndex } | null> {
     // Each file's Merkle line is kept as well ("" for a file without rows): a change in a folder
     // of 200 files would otherwise load and hash every sibling's rows again (about 1 MB per push
     // on the bench's 10k repository), and a restarted daemon would read all of them from disk.
     const lineKey = `file-line:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${lim.tag}:${e.id}:${path}`;
     const known = cache.get(lineKey);
     if (typeof known === 'string' && (known === '' || known.startsWith(`F ${e.name} `))) {
+      lim.onFile?.(1);
       if (!known) return null;
       return { line: known, rows: () => { throw new RowsNotLoaded(`rows of ${path} are not in memory`); }, files: 1, py: EMPTY_INDEX };
     }
     const rows = await fileRows(git, cache, { mode: e.mode, kind: e.kind, type: 'blob', id: e.id, path }, 'v1', lim.max);
     const line = rows.length ? `F ${e.name} ${sha256(rows.join('\n'))}` : '';
     cache.set(lineKey, line);
+    lim.onFile?.(1);
     return line ? { line, rows: () => rows, files: 1, py: EMPTY_INDEX } : null;
 }
 
@@ -267,7 +284,7 @@ async function fileLine(git: Git, cache: Map<string, unknown>, e: { mode: string
  * The re-export rows of one contract root (py-reexport.ts), cached per root tree id in
  * memory and in the persistent cache: they depend only on the blobs under that tree.
  */
-async function rootReexports(git: Git, treeId: string, prefix: string, cache: Map<string, unknown>, lim: { max: number; tag: string }): Promise<string[]> {
+async function rootReexports(git: Git, treeId: string, prefix: string, cache: Map<string, unknown>, lim: Lim): Promise<string[]> {
   const key = `pyres:${PY_EXTRACTOR_VERSION}:${lim.tag}:${treeId}:${prefix}`;
   const hit = cache.get(key);
   if (Array.isArray(hit) && hit.every((r) => typeof r === 'string')) return hit as string[];
@@ -278,7 +295,7 @@ async function rootReexports(git: Git, treeId: string, prefix: string, cache: Ma
 }
 
 /** Re-export rows of every root, each once, sorted; and the digest line they add ("" for none). */
-async function reexportsOf(git: Git, trees: Array<string | null>, roots: string[], cache: Map<string, unknown>, lim: { max: number; tag: string }): Promise<{ rows: string[]; line: string }> {
+async function reexportsOf(git: Git, trees: Array<string | null>, roots: string[], cache: Map<string, unknown>, lim: Lim): Promise<{ rows: string[]; line: string }> {
   const per = await Promise.all(roots.map((root, i) => {
     const r = normRoot(root);
     return trees[i] ? rootReexports(git, trees[i]!, r ? `${r}/` : '', cache, lim) : Promise.resolve([]);
@@ -324,7 +341,7 @@ export async function contractRows(git: Git, c: Contract, rev: string, roots: st
   return per.flat().filter((x) => (seen.has(x) ? false : (seen.add(x), true)));
 }
 
-async function computeContract(git: Git, rev: string, useRoots: string[], trees: Array<string | null>, format: ContractFormat, cache: Map<string, unknown>, lim: { max: number; tag: string }): Promise<Contract> {
+async function computeContract(git: Git, rev: string, useRoots: string[], trees: Array<string | null>, format: ContractFormat, cache: Map<string, unknown>, lim: Lim): Promise<Contract> {
   if (format === 'v1') {
     // Each root's tree contract; the digest covers every root's Merkle digest in order.
     const per = await Promise.all(useRoots.map((root, i) => {
@@ -346,7 +363,10 @@ async function computeContract(git: Git, rev: string, useRoots: string[], trees:
   const byPath = new Map(files.map((e) => [e.path, e]));
   const ordered = seedOrder(files.map((e) => e.path)).map((p) => byPath.get(p)!);
   const rows: string[] = [];
-  for (const e of ordered) rows.push(...(await fileRows(git, cache, e, 'seed', lim.max)));
+  for (const e of ordered) {
+    rows.push(...(await fileRows(git, cache, e, 'seed', lim.max)));
+    lim.onFile?.(1);
+  }
   return { format, rows, digest: seedDigest(rows), files: ordered.length };
 }
 

@@ -167,12 +167,13 @@ export class Git {
   }
 
   /**
-   * A git command that talks to another repository (fetch, push, ls-remote): bounded by
+   * A git command that talks to another repository (fetch, push, ls-remote), or a long
+   * maintenance run (the daemon's idle `gc --auto`, src/server/idle-gc.ts): bounded by
    * `timeoutMs` (its whole process group is killed), with `env` added for this call only (an
    * upstream credential travels by environment, never by argument). Never throws for git's
    * own failure: the caller reads code and stderr (and must redact stderr before showing it).
    */
-  remote(args: string[], opts: { env?: Record<string, string>; timeoutMs: number }): Promise<{ code: number | null; stdout: string; stderr: string; timedOut: boolean }> {
+  remote(args: string[], opts: { env?: Record<string, string>; timeoutMs: number; signal?: AbortSignal }): Promise<{ code: number | null; stdout: string; stderr: string; timedOut: boolean }> {
     return new Promise((resolve) => {
       const env = { ...this.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true', SSH_ASKPASS: 'true', ...opts.env };
       const [cmd, argv] = diesWithGate(args);
@@ -180,22 +181,32 @@ export class Git {
       const out: Buffer[] = [];
       const err: Buffer[] = [];
       let timedOut = false;
-      const timer = setTimeout(() => {
-        timedOut = true;
+      const kill = () => {
         try {
           if (child.pid) process.kill(-child.pid, 'SIGKILL');
         } catch {
           child.kill('SIGKILL');
         }
+      };
+      const timer = setTimeout(() => {
+        timedOut = true;
+        kill();
       }, opts.timeoutMs);
+      // `signal` (e.g. the daemon stopping) ends it like the time limit, without timedOut.
+      opts.signal?.addEventListener('abort', kill, { once: true });
+      if (opts.signal?.aborted) kill();
+      const done = () => {
+        clearTimeout(timer);
+        opts.signal?.removeEventListener('abort', kill);
+      };
       child.stdout.on('data', (b: Buffer) => out.push(b));
       child.stderr.on('data', (b: Buffer) => err.push(b));
       child.on('error', (e) => {
-        clearTimeout(timer);
+        done();
         resolve({ code: null, stdout: '', stderr: String(e), timedOut });
       });
       child.on('close', (code) => {
-        clearTimeout(timer);
+        done();
         resolve({ code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), timedOut });
       });
     });
@@ -478,22 +489,6 @@ export class Git {
       written.push(e.path);
     }
     return written;
-  }
-
-  /**
-   * The 1-based line numbers of blob `newId` that are new relative to blob `oldId`: what a
-   * push added or changed in one file.
-   */
-  async addedLines(oldId: string, newId: string): Promise<Set<number>> {
-    const lines = new Set<number>();
-    if (oldId === newId) return lines;
-    const { stdout } = await this.run(['diff', '--no-color', '--no-ext-diff', '--no-textconv', '-U0', oldId, newId]);
-    for (const m of stdout.toString('utf8').matchAll(/^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@/gm)) {
-      const start = Number(m[1]);
-      const count = m[2] === undefined ? 1 : Number(m[2]);
-      for (let i = start; i < start + count; i++) lines.add(i);
-    }
-    return lines;
   }
 
   /** The object id (and type and size in bytes) at `rev:path`, or of `rev` itself when path is null; null when absent. */

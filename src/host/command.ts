@@ -7,7 +7,7 @@ import { loadDaemonConfig } from './config.js';
 import { isHost } from './identity.js';
 import { installHostHooks } from './install.js';
 
-export function runHookInstall(args: { host: string; config: string; dirs: string[] }): string[] {
+export async function runHookInstall(args: { host: string; config: string; dirs: string[] }): Promise<string[]> {
   if (!isHost(args.host)) throw new UsageError(`unknown --host ${args.host}: give gitlab, gitea, ghes, gitolite or generic`);
   return installHostHooks(args.host, loadDaemonConfig(args.config), args.dirs);
 }

@@ -14,10 +14,12 @@ import { ContentCache, PersistentCache } from '../cache/content-cache.js';
 import { StartupError, errorMessage } from '../errors.js';
 import { HookService } from '../server/hook-service.js';
 import { lockDataDir } from '../server/datadir-lock.js';
-import { auditHealth, fileIdentity, hookHealth } from '../server/health.js';
+import { auditHealth, fileIdentity, healthyBody, hookHealth } from '../server/health.js';
 import type { DaemonConfig } from './config.js';
 import { DaemonMetrics } from './daemon-metrics.js';
 import { hostSession } from './identity.js';
+import { stderrProgress } from '../progress.js';
+import type { IdleGcOptions } from '../server/idle-gc.js';
 import { runUndo } from '../undo.js';
 
 export interface RunningDaemon {
@@ -30,7 +32,7 @@ export interface RunningDaemon {
   close(): Promise<void>;
 }
 
-export async function startDaemon(cfg: DaemonConfig, opts: { log?: (l: string) => void; beforeJudge?: () => Promise<void> } = {}): Promise<RunningDaemon> {
+export async function startDaemon(cfg: DaemonConfig, opts: { log?: (l: string) => void; beforeJudge?: () => Promise<void>; gc?: IdleGcOptions } = {}): Promise<RunningDaemon> {
   const log = opts.log ?? ((l: string) => process.stderr.write(l + '\n'));
   privateDir(cfg.data);
   const lock = lockDataDir(cfg.data);
@@ -49,6 +51,7 @@ export async function startDaemon(cfg: DaemonConfig, opts: { log?: (l: string) =
       endpointPath: join(cfg.data, 'hook.endpoint'), audit, timeoutMs: cfg.hookTimeout * 1000, cache: new ContentCache(disk),
       sessionFor: (hr) => hostSession(hr, cfg), onAnswer: metrics.observe, beforeJudge: opts.beforeJudge,
       ...(cfg.notifyUrl ? { notifyUrl: cfg.notifyUrl } : {}),
+      ...(opts.log ? { log: opts.log } : { progress: stderrProgress() }), ...(opts.gc ? { gc: opts.gc } : {}),
     });
     undo.push(() => hooks.stop());
     await hooks.start();
@@ -69,7 +72,7 @@ export async function startDaemon(cfg: DaemonConfig, opts: { log?: (l: string) =
           const down = await health();
           metrics.up.set(down.length ? 0 : 1);
           res.writeHead(down.length ? 503 : 200, { 'Content-Type': 'text/plain; charset=utf-8' });
-          return void res.end(down.length ? `down: ${down.join('; ')}\n` : 'ok\n');
+          return void res.end(down.length ? `down: ${down.join('; ')}\n` : `${healthyBody(hooks)}\n`);
         }
         if (path === '/metrics') {
           metrics.up.set((await health()).length ? 0 : 1);

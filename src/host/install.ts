@@ -15,6 +15,7 @@ import { setConfigSync } from '../git/git.js';
 import type { DaemonConfig } from './config.js';
 import { HOST_VARS, type HostKind } from './identity.js';
 import { shimText } from './shim.js';
+import { Git } from '../git/git.js';
 
 function writeExec(path: string, text: string): void {
   mkdirSync(resolve(path, '..'), { recursive: true });
@@ -37,7 +38,7 @@ export function shimPath(host: HostKind, dir: string): string {
   }
 }
 
-export function installHostHooks(host: HostKind, cfg: DaemonConfig, dirs: readonly string[]): string[] {
+export async function installHostHooks(host: HostKind, cfg: DaemonConfig, dirs: readonly string[]): Promise<string[]> {
   if (!dirs.length) throw new UsageError('name at least one REPO_DIR');
   const endpoint = join(cfg.data, 'hook.endpoint');
   const text = shimText(host, endpoint, cfg.ghesBudgetMs);
@@ -59,6 +60,18 @@ export function installHostHooks(host: HostKind, cfg: DaemonConfig, dirs: readon
     out.push(`wrote ${path} (${HOST_VARS[host].label} pre-receive shim; daemon endpoint ${endpoint})`);
     const opts = advertisePushOptions(host, dir);
     if (opts) out.push(opts);
+    // A bare repository whose receive-pack runs the shim directly (generic, gitolite's
+    // per-repo hook): no `git gc --auto` in every push, the daemon runs it when the repository
+    // is quiet (src/server/idle-gc.ts). GitLab, Gitea and GHES keep their own housekeeping.
+    if ((host === 'generic' || host === 'gitolite') && isBare(dir)) {
+      const git = new Git({ dir, bare: true });
+      try {
+        await git.run(['config', '--local', 'receive.autogc', 'false']);
+      } finally {
+        git.close();
+      }
+      out.push(`set receive.autogc=false in ${dir} (the daemon runs git gc --auto when the repository is quiet)`);
+    }
     if (host === 'ghes') {
       const notes = join(dir, 'PATCHGATE-GHES.md');
       writeFileSync(notes, ghesNotes(cfg));

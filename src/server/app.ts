@@ -25,12 +25,14 @@ import { noteRequest, observeRequest, sendMetrics, startMetricsListener } from '
 import { HookService } from './hook-service.js';
 import { ContentCache, PersistentCache } from '../cache/content-cache.js';
 import type { NotifyOptions } from './notify.js';
+import type { IdleGcOptions } from './idle-gc.js';
+import { stderrProgress } from '../progress.js';
 import { checkHooks, ensureRepoConfig, listRepos, normalizeRepoName, reposDir, resolveRepo, createRepo, holdoutOf } from './repos.js';
 import { writeAdminToken } from './admin-token.js';
 import { DEFAULT_LIMITS, exchangeOf, guardRequest, preparePost, prepareGet, trackChild, type FrontDeps, type RequestLimits } from './git-front.js';
 import { refreshForClone, warmWithUpstream } from '../upstream/serve.js';
 import { lockDataDir } from './datadir-lock.js';
-import { auditHealth, fileIdentity, hookHealth } from './health.js';
+import { auditHealth, fileIdentity, healthyBody, hookHealth } from './health.js';
 import { createWeb, isWebPath } from '../web/routes.js';
 import { startCheckpointSchedule } from '../audit/checkpoint-schedule.js';
 import { openAuditSink, parseAuditUrl, tokensFor, type AuditSink } from '../audit/sink.js';
@@ -53,6 +55,8 @@ export interface ServerOptions {
   beforeJudge?: () => Promise<void>;
   /** How long an upstream fetch is reused (ms; default src/upstream/remote.ts FRESH_MS). */
   upstreamFreshMs?: number;
+  /** The daemon's idle `git gc --auto` (quiet period and bounds; src/server/idle-gc.ts). */
+  gc?: IdleGcOptions;
   log?: (line: string) => void;
   /** Seconds between signed audit checkpoints (0: off; default 3600) and where they are published (src/audit/checkpoint-publish.ts). */
   checkpointEverySeconds?: number;
@@ -161,7 +165,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     undo.push(() => disk.close());
     const cache = new ContentCache(disk);
     metrics.watchCache(cache);
-    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge, dataDir, upstreamFreshMs: opts.upstreamFreshMs, onTimeout: () => metrics.hookTimeouts.inc(), log, ...(opts.notifyUrl ? { notifyUrl: opts.notifyUrl, notify: opts.notify } : {}) });
+    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge, dataDir, upstreamFreshMs: opts.upstreamFreshMs, ...(opts.gc ? { gc: opts.gc } : {}), ...(opts.log || opts.logger ? {} : { progress: stderrProgress() }), onTimeout: () => metrics.hookTimeouts.inc(), log, ...(opts.notifyUrl ? { notifyUrl: opts.notifyUrl, notify: opts.notify } : {}) });
     undo.push(() => hooks.stop());
     await hooks.start();
     // Pushes the last run left unsettled (killed, or its log was down): compared with the real
@@ -180,12 +184,25 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     // node-git-server's objects re-emit errors of the response and of git's child: each gets a listener.
     const onGitError = (err: unknown): void => log(`patchgate: git request error: ${errorMessage(err)}`);
     const onReceive = (action: any): void => {
-      if (registered.has(action)) return action.accept();
+      // node-git-server emits once per ref line: the first one decides (and accepts, below).
+      if (registered.has(action)) return;
       registered.add(action);
       action.on('error', onGitError);
       const who = identities.get(action.req as http.IncomingMessage);
       if (!who) return action.reject(403, 'patchgate: unauthenticated push');
+      // No idle `git gc --auto` of this repository while the push runs (src/server/idle-gc.ts):
+      // held from here to receive-pack's exit (or the request's end, if git never started).
+      void hooks.gc.enter(who.repoDir).then((release) => {
+        let started = false;
+        action.res?.once?.('close', () => started || release());
+        accept(action, who, () => (started = true), release);
+        if (action.status !== 'accepted') release();
+      }, (err: unknown) => onGitError(err));
+    };
+    const accept = (action: any, who: Identity, onStart: () => void, release: () => void): void => {
       action.once('service', (ps: ChildProcess) => {
+        onStart();
+        ps.once('exit', release);
         trackChild(action.req, ps, log);
         if (!ps.pid) return;
         const pid = ps.pid;
@@ -377,7 +394,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         const url = new URL(req.url ?? '/', 'http://patchgate');
         if (url.pathname === '/healthz') {
           const down = await health();
-          return send(res, down.length ? 503 : 200, down.length ? `down: ${down.join('; ')}` : 'ok');
+          return send(res, down.length ? 503 : 200, down.length ? `down: ${down.join('; ')}` : healthyBody(hooks));
         }
         if (draining) return send(res, 503, 'patchgate: shutting down; retry shortly', { Connection: 'close' });
         // A browser on another site may hold Basic credentials or a session for this one: it

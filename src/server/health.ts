@@ -58,3 +58,13 @@ export function auditHealth(audit: AuditStore, dbPath: string, opened: FileIdent
   }
   return null;
 }
+
+/**
+ * The body of a healthy /healthz: `ok`, or while the contract cache warms (pushes are still
+ * judged: healthy) `ok, warming: DONE/TOTAL files, N repositories queued` (issue 24).
+ */
+export function healthyBody(hooks: HookService): string {
+  const w = hooks.warmingStatus();
+  if (!w) return 'ok';
+  return `ok, warming: ${w.done}${w.total === null ? '' : `/${w.total}`} files, ${w.repositories} repositor${w.repositories === 1 ? 'y' : 'ies'} queued`;
+}

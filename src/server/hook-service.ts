@@ -26,7 +26,8 @@ import { AuditError, ContractParseError, errorMessage } from '../errors.js';
 import { errorDecision, judgeUpdate, renderDecision } from '../policy/engine.js';
 import { machineLine } from '../policy/machine-line.js';
 import { loadPolicy, type Policy } from '../policy/config.js';
-import { contractOf } from '../contract/digest.js';
+import { contractFileCount, contractOf } from '../contract/digest.js';
+import { Progress } from '../progress.js';
 import { parsePool } from '../contract/parse-pool.js';
 import { runCancellable } from '../cancel.js';
 import type { RefDecision, RefUpdate, Role } from '../policy/types.js';
@@ -38,6 +39,7 @@ import { rememberAccepted } from '../policy/carried.js';
 import { afterJudging, beforeJudging, forwardOutcomes, refuseMovedRefs, upstreamBudget, upstreamRefused, recordDiverged, type ForwardRecord } from '../upstream/gate.js';
 import { recoverIntents, settleIntent, type SettleDeps } from '../upstream/recover.js';
 import { IntentJournal, RowQueue } from './intents.js';
+import { IdleGc, type IdleGcOptions } from './idle-gc.js';
 import { boundRecord } from '../audit/bound.js';
 import { join } from 'node:path';
 import type { Verdict } from '../audit/store.js';
@@ -119,6 +121,13 @@ export interface HookServiceOptions {
   notifyUrl?: string;
   /** The notifier's time limit and retries (tests shorten them). */
   notify?: NotifyOptions;
+  /** The idle `git gc --auto` (src/server/idle-gc.ts): its quiet period and bounds. */
+  gc?: IdleGcOptions;
+  /**
+   * Where the warm-ups report progress (src/progress.ts): on a terminal one line updated in
+   * place; default: through `log`, one line when a repository's warm-up starts and one when it ends.
+   */
+  progress?: { write: (text: string) => void; isTTY: boolean };
 }
 
 export interface HookRequest {
@@ -184,6 +193,9 @@ export class HookService {
   private readonly stores = new Map<string, Git>();
   private readonly secret = Buffer.from(randomBytes(32).toString('hex'));
   private warming: Promise<void> = Promise.resolve();
+  /** Warm-ups queued or running, and the running one's progress (for /healthz). */
+  private warmQueued = 0;
+  private warmProgress: Progress | null = null;
   /** Fires at stop(): ends the background warm-ups. */
   private readonly stopping = new AbortController();
   private readonly authRows: AuthRowLimiter;
@@ -196,6 +208,8 @@ export class HookService {
   readonly journal: IntentJournal | null;
   /** Rows after a decision: retried in order until written. */
   readonly rows: RowQueue;
+  /** `git gc --auto` when a repository is quiet (gated repositories have receive.autogc=false). */
+  readonly gc: IdleGc;
   private readonly log: (line: string) => void;
   /** Where escalations are announced (`--notify-url`), or null. */
   readonly notifier: Notifier | null;
@@ -205,6 +219,7 @@ export class HookService {
     this.upstream = new UpstreamMirror(opts.upstreamFreshMs);
     this.log = opts.log ?? ((l) => void process.stderr.write(l + '\n'));
     this.rows = new RowQueue(this.log);
+    this.gc = new IdleGc({ log: this.log, ...opts.gc });
     const dir = opts.intentsDir ?? (opts.dataDir ? join(opts.dataDir, 'intents') : null);
     this.journal = dir ? new IntentJournal(dir) : null;
     this.notifier = opts.notifyUrl ? new Notifier(opts.notifyUrl, { log: this.log, ...opts.notify }) : null;
@@ -264,17 +279,19 @@ export class HookService {
   async stop(): Promise<void> {
     this.stopping.abort(new Error('the server is stopping'));
     this.authRows.close();
+    const gcStopped = this.gc.stop();
     for (const g of this.stores.values()) g.close();
     this.stores.clear();
     const s = this.server;
     this.server = null;
-    if (!s) return;
+    if (!s) return void (await gcStopped);
     const closed = new Promise<void>((resolve) => s.close(() => resolve()));
     s.closeAllConnections();
     await closed;
     await Promise.all([...this.background]);
     await this.rows.flush();
     await this.notifier?.stop();
+    await gcStopped;
     if (existsSync(this.opts.endpointPath)) rmSync(this.opts.endpointPath, { force: true });
   }
 
@@ -289,10 +306,20 @@ export class HookService {
   warmRepo(repoDir: string, before?: () => Promise<unknown>): void {
     // `before`: what must happen first, in the same queue (an upstream fetch); its failure only logs.
     const first = (): Promise<unknown> => (before ? before().catch((err: unknown) => process.stderr.write(`patchgate: ${errorMessage(err).split('\n')[0]}\n`)) : Promise.resolve());
+    this.warmQueued++;
     this.warming = this.warming.then(() => runCancellable(this.stopping.signal, async () => (await first(), this.warm(repoDir)))).catch((err: unknown) => {
       if (!this.server) return; // stopped on the way: nothing to report
       process.stderr.write(`patchgate: cache warm-up of ${repoDir} stopped: ${errorMessage(err).split('\n')[0]}\n`);
+    }).finally(() => {
+      this.warmQueued--;
     });
+  }
+
+  /** While warm-ups are queued or running: how many, and the running one's files done of its total (null: none). */
+  warmingStatus(): { repositories: number; done: number; total: number | null } | null {
+    if (this.warmQueued <= 0) return null;
+    const cur = this.warmProgress?.current;
+    return { repositories: this.warmQueued, done: cur?.done ?? 0, total: cur?.total ?? null };
   }
 
   /** Settles when the warm-ups queued so far are done (for tests and the benchmark). */
@@ -306,10 +333,19 @@ export class HookService {
     try {
       const { trustedTip: tip, policy } = await trustedState(git);
       if (!tip) return;
-      await contractOf(git, tip, policy.contract.roots, policy.contract.format, this.opts.cache, { maxSourceBytes: policy.contract.maxSourceBytes }).catch((err: unknown) => {
+      const { roots, format, maxSourceBytes } = policy.contract;
+      const out = this.opts.progress ?? { write: (t: string) => this.log(t.replace(/\n$/, '')), isTTY: false };
+      const progress = new Progress(out);
+      this.warmProgress = progress;
+      progress.phase(`patchgate: warming ${repoDir}`, await contractFileCount(git, tip, roots, format));
+      let note = '';
+      await contractOf(git, tip, roots, format, this.opts.cache, { maxSourceBytes, onFile: (n) => progress.tick(n) }).catch((err: unknown) => {
         if (!(err instanceof ContractParseError)) throw err; // a trusted tree that does not parse: nothing to warm
+        note = 'the trusted tip does not parse (nothing more cached)';
       });
+      progress.end(note);
     } finally {
+      this.warmProgress = null;
       git.close();
     }
   }
@@ -405,7 +441,15 @@ export class HookService {
         throw new Error(`this push did not come through the authenticated gate (unknown pusher pid ${hr.ppid})`);
       } else {
         if (!inside(session.repoDir, hr.dir)) throw new Error('the hook runs in another repository than the one the pusher was authorised for');
-        if (hr.hook === 'pre-receive') verdict = await this.preReceive(session, hr, lines, gone.signal);
+        if (hr.hook === 'pre-receive' && session.auditAtJudge) {
+          // A git host's push (no receive-pack seen here): no idle gc while it is judged.
+          const release = await this.gc.enter(session.repoDir);
+          try {
+            verdict = await this.preReceive(session, hr, lines, gone.signal);
+          } finally {
+            release();
+          }
+        } else if (hr.hook === 'pre-receive') verdict = await this.preReceive(session, hr, lines, gone.signal);
         else if (hr.hook === 'update') verdict = await this.update(session, hr, lines);
         else if (hr.hook === 'post-receive') verdict = await this.postReceive(session, hr);
         else throw new Error(`unknown hook ${hr.hook}`);

@@ -1,8 +1,8 @@
 // Repositories under `<data>/repos`: name checks (no `..`, no absolute paths, no symlink
 // escapes), creation with our hooks and `receive.fsckObjects`, and the start-up check that
 // every repository's hooks are byte-for-byte ours. A repo with a missing or foreign hook is
-// never served. Each repository also gets git's own push limits (REPO_GIT_CONFIG), at
-// creation, on `repo hooks NAME` and at server start.
+// never served. Each repository also gets git's own push limits and `receive.autogc=false`
+// (REPO_GIT_CONFIG), at creation, on `repo hooks NAME` and at server start.
 
 import { existsSync, readFileSync, realpathSync, readdirSync, copyFileSync, chmodSync, statSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, sep } from 'node:path';
@@ -58,6 +58,9 @@ export const REPO_GIT_CONFIG: ReadonlyArray<{ key: string; value: string; enforc
   { key: 'core.bigfilethreshold', value: String(32 * 1024 * 1024), enforced: false },
   // `git push -o patchgate.escalate="…"` (issue 21): git refuses push options a server does not advertise.
   { key: 'receive.advertisepushoptions', value: 'true', enforced: true },
+  // No `git gc --auto` inside every receive-pack: the daemon runs it once the repository is
+  // quiet (src/server/idle-gc.ts). An operator who sets it back to true gets git's own.
+  { key: 'receive.autogc', value: 'false', enforced: false },
 ];
 
 /** Bring a repository's config up to REPO_GIT_CONFIG; returns the keys it set. */

@@ -47,7 +47,7 @@ const HOSTS: Host[] = [
   {
     host: 'gitlab',
     async install(cfg, bare) {
-      installHostHooks('gitlab', cfg, [bare]);
+      await installHostHooks('gitlab', cfg, [bare]);
       const r = await gitWithEnv(bare, ['config', 'core.hooksPath', join(bare, 'custom_hooks')], {});
       if (r.code) throw new Error(r.stderr);
     },
@@ -56,7 +56,7 @@ const HOSTS: Host[] = [
   {
     host: 'gitea',
     async install(cfg, bare) {
-      installHostHooks('gitea', cfg, [bare]);
+      await installHostHooks('gitea', cfg, [bare]);
       writeFileSync(join(bare, 'hooks', 'pre-receive'), GITEA_PRE_RECEIVE);
       chmodSync(join(bare, 'hooks', 'pre-receive'), 0o755);
     },
@@ -66,7 +66,7 @@ const HOSTS: Host[] = [
     host: 'ghes',
     async install(cfg, bare) {
       const hookRepo = tempDir('pg-ghes-hooks-');
-      installHostHooks('ghes', cfg, [hookRepo]);
+      await installHostHooks('ghes', cfg, [hookRepo]);
       mkdirSync(join(bare, 'hooks'), { recursive: true });
       copyFileSync(join(hookRepo, 'patchgate-pre-receive.sh'), join(bare, 'hooks', 'pre-receive'));
       chmodSync(join(bare, 'hooks', 'pre-receive'), 0o755);
@@ -78,7 +78,7 @@ const HOSTS: Host[] = [
     // test/host/gitolite.test.ts, over ssh); the variables are the ones gitolite-shell sets.
     host: 'gitolite',
     async install(cfg, bare) {
-      installHostHooks('gitolite', cfg, [bare]);
+      await installHostHooks('gitolite', cfg, [bare]);
     },
     env: (user) => ({ GL_USER: user, GL_REPO: 'app' }),
   },

@@ -14,7 +14,7 @@ const env = (user: string) => ({ GL_USERNAME: user, GL_ID: 'user-17', GL_PROTOCO
 t.test('gitlab: a carried WIP is refused; a long agent branch re-judges only new commits', async (t) => {
   const { d, cfg } = await startTestDaemon(t);
   const { bare, w } = await seededBare(t);
-  installHostHooks('gitlab', cfg, [bare]);
+  await installHostHooks('gitlab', cfg, [bare]);
   const hp = await gitWithEnv(bare, ['config', 'core.hooksPath', join(bare, 'custom_hooks')], {});
   t.equal(hp.code, 0, hp.stderr);
 

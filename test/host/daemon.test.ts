@@ -30,7 +30,7 @@ const generic = (user: string, repo = 'app') => ({ PATCHGATE_USER: user, PATCHGA
 t.test('generic host: /healthz ok, /metrics counts the answers by host and verdict', async (t) => {
   const { d, cfg } = await startTestDaemon(t);
   const { bare, w } = await seededBare(t);
-  installHostHooks('generic', cfg, [bare]);
+  await installHostHooks('generic', cfg, [bare]);
   t.equal((await get(`${d.monitorUrl}/healthz`)).body, 'ok\n');
   w.checkout('agent/fix', true);
   w.commit('fix', { 'src/app.py': 'def add(a, b):\n    return b + a\n' });
@@ -51,7 +51,7 @@ t.test('generic host: /healthz ok, /metrics counts the answers by host and verdi
 t.test('a repository the config does not gate passes with a line saying so; repoRoots refuses a repository outside them', async (t) => {
   const { cfg } = await startTestDaemon(t, { repos: ['team/*'], repoRoots: [tempDir('pg-roots-')] });
   const { bare, w, root } = await seededBare(t);
-  installHostHooks('generic', cfg, [bare]);
+  await installHostHooks('generic', cfg, [bare]);
   w.checkout('agent/x', true);
   w.commit('weaken', { 'tests/test_app.py': 'def test_add():\n    assert True\n' });
   const outside = await gitWithEnv(w.dir, ['push', bare, 'agent/x'], generic('agent-1', 'team/app'));
@@ -60,7 +60,7 @@ t.test('a repository the config does not gate passes with a line saying so; repo
   // Gated or not is decided by the folder below repoRoots (here ROOT/app.git, so `app`), and
   // the variable must name the same repository for a push to pass unjudged.
   const { cfg: cfg2, d: d2 } = await startTestDaemon(t, { repos: ['team/*'], repoRoots: [root] });
-  installHostHooks('generic', cfg2, [bare]);
+  await installHostHooks('generic', cfg2, [bare]);
   const ungated = await gitWithEnv(w.dir, ['push', bare, 'agent/x'], generic('agent-1', 'app'));
   t.equal(ungated.code, 0, ungated.stderr);
   t.match(ungated.stderr, /remote: (?:GL-HOOK-ERR: )?patchgate: app is not gated by this daemon's config \(repos\)/);
@@ -70,7 +70,7 @@ t.test('a repository the config does not gate passes with a line saying so; repo
 t.test('a failed audit write refuses an otherwise good push (written before it is answered)', async (t) => {
   const { cfg, data } = await startTestDaemon(t);
   const { bare, w } = await seededBare(t);
-  installHostHooks('generic', cfg, [bare]);
+  await installHostHooks('generic', cfg, [bare]);
   const { default: Database } = await import('better-sqlite3');
   const db = new Database(join(data, 'patchgate.db'));
   db.exec("CREATE TRIGGER test_fail_audit BEFORE INSERT ON events WHEN NEW.kind = 'push' BEGIN SELECT RAISE(ABORT, 'simulated disk failure'); END");

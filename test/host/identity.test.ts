@@ -20,7 +20,7 @@ import { gitWithEnv, seededBare, startTestDaemon } from '../helpers/host.js';
 const WEAKEN = { 'tests/test_app.py': 'def test_add():\n    assert True\n' };
 
 async function gitlab(cfg: DaemonConfig, bare: string): Promise<void> {
-  installHostHooks('gitlab', cfg, [bare]);
+  await installHostHooks('gitlab', cfg, [bare]);
   const r = await gitWithEnv(bare, ['config', 'core.hooksPath', join(bare, 'custom_hooks')], {});
   if (r.code) throw new Error(r.stderr);
 }
@@ -54,7 +54,7 @@ t.test('gitlab: the folder decides; a differently cased or missing GL_PROJECT_PA
 t.test('a repository whose folder is cased differently from the glob is gated (folded like policy paths)', async (t) => {
   const { bare, w, root } = await seededBare(t, 'Team/Ápp');
   const { d, cfg } = await startTestDaemon(t, { repos: ['team/**'], repoRoots: [root] });
-  installHostHooks('generic', cfg, [bare]);
+  await installHostHooks('generic', cfg, [bare]);
   w.checkout('agent/x', true);
   w.commit('weaken', WEAKEN);
   const r = await gitWithEnv(w.dir, ['push', bare, 'agent/x'], { PATCHGATE_USER: 'agent-1', PATCHGATE_REPO: 'Team/Ápp' });
@@ -83,7 +83,7 @@ t.test('a push passes unjudged only when the folder is outside `repos` and the v
 t.test('identity values are taken as they are: " alice" is not alice; control characters refuse', async (t) => {
   const { d, cfg } = await startTestDaemon(t);
   const { bare, w } = await seededBare(t);
-  installHostHooks('generic', cfg, [bare]);
+  await installHostHooks('generic', cfg, [bare]);
   w.checkout('agent/x', true);
   w.commit('weaken', WEAKEN);
   const spaced = await gitWithEnv(w.dir, ['push', bare, 'agent/x'], { PATCHGATE_USER: ' alice', PATCHGATE_REPO: 'app' });
@@ -113,7 +113,7 @@ t.test('trusted: the config overrides a HEAD at master; without it the refusal s
   w.commit('fix', { 'src/app.py': 'def add(a, b):\n    return b + a\n' });
 
   const { cfg } = await startTestDaemon(t);
-  installHostHooks('gitolite', cfg, [bare]);
+  await installHostHooks('gitolite', cfg, [bare]);
   const env = { GL_USER: 'agent-1', GL_REPO: 'app' };
   const no = await gitWithEnv(w.dir, ['push', bare, 'agent/fix'], env);
   t.not(no.code, 0, 'no trusted branch master: refused');
@@ -123,7 +123,7 @@ t.test('trusted: the config overrides a HEAD at master; without it the refusal s
   t.notMatch(no.stderr, /token/, 'no gate tokens inside a host');
 
   const { cfg: cfg2, d: d2 } = await startTestDaemon(t, { repoRoots: [root], trusted: { 'team/**': 'develop', APP: 'main' } });
-  installHostHooks('gitolite', cfg2, [bare]);
+  await installHostHooks('gitolite', cfg2, [bare]);
   const ok = await gitWithEnv(w.dir, ['push', bare, 'agent/fix'], env);
   t.equal(ok.code, 0, ok.stderr || 'judged against main');
   w.commit('weaken', WEAKEN);

@@ -25,7 +25,7 @@ t.test('host mode, PostgreSQL stopped: the push is refused, nothing moves, the d
   const pg = await startPostgres(t);
   const { d, cfg } = await startTestDaemon(t, { audit: pg.url });
   const { bare, w } = await seededBare(t);
-  installHostHooks('generic', cfg, [bare]);
+  await installHostHooks('generic', cfg, [bare]);
   w.checkout('agent/fix', true);
   const head = w.commit('fix', { 'src/app.py': 'def add(a, b):\n    return b + a\n' });
   const env = { PATCHGATE_USER: 'agent-1', PATCHGATE_REPO: 'app' };

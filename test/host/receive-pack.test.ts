@@ -59,7 +59,7 @@ const HOSTS: Host[] = [
   {
     host: 'gitlab', userVar: 'GL_USERNAME',
     async install(cfg, bare) {
-      installHostHooks('gitlab', cfg, [bare]);
+      await installHostHooks('gitlab', cfg, [bare]);
       const r = await gitWithEnv(bare, ['config', 'core.hooksPath', join(bare, 'custom_hooks')], {});
       if (r.code) throw new Error(r.stderr);
     },
@@ -82,7 +82,7 @@ const HOSTS: Host[] = [
     host: 'ghes', userVar: 'GITHUB_USER_LOGIN',
     async install(cfg, bare) {
       const hookRepo = tempDir('pg-ghes-hooks-');
-      installHostHooks('ghes', cfg, [hookRepo]);
+      await installHostHooks('ghes', cfg, [hookRepo]);
       mkdirSync(join(bare, 'hooks'), { recursive: true });
       copyFileSync(join(hookRepo, 'patchgate-pre-receive.sh'), join(bare, 'hooks', 'pre-receive'));
       chmodSync(join(bare, 'hooks', 'pre-receive'), 0o755);

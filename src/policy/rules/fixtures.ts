@@ -1,8 +1,11 @@
 // Rule `fixtures`: fixtures are bound by content. Every entry of the lock must exist in the
 // pushed tree with the locked sha256, and a file the lock lacks in a locked folder is drift.
 // This rule binds humans too: a lock that disagrees with its tree is never accepted.
+// The drift is a function of the lock blob and the locked folders' trees, so it is kept by
+// their ids (src/cache/rule-results.ts): an unchanged lock and folders cost id lookups.
 
-import { gitSource, readLock, verifyLock } from '../../fixtures/lock.js';
+import { gitSource, lockDirs, readLock, verifyLock, type Drift, type Lock } from '../../fixtures/lock.js';
+import { ruleResults } from '../../cache/rule-results.js';
 import { isZeroId } from '../../git/git.js';
 import type { Rule } from '../types.js';
 import { shq, short } from '../types.js';
@@ -22,9 +25,28 @@ export const fixtures: Rule = {
     const rev = ctx.update.newId;
     if (isZeroId(rev)) return { findings: [] };
     const lockPath = ctx.policy.fixtures.lock;
-    const lock = await readLock(ctx.git, rev, lockPath);
-    if (!lock) return { findings: [], details: { lock: 'absent' } };
-    const drift = await verifyLock(gitSource(ctx.git, rev, ctx.cache), lock);
+    const lockId = await ctx.git.pathId(rev, lockPath);
+    if (!lockId) return { findings: [], details: { lock: 'absent' } };
+    let lock: Lock | null | undefined = lockId.type === 'blob' ? ruleResults.locks.get(lockId.id) : undefined;
+    if (!lock) {
+      // Parsed (and refused when bad) as before; only a good lock is kept.
+      lock = await readLock(ctx.git, rev, lockPath);
+      if (!lock) return { findings: [], details: { lock: 'absent' } };
+      ruleResults.locks.set(lockId.id, lock);
+    }
+    const dirs = lockDirs(lock);
+    const trees = await Promise.all(dirs.map(async (d) => {
+      const t = await ctx.git.pathId(rev, d);
+      return `${d}\0${t && t.type === 'tree' ? t.id : '-'}`;
+    }));
+    const key = `${lockId.id}\n${trees.join('\n')}`;
+    let drift = ruleResults.drift.get(key) as Drift[] | undefined;
+    if (drift) ruleResults.stats.fixtureHits++;
+    else {
+      ruleResults.stats.fixtureMisses++;
+      drift = await verifyLock(gitSource(ctx.git, rev, ctx.cache), lock);
+      ruleResults.drift.set(key, drift);
+    }
     return {
       findings: drift.map((d) => ({
         messageId: d.kind, path: d.path, commit: rev,

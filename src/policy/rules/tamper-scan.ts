@@ -14,6 +14,7 @@ import { pushAgain, RUN, startingPoint } from '../remedy.js';
 import { TAMPER_CHECKS, type TamperCheck, type TamperHit } from '../tamper/checks.js';
 import { scanPython } from '../tamper/scan-python.js';
 import { scanTypeScript } from '../tamper/scan-typescript.js';
+import { addedLines } from '../tamper/added-lines.js';
 import { parsePool } from '../../contract/parse-pool.js';
 
 const ADVICE: Record<TamperCheck, string> = {
@@ -83,8 +84,16 @@ export const tamperScan: Rule = {
           if (size > ctx.policy.contract.maxSourceBytes) continue;
           const blob = await ctx.git.readBlob(ch.newId);
           const text = blob ? blob.toString('utf8') : '';
-          // A new file is new on every line; a changed one is diffed against its old blob.
-          const lines = oldId === null ? new Set(text.split('\n').map((_, i) => i + 1)) : await ctx.git.addedLines(oldId, ch.newId);
+          // A new file is new on every line; a changed one is diffed against its old blob, in
+          // process (../tamper/added-lines.ts: the lines `git diff` reports, no process per file).
+          let lines: Set<number>;
+          if (oldId === null) lines = new Set(text.split('\n').map((_, i) => i + 1));
+          else {
+            // An old blob over the size limit is not read: every line of the new one is scanned.
+            const oldSize = (await ctx.git.pathId(oldId, null))?.size ?? Infinity;
+            const old = oldSize > ctx.policy.contract.maxSourceBytes ? null : await ctx.git.readBlob(oldId);
+            lines = old ? addedLines(old.toString('utf8'), text) : new Set(text.split('\n').map((_, i) => i + 1));
+          }
           try {
             // In the daemon a file above the inline size is scanned on a parse worker, which the
             // hook time limit can stop: a large file never holds the event loop.

@@ -1,0 +1,137 @@
+// Why this exists (issue 24): a warm-up of a large repository parses for many seconds, and it
+// used to say nothing until the end. This is the one progress reporter: files done of the
+// total, the rate and the time left. On a terminal the line updates in place (`\r`, cleared
+// to its end, at most every `everyMs`); anywhere else (a log, a pipe) it writes one line when
+// a phase starts and one when it ends, so logs stay readable. Whether the stream is a
+// terminal is a parameter, so both forms are tested without a terminal.
+
+export interface ProgressState {
+  /** What is being done, e.g. "warming app". */
+  label: string;
+  done: number;
+  /** null: not known (no rate-based time left then). */
+  total: number | null;
+  elapsedMs: number;
+  /** The unit counted (default "files"). */
+  unit?: string;
+}
+
+/** "12 s", "2 min 05 s", "1 h 02 min". */
+export function formatDuration(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} min ${String(s % 60).padStart(2, '0')} s`;
+  return `${Math.floor(m / 60)} h ${String(m % 60).padStart(2, '0')} min`;
+}
+
+/** One progress line: `LABEL: DONE/TOTAL files parsed, R files/s, about T left`. */
+export function formatProgress(p: ProgressState): string {
+  const unit = p.unit ?? 'files';
+  const secs = p.elapsedMs / 1000;
+  const rate = secs > 0 ? p.done / secs : 0;
+  const count = p.total === null ? `${p.done} ${unit} parsed` : `${p.done}/${p.total} ${unit} parsed`;
+  const parts = [count];
+  if (secs >= 0.5 && p.done > 0) parts.push(`${rate >= 10 ? Math.round(rate) : rate.toFixed(1)} ${unit}/s`);
+  if (p.total !== null && rate > 0 && p.done < p.total) parts.push(`about ${formatDuration(((p.total - p.done) / rate) * 1000)} left`);
+  return `${p.label}: ${parts.join(', ')}`;
+}
+
+/** The end of a phase: `LABEL: done, N files parsed in T (R files/s)`. */
+export function formatDone(p: ProgressState, note = ''): string {
+  const unit = p.unit ?? 'files';
+  const secs = p.elapsedMs / 1000;
+  const rate = secs > 0 ? ` (${Math.round(p.done / secs)} ${unit}/s)` : '';
+  return `${p.label}: done, ${p.done} ${unit} parsed in ${formatDuration(p.elapsedMs)}${rate}${note ? `; ${note}` : ''}`;
+}
+
+export interface ProgressOptions {
+  write: (text: string) => void;
+  isTTY: boolean;
+  /** Least time between two in-place updates on a terminal (default 250 ms). */
+  everyMs?: number;
+  now?: () => number;
+  unit?: string;
+  /** Say nothing unless the phase is still running this long after it started (default 0: at once). */
+  delayMs?: number;
+}
+
+export class Progress {
+  private label = '';
+  private total: number | null = null;
+  private doneCount = 0;
+  private started = 0;
+  private lastDraw = -Infinity;
+  private drawn = false;
+  private open = false;
+  /** The phase was announced (its first line or draw was written). */
+  private shown = false;
+  private readonly now: () => number;
+  private readonly everyMs: number;
+
+  constructor(private readonly opts: ProgressOptions) {
+    this.now = opts.now ?? (() => Date.now());
+    this.everyMs = opts.everyMs ?? 250;
+  }
+
+  private state(): ProgressState {
+    return { label: this.label, done: this.doneCount, total: this.total, elapsedMs: this.now() - this.started, ...(this.opts.unit ? { unit: this.opts.unit } : {}) };
+  }
+
+  /** A new phase (ends the one before): a line of its own off a terminal. */
+  phase(label: string, total: number | null): void {
+    if (this.open) this.end();
+    this.label = label;
+    this.total = total;
+    this.doneCount = 0;
+    this.started = this.now();
+    this.lastDraw = -Infinity;
+    this.open = true;
+    this.shown = false;
+    if (!this.opts.delayMs) this.announce();
+  }
+
+  private announce(): void {
+    this.shown = true;
+    if (this.opts.isTTY) this.draw();
+    else this.opts.write(`${this.label}: ${this.total === null ? 'started' : `${this.total} ${this.opts.unit ?? 'files'} to read`}\n`);
+  }
+
+  /** `n` more units done. */
+  tick(n = 1): void {
+    if (!this.open) return;
+    this.doneCount += n;
+    if (!this.shown) {
+      if (this.now() - this.started >= (this.opts.delayMs ?? 0)) this.announce();
+    } else if (this.opts.isTTY && this.now() - this.lastDraw >= this.everyMs) this.draw();
+  }
+
+  get done(): number {
+    return this.doneCount;
+  }
+
+  get current(): ProgressState | null {
+    return this.open ? this.state() : null;
+  }
+
+  private draw(): void {
+    this.lastDraw = this.now();
+    this.drawn = true;
+    this.opts.write(`\r${formatProgress(this.state())}\x1b[K`);
+  }
+
+  /** Ends the phase: its last line (on a terminal it replaces the updating one). */
+  end(note = ''): void {
+    if (!this.open) return;
+    this.open = false;
+    if (!this.shown) return; // short enough to say nothing
+    const line = formatDone(this.state(), note);
+    this.opts.write(this.opts.isTTY && this.drawn ? `\r${line}\x1b[K\n` : `${line}\n`);
+    this.drawn = false;
+  }
+}
+
+/** Progress on this process's stderr: in place on a terminal, lines elsewhere. */
+export function stderrProgress(): { write: (text: string) => void; isTTY: boolean } {
+  return { write: (t) => void process.stderr.write(t), isTTY: !!process.stderr.isTTY };
+}
