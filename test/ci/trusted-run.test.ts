@@ -112,15 +112,16 @@ t.test('real failures beat oracle-shrank; the summary names the failure by its f
 
 t.test('a project module imported from outside the sealed tree: not-the-judged-code, with the fix', { skip }, async (t) => {
   // The trusted conftest puts another copy of the package first (as an installed copy would be);
-  // inside the sandbox only the sealed tree and the toolchains are there, so the copy is vendored.
-  const r = pkgProject(t, { 'vendor/calc/__init__.py': CALC, 'tests/conftest.py': `import os, sys\nsys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'vendor'))\n` });
+  // inside the sandbox only the sealed tree, the toolchains and a private /tmp are there, so the
+  // conftest writes the copy into that /tmp.
+  const r = pkgProject(t, { 'tests/conftest.py': `import os, sys\nd = "/tmp/pg-other-copy"\nos.makedirs(d + "/calc", exist_ok=True)\nopen(d + "/calc/__init__.py", "w").write(${JSON.stringify(CALC)})\nsys.path.insert(0, d)\n` });
   const d = tempDir(t);
   const res = await ci({ repo: r.dir, base: 'main', head: 'main', seed: '5', runs: 1, report: join(d, 'r.json'), cmd: pytest() });
   exits(t, res, 1);
   const rep = reportOf(d);
   t.equal(rep.row, 'not-the-judged-code');
   const why = rep.reasons.find((x) => x.kind === 'not-judged-code');
-  t.match(why?.message ?? '', /calc was imported from \S*\/vendor\/calc\/__init__\.py, not from the judged tree's src\/calc\//);
+  t.match(why?.message ?? '', /calc was imported from \/tmp\/pg-other-copy\/calc\/__init__\.py, not from the judged tree's src\/calc\//);
   t.match(why?.message ?? '', /Fix: /);
 });
 

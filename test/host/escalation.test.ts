@@ -24,7 +24,7 @@ t.test('generic host: push options reach the daemon, the escalation is recorded 
   t.teardown(() => new Promise<void>((r) => srv.close(() => r())));
   const { d, cfg } = await startTestDaemon(t, { notifyUrl: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/n` });
   const { bare, w } = await seededBare(t);
-  const out = installHostHooks('generic', cfg, [bare]);
+  const out = await installHostHooks('generic', cfg, [bare]);
   t.match(out.join('\n'), /set receive\.advertisePushOptions in /);
   t.equal((await gitAsync(bare, ['config', '--get', 'receive.advertisePushOptions'])).stdout.trim(), 'true');
   w.checkout('agent/fix', true);
