@@ -29,10 +29,14 @@ function reportOf(d: string): { row: string; fired: string[]; command: { argv: s
   return JSON.parse(readFileSync(join(d, 'r.json'), 'utf8'));
 }
 
-function jsProject(t: Tap, deps: string, files: Record<string, string>, broken: Record<string, string>): TestRepo {
+/** The static scan off: the tripwire vectors below must be caught by the run itself. */
+const SCAN_OFF = JSON.stringify({ tamperScan: { checks: Object.fromEntries(['runner-internals', 'interpreter-walk', 'env-read', 'exit', 'report-write', 'constant-eq', 'package-metadata'].map((k) => [k, 'off'])) } });
+
+function jsProject(t: Tap, deps: string, files: Record<string, string>, broken: Record<string, string>, tamper?: Record<string, string>): TestRepo {
   const r = TestRepo.init(t).at(T0);
-  r.commit('project', files);
+  r.commit('project', { ...files, 'ci/patchgate.json': SCAN_OFF });
   r.checkout('agent', true).commit('agent patch', broken);
+  if (tamper) r.checkout('main').checkout('tamper', true).commit('tamper', tamper);
   r.checkout('main');
   // The dependencies CI installed: untracked, beside the tree, as after `npm ci`.
   symlinkSync(deps, join(r.dir, 'node_modules'));
@@ -50,7 +54,7 @@ t.test('vitest', async (t) => {
     'src/calc.js': ADD,
     'tests/calc.test.js': `import { describe, expect, it } from 'vitest';\nimport { add } from '../src/calc.js';\n\ndescribe('calc', () => {\n  it('adds', () => expect(add(2, 3)).toBe(5));\n  it.skip('later', () => expect(1).toBe(2));\n});\n\nit('adds zero', () => expect(add(0, 0)).toBe(0));\n`,
     'tests/more.test.js': `import { expect, it } from 'vitest';\nimport { add } from '../src/calc.js';\n\nit('adds negatives', () => expect(add(-1, -2)).toBe(-3));\n`,
-  }, { 'src/calc.js': BROKEN_ADD });
+  }, { 'src/calc.js': BROKEN_ADD }, { 'src/calc.js': "Error['prepare' + 'StackTrace'] = (e, s) => s;\n" + ADD });
 
   await t.test('npm test on the trusted tree: green, with the seed on the command line and a shuffled second run', async (t) => {
     const d = tempDir(t);
@@ -76,6 +80,14 @@ t.test('vitest', async (t) => {
     t.match(res.text, /FAIL tests\/calc\.test\.js::calc > adds \(seed 7\): .*expected -1 to be 5/);
     t.match(res.text, /FAIL tests\/more\.test\.js::adds negatives/);
   });
+
+  await t.test('the node tripwire reaches vitest (NODE_OPTIONS preload): Error.prepareStackTrace set by the code is runtime-tamper', async (t) => {
+    const d = tempDir(t);
+    const res = await ci({ repo: r.dir, base: 'main', head: 'tamper', seed: '7', runs: 1, report: join(d, 'r.json'), cmd: ['npm', 'test'] });
+    exits(t, res, 1);
+    t.ok(reportOf(d).fired.includes('runtime-tamper'), reportOf(d).fired.join(','));
+    t.match(res.text, /tripwire \(run1\): Error\.prepareStackTrace at src\/calc\.js:\d+/);
+  });
 });
 
 t.test('jest', async (t) => {
@@ -87,7 +99,7 @@ t.test('jest', async (t) => {
     'src/calc.js': CJS_ADD,
     'tests/calc.test.js': `const { add } = require('../src/calc.js');\n\ndescribe('calc', () => {\n  test('adds', () => expect(add(2, 3)).toBe(5));\n  test.skip('later', () => expect(1).toBe(2));\n});\n\ntest('adds zero', () => expect(add(0, 0)).toBe(0));\n`,
     'tests/more.test.js': `const { add } = require('../src/calc.js');\n\ntest('adds negatives', () => expect(add(-1, -2)).toBe(-3));\n`,
-  }, { 'src/calc.js': CJS_ADD.replace('a + b', 'a * b') });
+  }, { 'src/calc.js': CJS_ADD.replace('a + b', 'a * b') }, { 'src/calc.js': "const a = require('node:' + 'assert');\ntry { a.strict.equal = () => {}; } catch {}\n" + CJS_ADD });
 
   await t.test('yarn test on the trusted tree: green, jest --seed, a --randomize second run', async (t) => {
     const d = tempDir(t);
@@ -109,5 +121,15 @@ t.test('jest', async (t) => {
     t.equal(reportOf(d).row, 'contract-red');
     t.match(res.text, /FAIL tests\/calc\.test\.js::calc > adds \(seed 7\): .*expect\(received\)\.toBe\(expected\)/);
     t.match(res.text, /FAIL tests\/more\.test\.js::adds negatives/);
+  });
+
+  // jest runs each test file in a vm context of its own: its Error is that realm's, which a
+  // preload cannot reach; node:assert is the process's one module, so its lock holds there.
+  await t.test('the node tripwire reaches jest: node:assert patched by the code is runtime-tamper', async (t) => {
+    const d = tempDir(t);
+    const res = await ci({ repo: r.dir, base: 'main', head: 'tamper', seed: '7', runs: 1, report: join(d, 'r.json'), cmd: ['npx', 'jest'] });
+    exits(t, res, 1);
+    t.ok(reportOf(d).fired.includes('runtime-tamper'), reportOf(d).fired.join(','));
+    t.match(res.text, /tripwire \(run1\): patched at src\/calc\.js:\d+: node:assert\/strict\.equal was assigned/);
   });
 });
