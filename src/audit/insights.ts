@@ -15,7 +15,7 @@ import { parseIsoDate, VERDICTS } from './store.js';
 export interface SqlReader {
   select(sql: string, params?: readonly unknown[]): Record<string, unknown>[] | Promise<Record<string, unknown>[]>;
 }
-import { RULE_ROW } from '../policy/decision-table.js';
+import { DECISION_TABLE, RULE_ROW } from '../policy/decision-table.js';
 
 export const SAMPLE_LIMIT = 5000;
 export const PAGE_SIZE = 50;
@@ -61,6 +61,9 @@ async function series(store: SqlReader, since: string, width: number, step: numb
   return { buckets: unit === 'hour' ? buckets.map((b) => `${b.slice(5, 10)} ${b.slice(11)}h`) : buckets, counts };
 }
 
+/** The rule of each decision-table row that names one. */
+const ROW_RULE = new Map(DECISION_TABLE.filter((r) => r.rule).map((r) => [r.id, r.rule!]));
+
 /** Everything the charts show, for refusals at or after `since` (default: 30 days ago). */
 export async function overview(store: SqlReader, opts: { days?: number; now?: Date; repos?: readonly string[] } = {}): Promise<Overview> {
   const now = (opts.now ?? new Date()).getTime();
@@ -79,21 +82,25 @@ export async function overview(store: SqlReader, opts: { days?: number; now?: Da
     ((await store.select(`SELECT ${col} AS key, count(*) AS n ${refusals} GROUP BY ${col} ORDER BY n DESC, key LIMIT ${TOP}`, args)) as Array<{ key: string | null; n: number }>)
       .map((r) => ({ key: r.key ?? '(none)', n: Number(r.n) }));
   const total = Number(((await store.select(`SELECT count(*) AS n ${refusals}`, args))[0] as { n: number } | undefined)?.n ?? 0);
-  const sample = (await store.select(`SELECT rules ${refusals} ORDER BY time DESC LIMIT ${SAMPLE_LIMIT}`, args)) as Array<{ rules: string | null }>;
+  const sample = (await store.select(`SELECT decision, rules ${refusals} ORDER BY time DESC LIMIT ${SAMPLE_LIMIT}`, args)) as Array<{ decision: string | null; rules: string | null }>;
   const rules = new Map<string, number>();
   const paths = new Map<string, number>();
-  for (const { rules: text } of sample) {
+  for (const { decision, rules: text } of sample) {
     let trace: unknown;
     try {
       trace = JSON.parse(text ?? '[]');
     } catch {
-      continue; // a damaged row: verify reports it
+      trace = null; // a damaged row: verify reports it; it still counts once below
     }
-    if (!Array.isArray(trace)) continue;
+    const list = Array.isArray(trace) ? (trace as Array<{ rule?: unknown; status?: unknown; findings?: unknown }>) : [];
+    // One rule per refusal, as the rows count one row per refusal: the deciding row's rule
+    // (upstream-refused: `upstream`), else the first rule that failed.
+    const firstFailed = list.find((o) => o && o.status === 'fail' && typeof o.rule === 'string')?.rule as string | undefined;
+    const rule = ROW_RULE.get(decision ?? '') ?? firstFailed ?? '(none)';
+    rules.set(rule, (rules.get(rule) ?? 0) + 1);
     const seenPaths = new Set<string>();
-    for (const o of trace as Array<{ rule?: unknown; status?: unknown; findings?: unknown }>) {
+    for (const o of list) {
       if (!o || o.status !== 'fail' || typeof o.rule !== 'string') continue;
-      rules.set(o.rule, (rules.get(o.rule) ?? 0) + 1);
       for (const f of Array.isArray(o.findings) ? (o.findings as Array<{ path?: unknown }>) : []) {
         if (f && typeof f.path === 'string') seenPaths.add(f.path);
       }

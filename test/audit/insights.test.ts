@@ -68,3 +68,22 @@ t.test('the charts count what was written, on the covering index', async (t) => 
   const tablePlan = (s.db.prepare("EXPLAIN QUERY PLAN SELECT e.id FROM events e WHERE e.kind = 'ref' ORDER BY e.time DESC, e.id DESC LIMIT 51").all() as Array<{ detail: string }>).map((r) => r.detail).join('\n');
   t.notMatch(tablePlan, /SCAN e$|SCAN events$/m, `the table page does not scan the log: ${tablePlan}`);
 });
+
+t.test('refusals by rule and by decision-table row count the same refusals: upstream has a rule, two failing rules count once', async (t) => {
+  const dir = tempDir('pg-insights-');
+  const s = AuditStore.open(join(dir, 'patchgate.db'));
+  t.teardown(() => { s.close(); rmSync(dir, { recursive: true, force: true }); });
+  const push = (i: number, decision: string, rules: Array<{ rule: string; status: 'pass' | 'fail' }>) => s.recordPush({
+    pushId: `q${i}`, time: `2026-03-01T0${i}:00:00.000Z`, repo: 'app', actor: 'agent-0', role: 'agent', verdict: 'reject',
+    refs: [{ ref: 'refs/heads/agent/x', old: hex(i), new: hex(i + 1), verdict: 'reject', decision, rules: rules.map((r) => ({ ...r, findings: [], ms: 1 })) }],
+  });
+  push(1, 'upstream-refused', [{ rule: 'refs', status: 'pass' }, { rule: 'write-block', status: 'pass' }]);
+  push(2, 'test-tree-write', [{ rule: 'write-block', status: 'fail' }, { rule: 'contract', status: 'fail' }]);
+  push(3, 'contract-moved', [{ rule: 'contract', status: 'fail' }]);
+  const o = await overview(s, { now: new Date('2026-03-02T12:00:00Z'), days: 7 });
+  const sum = (xs: Array<{ n: number }>) => xs.reduce((a, x) => a + x.n, 0);
+  t.equal(o.refusals, 3);
+  t.equal(sum(o.byRule), 3, 'each refusal once by rule');
+  t.equal(sum(o.byRow), 3, 'each refusal once by row');
+  t.same(Object.fromEntries(o.byRule.map((x) => [x.key, x.n])), { upstream: 1, 'write-block': 1, contract: 1 });
+});
