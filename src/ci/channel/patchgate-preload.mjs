@@ -136,30 +136,21 @@ Object.defineProperty(process, 'argv', {
 });
 
 // Opens of test sources by the project's modules: what a test expects is written there.
-for (const name of ['readFileSync', 'readFile', 'openSync', 'open', 'createReadStream']) {
-  const orig = fs[name];
-  if (typeof orig !== 'function') continue;
-  fs[name] = function (path, ...rest) {
-    try {
-      const p = typeof path === 'string' ? path : path instanceof URL ? fileURLToPath(path) : null;
-      if (p && isTestSource(realpath(p))) fire('open', `opened the test source ${rel(realpath(p))}`);
-    } catch {
-      /* not a file: the call says so itself */
-    }
-    return orig.call(this, path, ...rest);
-  };
+function watchOpens(obj, names) {
+  for (const name of names) {
+    const orig = obj[name];
+    if (typeof orig !== 'function') continue;
+    obj[name] = function (path, ...rest) {
+      try {
+        const p = typeof path === 'string' ? path : path instanceof URL ? fileURLToPath(path) : null;
+        if (p && isTestSource(realpath(p))) fire('open', `opened the test source ${rel(realpath(p))}`);
+      } catch {
+        /* not a file: the call says so itself */
+      }
+      return orig.call(this, path, ...rest);
+    };
+  }
 }
-const promises = fs.promises;
-for (const name of ['readFile', 'open']) {
-  const orig = promises[name];
-  promises[name] = function (path, ...rest) {
-    try {
-      const p = typeof path === 'string' ? path : path instanceof URL ? fileURLToPath(path) : null;
-      if (p && isTestSource(realpath(p))) fire('open', `opened the test source ${rel(realpath(p))}`);
-    } catch {
-      /* as above */
-    }
-    return orig.call(this, path, ...rest);
-  };
-}
+watchOpens(fs, ['readFileSync', 'readFile', 'openSync', 'open', 'createReadStream']);
+watchOpens(fs.promises, ['readFile', 'open']);
 syncBuiltinESMExports();
