@@ -24,7 +24,8 @@ const VECTORS: Array<[string, Record<string, string>, RegExp]> = [
   ["the caller's frame read", { 'src/pkg/f.py': 'import sys\n\ndef add(a, b):\n    return sys._getframe(1).f_locals["expected"]\n' }, /f\.py:4: sys\._getframe\(\) \(interpreter-walk\)/],
   ['PYTEST_CURRENT_TEST read', { 'src/pkg/e.py': 'import os\n\ndef add(a, b):\n    if "PYTEST_CURRENT_TEST" in os.environ:\n        return 5\n    return a - b\n' }, /e\.py:4: runner or gate variable "PYTEST_CURRENT_TEST" \(env-read\)/],
   ['NODE_TEST_CONTEXT read', { 'src/lib.mjs': 'export const y = process.env.NODE_TEST_CONTEXT ? 5 : 1;\n' }, /lib\.mjs:1: runner or gate variable process\.env\.NODE_TEST_CONTEXT/],
-  ['os._exit in an exit handler', { 'src/pkg/x.py': 'import atexit, os\natexit.register(lambda: os._exit(0))\n' }, /x\.py:2: atexit\.register\(\) \(exit\)/],
+  ['os._exit in an exit handler', { 'src/pkg/x.py': 'import atexit, os\natexit.register(lambda: os._exit(0))\n' }, /x\.py:2: os\._exit\(\) \(exit\)/],
+  ['os._exit handed to atexit', { 'src/pkg/y.py': 'import atexit, os\natexit.register(os._exit, 0)\n' }, /y\.py:2: atexit\.register\(\) \(exit\)/],
   ['process.exit at import', { 'src/lib.mjs': 'process.exit(0);\nexport const y = 1;\n' }, /lib\.mjs:1: process\.exit\(\) at load time \(exit\)/],
   ['a report file written', { 'src/pkg/r.py': 'def f():\n    open("build/junit.xml", "w").write("")\n' }, /r\.py:2: report file name "build\/junit\.xml" \(report-write\)/],
   ['__eq__ always True', { 'src/pkg/eq.py': 'class Any:\n    def __eq__(self, other):\n        """Equal."""\n        return True\n' }, /eq\.py:2: __eq__ that returns a constant \(constant-eq\)/],
@@ -85,4 +86,14 @@ t.test('a person is not judged by the scan', async (t) => {
   r.checkout('human', true).commit('h', { 'src/lib.mjs': 'process.exit(0);\n' });
   const d = await runCheck({ repo: r.dir, base: 'main', head: 'human', role: 'human' });
   t.equal(d.verdict, 'accept');
+});
+
+t.test('what the strict run covers is advisory by default: an atexit clean-up, a caller name from its frame', async (t) => {
+  const d = await judge(t, { 'src/pkg/c.py': 'import atexit, inspect, shutil, tempfile\n\n_d = tempfile.mkdtemp()\natexit.register(shutil.rmtree, _d, True)\n\ndef _who():\n    return inspect.currentframe().f_back.f_code.co_name\n' });
+  t.equal(d.verdict, 'accept', d.reasons.map((r) => r.message).join('\n'));
+  const o = scanOf(d);
+  t.same((o.details as { advisory: Array<{ check: string; line: number }> }).advisory.map((a) => [a.check, a.line]), [['exit', 4], ['interpreter-walk', 7]]);
+  // the caller's file (not its name) stays refused
+  const f = await judge(t, { 'src/pkg/c.py': 'import inspect\n\ndef _where():\n    return inspect.currentframe().f_back.f_code.co_filename\n' });
+  t.equal(f.verdict, 'reject');
 });

@@ -55,7 +55,7 @@ t.test('a >16 KiB file with a tamper vector is refused on the worker with the sa
   t.ok(parsePool.isolated, 'the daemon isolates parses (large files go to workers)');
 
   for (const [lang, path, vector, pad, want] of [
-    ['Python', 'src/pkg/hack.py', PY_VECTOR, pyPad, /^\[tamper-scan\] commit C: src\/pkg\/hack\.py:3: atexit\.register\(\) \(exit\): /],
+    ['Python', 'src/pkg/hack.py', PY_VECTOR, pyPad, /^\[tamper-scan\] commit C: src\/pkg\/hack\.py:3: os\._exit\(\) \(exit\): /],
     ['TypeScript', 'src/lib.ts', TS_VECTOR, tsPad, /^\[tamper-scan\] commit C: src\/lib\.ts:2: process\.exit\(\) at load time \(exit\): /],
   ] as const) {
     const before = parsePool.tamperJobs;
@@ -86,8 +86,8 @@ t.test('on the worker too only the changed lines are judged', async (t) => {
   await gate.srv.hooks.warmed;
   const lines = old.split('\n').length;
   const before = parsePool.tamperJobs;
-  const edited = await push(gate, w, agent, 'agent/edit', { 'src/pkg/big.py': `${old}\nimport atexit\natexit.register(print)\n` });
-  t.not(edited.code, 0, 'the new exit handler is refused');
+  const edited = await push(gate, w, agent, 'agent/edit', { 'src/pkg/big.py': `${old}\nimport atexit\natexit.register(os._exit, 0)\n` });
+  t.not(edited.code, 0, 'the new exit handler is refused (os._exit handed to atexit)');
   t.ok(parsePool.tamperJobs > before, 'scanned on a worker');
   const f = findings(edited.stderr);
   t.equal(f.length, 1, `only the new line is named: ${f.join(' | ')}`);

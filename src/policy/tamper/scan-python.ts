@@ -151,7 +151,9 @@ export async function scanPython(text: string, path: string, lines: Set<number>)
         if (PY_WALK.has(full) && !(full === 'sys._getframe' && setsModuleFromFrame(n))) hit(n, 'interpreter-walk', `${full}()${full === fn ? '' : ` (called as ${fn})`}`);
         if (FRAME_SOURCE_CALLS.has(full) && args[0] && frameLike(args[0])) hit(n, 'interpreter-walk', `${full}() of a frame`);
         if (fn === 'setattr' && PY_PATCH_TARGET.test(args[0]?.text ?? '')) hit(n, 'runner-internals', `setattr(${args[0]!.text}, ...)`);
-        if (fn === 'atexit.register') hit(n, 'exit', `${fn}()`, true);
+        // An exit handler that cleans up is covered by the strict run (the stream's end record and
+        // the exit status are cross-checked); one handed an exit function stays refused.
+        if (fn === 'atexit.register') hit(n, 'exit', `${fn}()`, !args.some((x) => /\b(_exit|abort|kill|exit)\b/.test(x.text)));
         else if (fn === 'os._exit' || fn === 'os.abort') hit(n, 'exit', `${fn}()`);
         else if (/^(sys\.exit|exit|quit|os\.kill)$/.test(fn) && !inFunction(n) && !underMainGuard(n) && !isMain && !(fn !== 'os.kill' && failingExitStatus(args))) hit(n, 'exit', `${fn}() at import time`);
         break;
@@ -171,7 +173,9 @@ export async function scanPython(text: string, path: string, lines: Set<number>)
         const attr = n.childForFieldName('attribute')?.text ?? '';
         if (PY_FRAME_ATTRS.has(attr) && !readsTracebackFrame(n)) hit(n, 'interpreter-walk', `frame attribute .${attr}`);
         else if (attr === 'f_globals' && !globalsNameOnly(n) && !readsTracebackFrame(n) && !tracebackFrameAttr(n)) hit(n, 'interpreter-walk', 'frame attribute .f_globals (beyond its module name)');
-        else if (FRAME_CODE_ATTRS.has(attr) && !readsTracebackFrame(n) && !tracebackFrameAttr(n)) hit(n, 'interpreter-walk', `frame attribute .${attr}`, true);
+        // Only a frame's code *name* (an honest fix that logs its caller) is covered by the run's
+        // tripwire; its file and line lead to the test's source, and stay refused.
+        else if (FRAME_CODE_ATTRS.has(attr) && !readsTracebackFrame(n) && !tracebackFrameAttr(n)) hit(n, 'interpreter-walk', `frame attribute .${attr}`, attr === 'f_code' && n.parent?.type === 'attribute' && n.parent.childForFieldName('attribute')?.text === 'co_name');
         break;
       }
       case 'string': {
