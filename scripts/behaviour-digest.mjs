@@ -94,14 +94,13 @@ function contractRows(dir, label) {
 
 // ------------------------------------------------------------------ generated tree
 
-/** A small deterministic PRNG (mulberry32). */
+/** mulberry32 (the same numbers as src/ci/node-order.ts's prng, written as one step). */
 function rng(seed) {
   let a = seed >>> 0;
+  const step = (t) => (t ^ (t + Math.imul(t ^ (t >>> 7), t | 61))) >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    const t = step(Math.imul(a ^ (a >>> 15), a | 1));
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }

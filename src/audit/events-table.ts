@@ -41,37 +41,19 @@ interface Column {
   readonly since: 1;
 }
 
+function col<const N extends string>(name: N, type: ColumnType, more: { notNull?: true; oneOf?: Column['oneOf'] } = {}): Column & { name: N } {
+  return { name, type, since: 1, ...more };
+}
+
 /** The columns in table order. NULL columns are left out of a row's hash (./chain.ts). */
 export const EVENT_COLUMNS = [
-  { name: 'id', type: 'id', notNull: true, since: 1 },
-  { name: 'kind', type: 'text', notNull: true, oneOf: 'kind', since: 1 },
-  { name: 'time', type: 'text', notNull: true, since: 1 },
-  { name: 'push_id', type: 'text', since: 1 },
-  { name: 'repo', type: 'text', since: 1 },
-  { name: 'actor', type: 'text', since: 1 },
-  { name: 'role', type: 'text', since: 1 },
-  { name: 'remote_addr', type: 'text', since: 1 },
-  { name: 'user_agent', type: 'text', since: 1 },
-  { name: 'verdict', type: 'text', oneOf: 'verdict', since: 1 },
-  { name: 'ref', type: 'text', since: 1 },
-  { name: 'old', type: 'text', since: 1 },
-  { name: 'new', type: 'text', since: 1 },
-  { name: 'ref_count', type: 'integer', since: 1 },
-  { name: 'decision', type: 'text', since: 1 },
-  { name: 'rules', type: 'text', since: 1 },
-  { name: 'contract_base', type: 'text', since: 1 },
-  { name: 'contract_head', type: 'text', since: 1 },
-  { name: 'timings', type: 'text', since: 1 },
-  { name: 'moved', type: 'integer', oneOf: [0, 1], since: 1 },
-  { name: 'reason', type: 'text', since: 1 },
-  { name: 'action', type: 'text', since: 1 },
-  { name: 'subject', type: 'text', since: 1 },
-  { name: 'detail', type: 'text', since: 1 },
-  { name: 'base', type: 'text', since: 1 },
-  { name: 'head', type: 'text', since: 1 },
-  { name: 'prev_hash', type: 'text', notNull: true, since: 1 },
-  { name: 'hash', type: 'text', notNull: true, since: 1 },
-] as const satisfies readonly Column[];
+  col('id', 'id', { notNull: true }), col('kind', 'text', { notNull: true, oneOf: 'kind' }), col('time', 'text', { notNull: true }),
+  col('push_id', 'text'), col('repo', 'text'), col('actor', 'text'), col('role', 'text'), col('remote_addr', 'text'), col('user_agent', 'text'),
+  col('verdict', 'text', { oneOf: 'verdict' }), col('ref', 'text'), col('old', 'text'), col('new', 'text'), col('ref_count', 'integer'),
+  col('decision', 'text'), col('rules', 'text'), col('contract_base', 'text'), col('contract_head', 'text'), col('timings', 'text'),
+  col('moved', 'integer', { oneOf: [0, 1] }), col('reason', 'text'), col('action', 'text'), col('subject', 'text'), col('detail', 'text'),
+  col('base', 'text'), col('head', 'text'), col('prev_hash', 'text', { notNull: true }), col('hash', 'text', { notNull: true }),
+] as const;
 
 type ColumnName = (typeof EVENT_COLUMNS)[number]['name'];
 export type ContentColumn = Exclude<ColumnName, 'id' | 'prev_hash' | 'hash'>;
@@ -107,15 +89,15 @@ export type Dialect = 'sqlite' | 'pg';
  * lines get two more spaces), so SQLite's stored schema text stays what it always was.
  */
 export function eventsTableSql(dialect: Dialect, enums: { kind: readonly string[]; verdict: readonly string[] }, indent: string, step = 1): string {
-  const cols = EVENT_COLUMNS.filter((c) => c.since <= step).map((c) => {
+  const cols = (EVENT_COLUMNS as readonly Column[]).filter((c) => c.since <= step).map((c) => {
     let def: string;
     if (c.type === 'id') def = dialect === 'sqlite' ? 'INTEGER PRIMARY KEY' : `BIGINT PRIMARY KEY CHECK (${c.name} > 0)`;
     else def = c.type === 'integer' ? 'INTEGER' : 'TEXT';
-    if ('notNull' in c && c.notNull && c.type !== 'id') def += ' NOT NULL';
-    if ('oneOf' in c) {
+    if (c.notNull && c.type !== 'id') def += ' NOT NULL';
+    if (c.oneOf) {
       const values = c.oneOf === 'kind' ? enums.kind : c.oneOf === 'verdict' ? enums.verdict : c.oneOf;
       const list = `${c.name} IN ${sqlIn(values)}`;
-      def += 'notNull' in c && c.notNull ? ` CHECK (${list})` : ` CHECK (${c.name} IS NULL OR ${list})`;
+      def += c.notNull ? ` CHECK (${list})` : ` CHECK (${c.name} IS NULL OR ${list})`;
     }
     return `${indent}  ${c.name.padEnd(13)} ${def}`;
   });

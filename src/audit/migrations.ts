@@ -4,9 +4,31 @@
 
 import type Database from 'better-sqlite3';
 import { AuditError } from '../errors.js';
+import { tokensTableSql } from './tokens-table.js';
 import { EVENT_INDEXES, KINDS_AT, VERDICTS_AT, ZERO_HASH, eventsTableSql, sqlIn } from './events-table.js';
 
 type Migration = (db: Database.Database) => void;
+
+/**
+ * SQLite cannot change a CHECK, so migrations 4 and 5 rebuild `events`: `edit` turns the stored
+ * CREATE TABLE text into that of table `temp`, every row is copied as it is (the hash chain is
+ * unchanged), and the indexes and append-only triggers are made again.
+ */
+function rebuildEvents(db: Database.Database, temp: string, edit: (sql: string) => string): void {
+  const cols = (db.prepare(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'events'`).get() as { sql: string }).sql;
+  const newSql = edit(cols);
+  db.exec(`
+      DROP TRIGGER IF EXISTS events_no_update;
+      DROP TRIGGER IF EXISTS events_no_delete;
+      ${newSql};
+      INSERT INTO ${temp} SELECT * FROM events;
+      DROP TABLE events;
+      ALTER TABLE ${temp} RENAME TO events;
+      ${EVENT_INDEXES}
+      CREATE INDEX events_kind_time_cover ON events (kind, time, verdict, decision, actor, repo);
+      ${APPEND_ONLY_TRIGGERS}
+    `);
+}
 
 /** The triggers that make events append-only (schema 1; again after migration 4). */
 const APPEND_ONLY_TRIGGERS = `
@@ -41,17 +63,7 @@ export const MIGRATIONS: readonly Migration[] = [
   // 2: tokens (src/audit/tokens.ts). Only the sha256 of a secret is stored.
   (db) => {
     db.exec(`
-      CREATE TABLE tokens (
-        id          INTEGER PRIMARY KEY,
-        name        TEXT NOT NULL,
-        role        TEXT NOT NULL CHECK (role IN ('agent','human','admin')),
-        repos       TEXT NOT NULL,
-        secret_hash TEXT NOT NULL UNIQUE,
-        created     TEXT NOT NULL,
-        expires     TEXT,
-        revoked     TEXT
-      ) STRICT;
-      CREATE UNIQUE INDEX tokens_active_name ON tokens (name) WHERE revoked IS NULL;
+      ${tokensTableSql('sqlite', '      ')}
     `);
   },
   // 3: a covering index for the audit page's charts and table (src/audit/insights.ts).
@@ -60,44 +72,24 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   // 4: verdict may be 'would-reject' (evaluate mode). SQLite cannot change a CHECK, so the
   // events table is rebuilt with every row copied as it is (the hash chain is unchanged).
-  (db) => {
-    const cols = (db.prepare(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'events'`).get() as { sql: string }).sql;
-    const newSql = cols
-      .replace(/CREATE TABLE events\b/, 'CREATE TABLE events_v4')
-      .replace(`verdict IN ${sqlIn(VERDICTS_AT.first)}`, `verdict IN ${sqlIn(VERDICTS_AT.evaluate)}`);
-    if (newSql === cols) throw new Error('migration 4: unexpected events schema');
-    db.exec(`
-      DROP TRIGGER IF EXISTS events_no_update;
-      DROP TRIGGER IF EXISTS events_no_delete;
-      ${newSql};
-      INSERT INTO events_v4 SELECT * FROM events;
-      DROP TABLE events;
-      ALTER TABLE events_v4 RENAME TO events;
-      ${EVENT_INDEXES}
-      CREATE INDEX events_kind_time_cover ON events (kind, time, verdict, decision, actor, repo);
-      ${APPEND_ONLY_TRIGGERS}
-    `);
-  },
+  (db) =>
+    rebuildEvents(db, 'events_v4', (sql) => {
+      const newSql = sql
+        .replace(/CREATE TABLE events\b/, 'CREATE TABLE events_v4')
+        .replace(`verdict IN ${sqlIn(VERDICTS_AT.first)}`, `verdict IN ${sqlIn(VERDICTS_AT.evaluate)}`);
+      if (newSql === sql) throw new Error('migration 4: unexpected events schema');
+      return newSql;
+    }),
   // 5: kind may be 'escalation' (issue 21: an agent's note for a person, and its closing). As
   // in migration 4 the table is rebuilt with every row copied as it is (the chain is unchanged).
-  (db) => {
-    const cols = (db.prepare(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'events'`).get() as { sql: string }).sql;
-    const newSql = cols
-      .replace(/CREATE TABLE "?events"?/, 'CREATE TABLE events_v5')
-      .replace(`kind IN ${sqlIn(KINDS_AT.first)}`, `kind IN ${sqlIn(KINDS_AT.escalation)}`);
-    if (newSql === cols || !newSql.includes("'escalation'")) throw new Error('migration 5: unexpected events schema');
-    db.exec(`
-      DROP TRIGGER IF EXISTS events_no_update;
-      DROP TRIGGER IF EXISTS events_no_delete;
-      ${newSql};
-      INSERT INTO events_v5 SELECT * FROM events;
-      DROP TABLE events;
-      ALTER TABLE events_v5 RENAME TO events;
-      ${EVENT_INDEXES}
-      CREATE INDEX events_kind_time_cover ON events (kind, time, verdict, decision, actor, repo);
-      ${APPEND_ONLY_TRIGGERS}
-    `);
-  },
+  (db) =>
+    rebuildEvents(db, 'events_v5', (sql) => {
+      const newSql = sql
+        .replace(/CREATE TABLE "?events"?/, 'CREATE TABLE events_v5')
+        .replace(`kind IN ${sqlIn(KINDS_AT.first)}`, `kind IN ${sqlIn(KINDS_AT.escalation)}`);
+      if (newSql === sql || !newSql.includes("'escalation'")) throw new Error('migration 5: unexpected events schema');
+      return newSql;
+    }),
 ];
 
 /**

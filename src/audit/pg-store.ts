@@ -20,8 +20,9 @@ import pg from 'pg';
 import { AuditError, UsageError, errorMessage } from '../errors.js';
 import { redactUrl, type AuditSink } from './sink-api.js';
 import { EVENT_INDEXES, HEAD_SQL, KINDS_AT, LAST_ROW_SQL, SET_HEAD_SQL, VERDICTS_AT, ZERO_HASH, eventsTableSql, pgInsert, sqlIn, storedOf, type EventContent, type StoredRow } from './events-table.js';
+import { tokensTableSql } from './tokens-table.js';
 import { ChainCheck, chainAfter, headForAppend, type VerifyResult } from './chain.js';
-import { ESCALATION_CLOSED_SQL, SELECT_ROWS, buildQuery, toAuditRow } from './queries.js';
+import { ESCALATION_CLOSED_SQL, SELECT_ROWS, buildQuery, pushTrace, toAuditRow } from './queries.js';
 import { adminRows, authRows, ciRows, confirmRows, escalationCloseRows, escalationRows, escalationState, recordPushRows } from './rows.js';
 import type {
   AdminInput, AuditRow, AuthFailureInput, CiInput, ConfirmItem, EscalationCloseInput, EscalationInput, PushTrace, QueryOptions,
@@ -64,17 +65,7 @@ const PG_MIGRATIONS: readonly string[] = [
    CREATE TRIGGER chain_head_no_delete BEFORE DELETE OR TRUNCATE ON chain_head
      FOR EACH STATEMENT EXECUTE FUNCTION patchgate_head_required();`,
   // 2: tokens (./pg-tokens.ts), shared by every node; as SQLite's migration 2, only the sha256 of a secret.
-  `CREATE TABLE tokens (
-     id          BIGSERIAL PRIMARY KEY,
-     name        TEXT NOT NULL,
-     role        TEXT NOT NULL CHECK (role IN ('agent','human','admin')),
-     repos       TEXT NOT NULL,
-     secret_hash TEXT NOT NULL UNIQUE,
-     created     TEXT NOT NULL,
-     expires     TEXT,
-     revoked     TEXT
-   );
-   CREATE UNIQUE INDEX tokens_active_name ON tokens (name) WHERE revoked IS NULL;`,
+  `${tokensTableSql('pg', '   ')}`,
   // 3: kind may be 'escalation' (issue 21), as SQLite's migration 5; rows are not touched.
   `ALTER TABLE events DROP CONSTRAINT IF EXISTS events_kind_check;
    ALTER TABLE events ADD CONSTRAINT events_kind_check CHECK (kind IN ${sqlIn(KINDS_AT.escalation)});`,
@@ -330,14 +321,7 @@ export class PgAuditStore implements AuditSink {
       throw new UsageError(`push id: not a push id (got ${JSON.stringify(pushId)})`);
     }
     const rows = await this.read(async () => (await this.pool.query(`${SELECT_ROWS} WHERE e.push_id = $1 ORDER BY e.id`, [pushId])).rows.map(toAuditRow));
-    if (rows.length === 0) return null;
-    return {
-      push: rows.find((r) => r.kind === 'push') ?? null,
-      refs: rows.filter((r) => r.kind === 'ref'),
-      confirms: rows.filter((r) => r.kind === 'confirm'),
-      outcomes: rows.filter((r) => r.kind === 'admin'),
-      escalations: rows.filter((r) => r.kind === 'escalation'),
-    };
+    return pushTrace(rows);
   }
 
   /** Every row's hash in id order: the leaves of the checkpoints' Merkle tree (src/audit/merkle.ts). */

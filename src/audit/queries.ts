@@ -5,7 +5,7 @@
 
 import { UsageError } from '../errors.js';
 import { EVENT_KINDS, VERDICTS, type EventKind, type Role, type Verdict } from './events-table.js';
-import type { AuditRow, JsonValue, QueryOptions } from './inputs.js';
+import type { AuditRow, JsonValue, PushTrace, QueryOptions } from './inputs.js';
 import { oneOf, parseIsoDate, pushIdOf } from './validate.js';
 
 export const DEFAULT_QUERY_LIMIT = 100;
@@ -129,4 +129,16 @@ export function buildQuery(options: QueryOptions): { sql: string; params: unknow
   }
   params.push(limit);
   return { sql: `${SELECT_ROWS} WHERE ${where.join(' AND ')} ORDER BY e.time DESC, e.id DESC LIMIT ?`, params };
+}
+
+/** The rows recorded under one push id (in id order) as its trace; null when there are none. */
+export function pushTrace(rows: readonly AuditRow[]): PushTrace | null {
+  if (rows.length === 0) return null;
+  return {
+    push: rows.find((r) => r.kind === 'push') ?? null,
+    refs: rows.filter((r) => r.kind === 'ref'),
+    confirms: rows.filter((r) => r.kind === 'confirm'),
+    outcomes: rows.filter((r) => r.kind === 'admin'),
+    escalations: rows.filter((r) => r.kind === 'escalation'),
+  };
 }

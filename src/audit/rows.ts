@@ -93,12 +93,7 @@ export function escalationRows(input: EscalationInput): EventContent[] {
       kind: 'escalation',
       action: 'escalation.open',
       time: timeOf(input.time),
-      push_id: pushIdOf(input.pushId),
-      repo: reqString(input.repo, 'repo', 256),
-      actor: reqString(input.actor, 'actor', 256),
-      role: oneOf(input.role, ROLES, 'role'),
-      remote_addr: lenientString(input.remoteAddr, 256),
-      user_agent: lenientString(input.userAgent, 512),
+      ...pusherColumns(input),
       ref: reqString(input.ref, 'ref', 1024),
       old: objectId(input.old, 'old'),
       new: objectId(input.new, 'new'),
@@ -147,6 +142,20 @@ export function confirmRows(pushId: string, items: readonly ConfirmItem[], optio
   return items.map((it, i) => confirmContent({ ...it, time, repo: options.repo }, pushId, `items[${i}].`));
 }
 
+/** Who pushed, and from where: the same six columns of push, ref and escalation rows (validated in this order). */
+function pusherColumns(input: { pushId: string; repo: string; actor: string; role: unknown; remoteAddr?: string | null; userAgent?: string | null }): PusherColumns {
+  return {
+    push_id: pushIdOf(input.pushId),
+    repo: reqString(input.repo, 'repo', 256),
+    actor: reqString(input.actor, 'actor', 256),
+    role: oneOf(input.role, ROLES, 'role'),
+    remote_addr: lenientString(input.remoteAddr, 256),
+    user_agent: lenientString(input.userAgent, 512),
+  };
+}
+
+type PusherColumns = Pick<EventContent, 'push_id' | 'repo' | 'actor' | 'role' | 'remote_addr' | 'user_agent'>;
+
 export function pushContent(input: PushInput): EventContent {
   if (!Number.isSafeInteger(input.refCount) || input.refCount < 0) {
     throw new UsageError(`refCount: must be a non-negative integer (got ${JSON.stringify(input.refCount)})`);
@@ -154,12 +163,7 @@ export function pushContent(input: PushInput): EventContent {
   return {
     kind: 'push',
     time: timeOf(input.time),
-    push_id: pushIdOf(input.pushId),
-    repo: reqString(input.repo, 'repo', 256),
-    actor: reqString(input.actor, 'actor', 256),
-    role: oneOf(input.role, ROLES, 'role'),
-    remote_addr: lenientString(input.remoteAddr, 256),
-    user_agent: lenientString(input.userAgent, 512),
+    ...pusherColumns(input),
     verdict: oneOf(input.verdict, VERDICTS, 'verdict'),
     ref_count: input.refCount,
     timings: timingsOf(input.timings, 'timings'),
@@ -170,12 +174,7 @@ export function refContent(input: RefInput, prefix = ''): EventContent {
   return {
     kind: 'ref',
     time: timeOf(input.time),
-    push_id: pushIdOf(input.pushId),
-    repo: reqString(input.repo, 'repo', 256),
-    actor: reqString(input.actor, 'actor', 256),
-    role: oneOf(input.role, ROLES, 'role'),
-    remote_addr: lenientString(input.remoteAddr, 256),
-    user_agent: lenientString(input.userAgent, 512),
+    ...pusherColumns(input),
     ref: reqString(input.ref, `${prefix}ref`, 1024),
     old: objectId(input.old, `${prefix}old`),
     new: objectId(input.new, `${prefix}new`),

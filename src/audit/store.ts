@@ -72,7 +72,7 @@ import { AuditError, UsageError } from '../errors.js';
 import { HEAD_SQL, LAST_ROW_SQL, SET_HEAD_SQL, SQLITE_INSERT, type EventContent, type StoredRow } from './events-table.js';
 import { ChainCheck, chainAfter, headForAppend, type VerifyResult } from './chain.js';
 import { migrate, walMode } from './migrations.js';
-import { ESCALATION_CLOSED_SQL, SELECT_ROWS, buildQuery, toAuditRow } from './queries.js';
+import { ESCALATION_CLOSED_SQL, SELECT_ROWS, buildQuery, pushTrace, toAuditRow } from './queries.js';
 import {
   adminRows, authRows, ciRows, confirmContent, confirmRows, escalationCloseRows, escalationRows, escalationState, pushContent,
   recordPushRows, refContent,
@@ -261,14 +261,7 @@ export class AuditStore {
   getPush(pushId: string): PushTrace | null {
     const id = pushIdOf(pushId, 'push id');
     const rows = this.read(() => this.stmts.byPush.all(id)).map(toAuditRow);
-    if (rows.length === 0) return null;
-    return {
-      push: rows.find((r) => r.kind === 'push') ?? null,
-      refs: rows.filter((r) => r.kind === 'ref'),
-      confirms: rows.filter((r) => r.kind === 'confirm'),
-      outcomes: rows.filter((r) => r.kind === 'admin'),
-      escalations: rows.filter((r) => r.kind === 'escalation'),
-    };
+    return pushTrace(rows);
   }
 
   /** Every row's hash in id order: the leaves of the checkpoints' Merkle tree (src/audit/merkle.ts). */
