@@ -10,7 +10,8 @@ export type JsonValue = null | boolean | number | string | JsonValue[] | { [key:
 /** Timings of a push or ref decision, e.g. `{ total: 12.5, contract: 3.1 }` (milliseconds). */
 export type Timings = Readonly<Record<string, number>>;
 
-export interface PushInput {
+/** Who pushed, when and from where: shared by a push and each of its refs. */
+export interface PusherInput {
   pushId: string;
   /** ISO 8601; default: now. Stored normalised to UTC with milliseconds. */
   time?: string;
@@ -19,6 +20,9 @@ export interface PushInput {
   role: Role;
   remoteAddr?: string | null;
   userAgent?: string | null;
+}
+
+export interface PushInput extends PusherInput {
   verdict: Verdict;
   refCount: number;
   timings?: Timings | null;
@@ -39,15 +43,7 @@ export interface RefDecisionInput {
   timings?: Timings | null;
 }
 
-export interface RefInput extends RefDecisionInput {
-  pushId: string;
-  time?: string;
-  repo: string;
-  actor: string;
-  role: Role;
-  remoteAddr?: string | null;
-  userAgent?: string | null;
-}
+export interface RefInput extends RefDecisionInput, PusherInput {}
 
 export interface RecordPushInput extends Omit<PushInput, 'refCount'> {
   /** Written as `ref` rows sharing the push's id, time, repo, actor, role, address and agent. */

@@ -8,7 +8,7 @@ import { ROLES, VERDICTS, type EventContent } from './events-table.js';
 import {
   ESCALATION_TEXT_MAX,
   type AdminInput, type AuditRow, type AuthFailureInput, type CiInput, type ConfirmItem, type EscalationCloseInput,
-  type EscalationInput, type PushInput, type RecordPushInput, type RefInput,
+  type EscalationInput, type PushInput, type PusherInput, type RecordPushInput, type RefInput,
 } from './inputs.js';
 import { ACTION_RE, jsonOf, lenientString, objectId, oneOf, optString, pushIdOf, reqString, rulesOf, timeOf, timingsOf } from './validate.js';
 
@@ -143,7 +143,7 @@ export function confirmRows(pushId: string, items: readonly ConfirmItem[], optio
 }
 
 /** Who pushed, and from where: the same six columns of push, ref and escalation rows (validated in this order). */
-function pusherColumns(input: { pushId: string; repo: string; actor: string; role: unknown; remoteAddr?: string | null; userAgent?: string | null }): PusherColumns {
+function pusherColumns(input: PusherInput): PusherColumns {
   return {
     push_id: pushIdOf(input.pushId),
     repo: reqString(input.repo, 'repo', 256),
