@@ -77,7 +77,7 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
       if (opts.role === 'agent' && opts.mode === 'push' && opts.exclude === undefined) {
         // An agent's ref carries every commit off the trusted branch, new to the repository
         // or not (src/policy/carried.ts); only those accepted for an agent before are skipped.
-        const carried = await carriedCommits(opts.git, update.newId, opts.trustedTip, line);
+        const carried = await carriedCommits(opts.git, update.newId, opts.trustedTip, line, opts.cache);
         const digest = policyDigest(policy);
         const known = opts.cache ? acceptedBefore(opts.cache, digest, carried) : new Set<string>();
         newCommits = known.size ? carried.filter((c) => !known.has(c.id)) : carried;
