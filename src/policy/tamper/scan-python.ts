@@ -153,7 +153,7 @@ export async function scanPython(text: string, path: string, lines: Set<number>)
         if (fn === 'setattr' && PY_PATCH_TARGET.test(args[0]?.text ?? '')) hit(n, 'runner-internals', `setattr(${args[0]!.text}, ...)`);
         // An exit handler that cleans up is covered by the strict run (the stream's end record and
         // the exit status are cross-checked); one handed an exit function stays refused.
-        if (fn === 'atexit.register') hit(n, 'exit', `${fn}()`, !args.some((x) => /\b(_exit|abort|kill|exit)\b/.test(x.text)));
+        if (fn === 'atexit.register') hit(n, 'exit', `${fn}()`, !args.some((x) => /\b(_exit|abort|kill|exit)\b/.test(x?.text ?? "")));
         else if (fn === 'os._exit' || fn === 'os.abort') hit(n, 'exit', `${fn}()`);
         else if (/^(sys\.exit|exit|quit|os\.kill)$/.test(fn) && !inFunction(n) && !underMainGuard(n) && !isMain && !(fn !== 'os.kill' && failingExitStatus(args))) hit(n, 'exit', `${fn}() at import time`);
         break;
