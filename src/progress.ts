@@ -14,6 +14,8 @@ export interface ProgressState {
   elapsedMs: number;
   /** The unit counted (default "files"). */
   unit?: string;
+  /** What is done to each unit (default "parsed"; "checked" for audit rows). */
+  verb?: string;
 }
 
 /** "12 s", "2 min 05 s", "1 h 02 min". */
@@ -28,9 +30,10 @@ export function formatDuration(ms: number): string {
 /** One progress line: `LABEL: DONE/TOTAL files parsed, R files/s, about T left`. */
 export function formatProgress(p: ProgressState): string {
   const unit = p.unit ?? 'files';
+  const verb = p.verb ?? 'parsed';
   const secs = p.elapsedMs / 1000;
   const rate = secs > 0 ? p.done / secs : 0;
-  const count = p.total === null ? `${p.done} ${unit} parsed` : `${p.done}/${p.total} ${unit} parsed`;
+  const count = p.total === null ? `${p.done} ${unit} ${verb}` : `${p.done}/${p.total} ${unit} ${verb}`;
   const parts = [count];
   if (secs >= 0.5 && p.done > 0) parts.push(`${rate >= 10 ? Math.round(rate) : rate.toFixed(1)} ${unit}/s`);
   if (p.total !== null && rate > 0 && p.done < p.total) parts.push(`about ${formatDuration(((p.total - p.done) / rate) * 1000)} left`);
@@ -42,7 +45,7 @@ export function formatDone(p: ProgressState, note = ''): string {
   const unit = p.unit ?? 'files';
   const secs = p.elapsedMs / 1000;
   const rate = secs > 0 ? ` (${Math.round(p.done / secs)} ${unit}/s)` : '';
-  return `${p.label}: done, ${p.done} ${unit} parsed in ${formatDuration(p.elapsedMs)}${rate}${note ? `; ${note}` : ''}`;
+  return `${p.label}: done, ${p.done} ${unit} ${p.verb ?? 'parsed'} in ${formatDuration(p.elapsedMs)}${rate}${note ? `; ${note}` : ''}`;
 }
 
 export interface ProgressOptions {
@@ -52,6 +55,7 @@ export interface ProgressOptions {
   everyMs?: number;
   now?: () => number;
   unit?: string;
+  verb?: string;
   /** Say nothing unless the phase is still running this long after it started (default 0: at once). */
   delayMs?: number;
 }
@@ -75,16 +79,19 @@ export class Progress {
   }
 
   private state(): ProgressState {
-    return { label: this.label, done: this.doneCount, total: this.total, elapsedMs: this.now() - this.started, ...(this.opts.unit ? { unit: this.opts.unit } : {}) };
+    return { label: this.label, done: this.doneCount, total: this.total, elapsedMs: this.now() - this.started, ...(this.opts.unit ? { unit: this.opts.unit } : {}), ...(this.opts.verb ? { verb: this.opts.verb } : {}) };
   }
 
-  /** A new phase (ends the one before): a line of its own off a terminal. */
-  phase(label: string, total: number | null): void {
+  /**
+   * A new phase (ends the one before): a line of its own off a terminal. `from`: a phase
+   * announced late (slowPhase) counts its time and units from when the work really began.
+   */
+  phase(label: string, total: number | null, from?: { startedAt: number; done: number }): void {
     if (this.open) this.end();
     this.label = label;
     this.total = total;
-    this.doneCount = 0;
-    this.started = this.now();
+    this.doneCount = from?.done ?? 0;
+    this.started = from?.startedAt ?? this.now();
     this.lastDraw = -Infinity;
     this.open = true;
     this.shown = false;
@@ -134,4 +141,47 @@ export class Progress {
 /** Progress on this process's stderr: in place on a terminal, lines elsewhere. */
 export function stderrProgress(): { write: (text: string) => void; isTTY: boolean } {
   return { write: (t) => void process.stderr.write(t), isTTY: !!process.stderr.isTTY };
+}
+
+export interface SlowPhaseOptions extends Pick<ProgressOptions, 'write' | 'isTTY' | 'now' | 'unit' | 'verb' | 'everyMs'> {
+  /** Say nothing unless the work still runs this long after it started (default 2000 ms). */
+  delayMs?: number;
+}
+
+/**
+ * Asynchronous work that may take long (a first push's contract parse, a PostgreSQL walk):
+ * silent when it ends within `delayMs`; otherwise, once that time has passed, the phase is
+ * announced (its total from `total()`, asked only then, so a short run costs nothing extra)
+ * with the units and time counted from the real start, and ended with the usual done line.
+ * `work` gets the tick to call per unit done. A timer, not a tick, announces it, so work that
+ * ticks rarely (or never) is still reported.
+ */
+export async function slowPhase<T>(out: SlowPhaseOptions, label: string, total: () => Promise<number | null>, work: (tick: (n?: number) => void) => Promise<T>): Promise<T> {
+  const now = out.now ?? (() => Date.now());
+  const startedAt = now();
+  let done = 0;
+  let finished = false;
+  let progress: Progress | null = null;
+  const timer = setTimeout(() => {
+    void total().catch(() => null).then((n) => {
+      if (finished) return;
+      progress = new Progress({ ...out, delayMs: 0 });
+      progress.phase(label, n, { startedAt, done });
+    });
+  }, out.delayMs ?? 2000);
+  timer.unref?.();
+  let note = '';
+  try {
+    return await work((n = 1) => {
+      done += n;
+      progress?.tick(n);
+    });
+  } catch (err) {
+    note = 'stopped';
+    throw err;
+  } finally {
+    finished = true;
+    clearTimeout(timer);
+    (progress as Progress | null)?.end(note);
+  }
 }

@@ -5,7 +5,7 @@
 // inserts its rows after it and moves the head, all in one transaction, so concurrent writers
 // on any number of nodes make one chain with no fork and no gap. A write that fails (server
 // unreachable, timeout, refused statement) throws AuditError and the caller refuses the push.
-// Messages never carry the connection password (see redactUrl in ./sink.ts).
+// Messages never carry the connection password (see redactUrl in ./sink-api.ts).
 //
 // API (what ./sink.ts's AuditSink asks, all async)
 //   PgAuditStore.open(url, options?)  connects, creates or upgrades the schema
@@ -18,46 +18,21 @@
 
 import pg from 'pg';
 import { AuditError, UsageError, errorMessage } from '../errors.js';
-import { redactUrl } from './sink.js';
-import {
-  CONTENT_COLUMNS,
-  ChainCheck,
-  SELECT_ROWS,
-  ZERO_HASH,
-  adminRows,
-  authRows,
-  buildQuery,
-  chainRow,
-  ciRows,
-  confirmRows,
-  escalationCloseRows,
-  escalationRows,
-  escalationState,
-  ESCALATION_CLOSED_SQL,
-  EVENT_INDEXES,
-  recordPushRows,
-  toAuditRow,
-  type AdminInput,
-  type AuditRow,
-  type AuthFailureInput,
-  type CiInput,
-  type ConfirmItem,
-  type EscalationCloseInput,
-  type EscalationInput,
-  type EventContent,
-  type PushTrace,
-  type QueryOptions,
-  type RecordPushInput,
-  type StoredRow,
-  type VerifyResult,
-} from './store.js';
-import type { AuditSink } from './sink.js';
+import { redactUrl, type AuditSink } from './sink-api.js';
+import { EVENT_INDEXES, HEAD_SQL, KINDS_AT, LAST_ROW_SQL, SET_HEAD_SQL, VERDICTS_AT, ZERO_HASH, eventsTableSql, pgInsert, sqlIn, storedOf, type EventContent, type StoredRow } from './events-table.js';
+import { tokensTableSql } from './tokens-table.js';
+import { ChainCheck, chainAfter, headForAppend, type VerifyResult } from './chain.js';
+import { ESCALATION_CLOSED_SQL, SELECT_ROWS, buildQuery, pushTrace, toAuditRow } from './queries.js';
+import { adminRows, authRows, ciRows, confirmRows, escalationCloseRows, escalationRows, escalationState, recordPushRows } from './rows.js';
+import type {
+  AdminInput, AuditRow, AuthFailureInput, CiInput, ConfirmItem, EscalationCloseInput, EscalationInput, PushTrace, QueryOptions,
+  RecordPushInput,
+} from './inputs.js';
 import type { TokenRow } from './tokens.js';
 
 /** pg_advisory_xact_lock keys: one for appends, one for schema changes (arbitrary, fixed). */
 const APPEND_LOCK = 0x7061_7463; // "patc"
 const MIGRATE_LOCK = 0x6761_7465; // "gate"
-const ALL_COLUMNS = ['id', ...CONTENT_COLUMNS, 'prev_hash', 'hash'] as const;
 const VERIFY_PAGE = 5000;
 
 export interface PgStoreOptions {
@@ -71,36 +46,7 @@ export interface PgStoreOptions {
 
 /** Ordered schema steps; step i brings `patchgate_schema.version` from i to i + 1. Append only. */
 const PG_MIGRATIONS: readonly string[] = [
-  `CREATE TABLE events (
-     id            BIGINT PRIMARY KEY CHECK (id > 0),
-     kind          TEXT NOT NULL CHECK (kind IN ('push','ref','auth','admin','ci','confirm')),
-     time          TEXT NOT NULL,
-     push_id       TEXT,
-     repo          TEXT,
-     actor         TEXT,
-     role          TEXT,
-     remote_addr   TEXT,
-     user_agent    TEXT,
-     verdict       TEXT CHECK (verdict IS NULL OR verdict IN ('accept','reject','would-reject')),
-     ref           TEXT,
-     old           TEXT,
-     new           TEXT,
-     ref_count     INTEGER,
-     decision      TEXT,
-     rules         TEXT,
-     contract_base TEXT,
-     contract_head TEXT,
-     timings       TEXT,
-     moved         INTEGER CHECK (moved IS NULL OR moved IN (0,1)),
-     reason        TEXT,
-     action        TEXT,
-     subject       TEXT,
-     detail        TEXT,
-     base          TEXT,
-     head          TEXT,
-     prev_hash     TEXT NOT NULL,
-     hash          TEXT NOT NULL
-   );
+  `${eventsTableSql('pg', { kind: KINDS_AT.first, verdict: VERDICTS_AT.evaluate }, '   ')};
    ${EVENT_INDEXES}
    CREATE TABLE chain_head (
      singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
@@ -119,20 +65,10 @@ const PG_MIGRATIONS: readonly string[] = [
    CREATE TRIGGER chain_head_no_delete BEFORE DELETE OR TRUNCATE ON chain_head
      FOR EACH STATEMENT EXECUTE FUNCTION patchgate_head_required();`,
   // 2: tokens (./pg-tokens.ts), shared by every node; as SQLite's migration 2, only the sha256 of a secret.
-  `CREATE TABLE tokens (
-     id          BIGSERIAL PRIMARY KEY,
-     name        TEXT NOT NULL,
-     role        TEXT NOT NULL CHECK (role IN ('agent','human','admin')),
-     repos       TEXT NOT NULL,
-     secret_hash TEXT NOT NULL UNIQUE,
-     created     TEXT NOT NULL,
-     expires     TEXT,
-     revoked     TEXT
-   );
-   CREATE UNIQUE INDEX tokens_active_name ON tokens (name) WHERE revoked IS NULL;`,
+  `${tokensTableSql('pg', '   ')}`,
   // 3: kind may be 'escalation' (issue 21), as SQLite's migration 5; rows are not touched.
   `ALTER TABLE events DROP CONSTRAINT IF EXISTS events_kind_check;
-   ALTER TABLE events ADD CONSTRAINT events_kind_check CHECK (kind IN ('push','ref','auth','admin','ci','confirm','escalation'));`,
+   ALTER TABLE events ADD CONSTRAINT events_kind_check CHECK (kind IN ${sqlIn(KINDS_AT.escalation)});`,
 ];
 
 /** BIGINT (ids, counts) as a JS number, as SQLite returns them: ids stay far below 2^53. */
@@ -140,16 +76,6 @@ const TYPES = {
   getTypeParser: ((oid: number, format?: string) =>
     oid === pg.types.builtins.INT8 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
-
-/** A row read back from PostgreSQL in the stored form the hash covers (BIGINT ids come back as strings). */
-function storedOf(r: Record<string, unknown>): StoredRow {
-  const out: Record<string, string | number | null> = {};
-  for (const c of ALL_COLUMNS) {
-    const v = r[c];
-    out[c] = v === undefined || v === null ? null : c === 'id' || c === 'ref_count' || c === 'moved' ? Number(v) : String(v);
-  }
-  return out as StoredRow;
-}
 
 /** buildQuery's SQLite text for PostgreSQL: `$n` placeholders, no `+` or `INDEXED BY` index hints. */
 function pgSql(sql: string): string {
@@ -310,26 +236,13 @@ export class PgAuditStore implements AuditSink {
     try {
       return await this.tx(async (c) => {
         await c.query('SELECT pg_advisory_xact_lock($1)', [APPEND_LOCK]);
-        const head = (await c.query('SELECT last_id, last_hash FROM chain_head WHERE singleton = 1')).rows[0] as { last_id: number; last_hash: string } | undefined;
-        if (!head) throw new AuditError('audit: chain_head is missing; the log was tampered with (run `patchgate audit verify`)');
-        const last = (await c.query('SELECT id, hash FROM events ORDER BY id DESC LIMIT 1')).rows[0] as { id: number; hash: string } | undefined;
-        const headId = Number(head.last_id);
-        if (Number(last?.id ?? 0) !== headId || (last?.hash ?? ZERO_HASH) !== head.last_hash) {
-          throw new AuditError(
-            `audit: the last row (id ${last?.id ?? 'none'}) does not match chain_head (id ${headId}); ` +
-              'the log was truncated or tampered with (run `patchgate audit verify`)',
-          );
-        }
+        const h = (await c.query(HEAD_SQL)).rows[0] as { last_id: number; last_hash: string } | undefined;
+        const last = (await c.query(LAST_ROW_SQL)).rows[0] as { id: number; hash: string } | undefined;
+        const from = headForAppend(h && { last_id: Number(h.last_id), last_hash: h.last_hash }, last && { id: Number(last.id), hash: last.hash });
         const { rows, value } = await fn(c);
-        const stored: StoredRow[] = [];
-        let prev = head.last_hash;
-        for (const [i, content] of rows.entries()) {
-          const row = chainRow(content, headId + i + 1, prev);
-          stored.push(row);
-          prev = row.hash;
-        }
+        const { stored, head } = chainAfter(from, rows);
         await this.insertRows(c, stored);
-        await c.query('UPDATE chain_head SET last_id = $1, last_hash = $2 WHERE singleton = 1', [headId + rows.length, prev]);
+        await c.query(pgSql(SET_HEAD_SQL), [head.id, head.hash]);
         return { ids: stored.map((r) => r.id), value };
       });
     } catch (err) {
@@ -340,9 +253,8 @@ export class PgAuditStore implements AuditSink {
 
   private async insertRows(c: pg.PoolClient, rows: readonly StoredRow[]): Promise<void> {
     if (!rows.length) return;
-    const params: unknown[] = [];
-    const tuples = rows.map((r) => `(${ALL_COLUMNS.map((col) => `$${params.push(r[col] ?? null)}`).join(', ')})`);
-    await c.query(`INSERT INTO events (${ALL_COLUMNS.join(', ')}) VALUES ${tuples.join(', ')}`, params);
+    const { sql, params } = pgInsert(rows);
+    await c.query(sql, params);
   }
 
   /**
@@ -409,14 +321,7 @@ export class PgAuditStore implements AuditSink {
       throw new UsageError(`push id: not a push id (got ${JSON.stringify(pushId)})`);
     }
     const rows = await this.read(async () => (await this.pool.query(`${SELECT_ROWS} WHERE e.push_id = $1 ORDER BY e.id`, [pushId])).rows.map(toAuditRow));
-    if (rows.length === 0) return null;
-    return {
-      push: rows.find((r) => r.kind === 'push') ?? null,
-      refs: rows.filter((r) => r.kind === 'ref'),
-      confirms: rows.filter((r) => r.kind === 'confirm'),
-      outcomes: rows.filter((r) => r.kind === 'admin'),
-      escalations: rows.filter((r) => r.kind === 'escalation'),
-    };
+    return pushTrace(rows);
   }
 
   /** Every row's hash in id order: the leaves of the checkpoints' Merkle tree (src/audit/merkle.ts). */
@@ -429,7 +334,7 @@ export class PgAuditStore implements AuditSink {
   }
 
   async lastRow(): Promise<{ id: number; hash: string }> {
-    const h = await this.read(async () => (await this.pool.query('SELECT last_id, last_hash FROM chain_head WHERE singleton = 1')).rows[0]);
+    const h = await this.read(async () => (await this.pool.query(HEAD_SQL)).rows[0]);
     if (!h) throw new AuditError('audit: chain_head is missing');
     return { id: Number(h.last_id), hash: String(h.last_hash) };
   }
@@ -449,7 +354,7 @@ export class PgAuditStore implements AuditSink {
   async verify(): Promise<VerifyResult> {
     return this.read(() =>
       this.tx(async (c) => {
-        const h = (await c.query('SELECT last_id, last_hash FROM chain_head WHERE singleton = 1')).rows[0];
+        const h = (await c.query(HEAD_SQL)).rows[0];
         const head = h ? { last_id: Number(h.last_id), last_hash: String(h.last_hash) } : undefined;
         const check = new ChainCheck();
         for await (const row of this.rows(c)) {

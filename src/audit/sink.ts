@@ -10,50 +10,11 @@
 
 import { resolve } from 'node:path';
 import { ConfigError } from '../errors.js';
-import {
-  AuditStore,
-  type AdminInput,
-  type AuditRow,
-  type AuthFailureInput,
-  type CiInput,
-  type ConfirmItem,
-  type EscalationCloseInput,
-  type EscalationInput,
-  type PushTrace,
-  type QueryOptions,
-  type RecordPushInput,
-  type VerifyResult,
-} from './store.js';
+import { AuditStore } from './store.js';
+import { redactUrl, type AuditSink } from './sink-api.js';
 import { TokenStore, type TokenSource } from './tokens.js';
 
-export type Awaitable<T> = T | Promise<T>;
-
-/** What the gate writes and the audit commands read. A write that throws or rejects wrote nothing; the caller refuses. */
-export interface AuditSink {
-  recordPush(input: RecordPushInput): Awaitable<{ pushRowId: number; refRowIds: number[] }>;
-  confirmRefs(pushId: string, items: readonly ConfirmItem[], options?: { time?: string; repo?: string | null }): Awaitable<number[]>;
-  appendAuthFailure(input: AuthFailureInput): Awaitable<number>;
-  appendAdmin(input: AdminInput): Awaitable<number>;
-  appendCi(input: CiInput): Awaitable<number>;
-  /** An agent's note for a person (`git push -o patchgate.escalate=…`). */
-  appendEscalation(input: EscalationInput): Awaitable<number>;
-  /** A person closes an open escalation; UsageError when `id` is no escalation or is closed already. */
-  closeEscalation(input: EscalationCloseInput): Awaitable<number>;
-  query(options?: QueryOptions): Awaitable<AuditRow[]>;
-  get(id: number): Awaitable<AuditRow | null>;
-  getPush(pushId: string): Awaitable<PushTrace | null>;
-  verify(): Awaitable<VerifyResult>;
-  lastRow(): Awaitable<{ id: number; hash: string }>;
-  /** Every row's hash in id order (the checkpoints' Merkle leaves); both stores have it. */
-  rowHashes?(): Awaitable<string[]>;
-  /**
-   * Read-only SQL over `events` for the readers that aggregate (the page, export, /metrics at
-   * start): SQLite syntax with `?` placeholders (PostgreSQL gets `$n`, and `INDEXED BY` hints
-   * are dropped); integers come back as numbers on both.
-   */
-  select(sql: string, params?: readonly unknown[]): Awaitable<Record<string, unknown>[]>;
-  close(): Awaitable<void>;
-}
+export { redactUrl, type AuditSink, type Awaitable } from './sink-api.js';
 
 export type AuditLocation = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
 
@@ -81,13 +42,6 @@ export function parseAuditUrl(value: string | undefined | null, dataDir: string,
     return { kind: 'sqlite', path: resolve(path) };
   }
   throw new ConfigError(option, `must be sqlite:PATH or postgres://… (got ${JSON.stringify(redactUrl(v).slice(0, 200))})`);
-}
-
-/** The URL with its password (and any `password=` parameter) replaced by `***`: safe for logs and messages. */
-export function redactUrl(url: string): string {
-  return url
-    .replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*:)[^/@]*@/i, '$1***@')
-    .replace(/([?&]password=)[^&]*/gi, '$1***');
 }
 
 /** Does this URL carry a password (in its userinfo or a `password=` parameter)? */

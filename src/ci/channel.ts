@@ -12,6 +12,7 @@ import { numberIds } from './node-order.js';
 import { pythonSourceRoots } from './judged-code.js';
 import { attachJs, jsRunnerAt } from './runners/js.js';
 import type { TestResult } from './reports.js';
+import type { Stream, Tamper } from './stream.js';
 
 export type RunnerKind = 'pytest' | 'node' | 'vitest' | 'jest' | 'unknown';
 
@@ -108,37 +109,7 @@ export async function attachChannel(argv: string[], o: AttachOptions): Promise<A
   return { kind, argv, env: {}, junit: null };
 }
 
-export interface StreamTest {
-  id: string;
-  status: TestResult['status'];
-  /** node:test: the test file, relative to the sealed tree. */
-  file?: string;
-  /** The id before repeats are numbered ("name" of "name #2"). */
-  name?: string;
-  /** node:test: file, name and occurrence in the file; the same whatever order the files ran in. */
-  key?: string;
-}
-
-export interface Stream {
-  started: boolean;
-  ended: boolean;
-  exitstatus: number | null;
-  collected: string[];
-  collectErrors: string[];
-  tests: StreamTest[];
-  problems: string[];
-  /** pytest: where each top-level module was imported from (name -> file). */
-  modules: Record<string, string>;
-  /** Tripwires that fired (the pytest plugin's audit hook and snapshot; the node preload). */
-  tampers: Tamper[];
-}
-
-export interface Tamper {
-  event: string;
-  file: string;
-  line: number;
-  detail: string;
-}
+export type { Stream, StreamTest, Tamper } from './stream.js';
 
 /** The line the node preload writes on stderr when a tripwire fires (the reporters and the gate read it). */
 export const TRIPWIRE_MARK = 'patchgate-tripwire ';

@@ -7,7 +7,7 @@
 // that rerun (which options are kept, which files, in what order) and merges the per-file
 // streams into one whose test ids are those of the first run.
 
-import type { Stream, StreamTest } from './channel.js';
+import type { Stream, StreamTest } from './stream.js';
 
 /** node options that take their value as the next argument (`--import x`); from `node --help` of Node 20.20. */
 const VALUE_OPTS = new Set([

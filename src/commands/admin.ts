@@ -17,6 +17,8 @@ import { adminTokenPath } from '../server/admin-token.js';
 import type { Role } from '../policy/types.js';
 import { NoDataError, requireData } from './args.js';
 import type { ServeConfig } from '../server/serve-config.js';
+import { stderrProgress, type SlowPhaseOptions } from '../progress.js';
+import { verifyWithProgress } from '../audit/verify-progress.js';
 
 export function dbPath(data: string): string {
   return join(resolve(data), 'patchgate.db');
@@ -226,9 +228,10 @@ export interface AuditVerifyReport {
   reason?: string;
 }
 
-export async function runAuditVerify(args: { data: string; audit?: string }): Promise<AuditVerifyReport> {
+export async function runAuditVerify(args: { data: string; audit?: string }, progress: SlowPhaseOptions = stderrProgress()): Promise<AuditVerifyReport> {
   return withSink(args, async (s) => {
-    const v = await s.verify();
+    // Progress on stderr (stdout is the report): on a large log the walk takes many seconds.
+    const v = await verifyWithProgress(s, progress);
     if (v.ok) {
       // The tokens table against the chain's token.create/token.revoke rows (src/audit/token-check.ts).
       const tk = await checkTokens(s);

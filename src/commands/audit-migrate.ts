@@ -13,8 +13,10 @@ import { AUDIT_URL_ENV, describeAudit, parseAuditUrl, refuseSecretInArgv } from 
 import type { TokenRow } from '../audit/tokens.js';
 import { PgAuditStore } from '../audit/pg-store.js';
 import { UsageError } from '../errors.js';
+import { slowPhase, stderrProgress, type SlowPhaseOptions } from '../progress.js';
+import { verifyWithProgress } from '../audit/verify-progress.js';
 
-export async function runAuditMigrate(args: { from: string; to?: string }): Promise<{ ok: boolean; lines: string[] }> {
+export async function runAuditMigrate(args: { from: string; to?: string }, progress: SlowPhaseOptions = stderrProgress()): Promise<{ ok: boolean; lines: string[] }> {
   refuseSecretInArgv(args.to, '--to');
   refuseSecretInArgv(args.from, '--from');
   const toUrl = args.to ?? (process.env[AUDIT_URL_ENV] || undefined);
@@ -27,7 +29,8 @@ export async function runAuditMigrate(args: { from: string; to?: string }): Prom
   const lines: string[] = [];
   const source = AuditStore.open(from.path);
   try {
-    const before = source.verify();
+    // Each phase reports progress on stderr once it has run 2 s (src/progress.ts).
+    const before = await verifyWithProgress(source, { ...progress, label: 'patchgate: audit migrate: verifying the source' });
     if (!before.ok) {
       return { ok: false, lines: [`TAMPERED: source ${from.path}: first bad row ${before.firstBadId} of ${before.rows}: ${before.reason}; nothing was copied`] };
     }
@@ -46,8 +49,13 @@ export async function runAuditMigrate(args: { from: string; to?: string }): Prom
         }
       };
       const tokens = source.db.prepare('SELECT * FROM tokens ORDER BY id').all() as TokenRow[];
-      const copied = await target.importChain(rows(), head, tokens);
-      const after = await target.verify();
+      const copied = await slowPhase({ unit: 'rows', verb: 'copied', ...progress }, 'patchgate: audit migrate: copying', async () => head.id, (tick) => target.importChain((function* () {
+        for (const row of rows()) {
+          yield row;
+          tick();
+        }
+      })(), head, tokens));
+      const after = await verifyWithProgress(target, { ...progress, label: 'patchgate: audit migrate: verifying the copy' });
       const theirs = await target.lastRow();
       if (!after.ok) {
         lines.push(`TAMPERED: target ${describeAudit(to)}: first bad row ${after.firstBadId} of ${after.rows}: ${after.reason}`);

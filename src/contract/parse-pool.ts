@@ -3,9 +3,11 @@
 //    take minutes and gigabytes. On the main thread that would freeze the event loop that serves
 //    HTTP, /healthz and the hook endpoint, and no timer could interrupt it. So in the daemon every
 //    parse of more than a small file (16 KiB by default, whose parse takes milliseconds whatever
-//    it holds) runs on a worker, one worker is kept warm (TypeScript loaded) so a one-file push does
-//    not pay a start-up, a second starts when the first is busy (so one slow push does not hold
-//    up the others), and a job whose judgement is cancelled (its AbortSignal, see src/cancel.ts)
+//    it holds) runs on a worker. The first worker starts when the first such file arrives (an idle
+//    worker with TypeScript loaded holds about 85 MB, and a daemon whose files are all small never
+//    needs one; issue 24), stays warm while files keep coming, and stops after ISOLATED_KEEP_MS
+//    without one; a second starts when the first is busy (so one slow push does not hold
+//    up the others) and stops after IDLE_MS idle, and a job whose judgement is cancelled (its AbortSignal, see src/cancel.ts)
 //    or that overruns its own limit gets its worker terminated: the parse stops and its memory
 //    is freed. A worker that fails or runs out of memory fails that file; nothing falls back to
 //    the main thread.
@@ -43,6 +45,8 @@ const BACKLOG = 16;
 const IDLE_MS = 20_000;
 /** Workers an isolated pool may run at once at least: one busy with a slow file leaves one for everyone else. */
 const MIN_ISOLATED = 2;
+/** The last isolated worker stops after this long without a job (the next large file starts one again). */
+const ISOLATED_KEEP_MS = 120_000;
 
 /**
  * Workers besides the main thread, which parses too. PATCHGATE_PARSE_WORKERS=N sets it; by
@@ -65,9 +69,6 @@ function workerHeapMb(): number {
 
 // The worker module next to this one: .js when built, .ts when the tests run the sources.
 const WORKER_URL = new URL(import.meta.url.endsWith('.ts') ? './parse-worker.ts' : './parse-worker.js', import.meta.url);
-
-/** Parsed once by a fresh isolated worker so the first real file finds TypeScript loaded and warm. */
-const WARM_SOURCE = 'export interface W { a: string }\nexport function w(x: W, n = 1): number { return n; }\nexport class K { m(): void {} }\n';
 
 interface Slot {
   worker: Worker;
@@ -105,17 +106,12 @@ class ParsePool {
   tamperJobs = 0;
 
   /**
-   * From now on every parse runs on a worker thread and none on this one (the hook daemon).
-   * Starts one worker at once and warms it. Calling it again only updates the options.
+   * From now on every parse of more than a small file runs on a worker thread and none on this
+   * one (the hook daemon). Workers start when such a file arrives. Calling it again only
+   * updates the options.
    */
   isolate(opts: IsolateOptions): void {
-    const first = !this.isolation;
     this.isolation = { inlineMaxChars: inlineDefault(), ...opts };
-    if (first && this.slots.length === 0) {
-      const slot = this.startWorker();
-      this.slots.push(slot);
-      this.warmUp();
-    }
   }
 
   get isolated(): boolean {
@@ -163,12 +159,6 @@ class ParsePool {
       }
       this.queue.push(job);
       this.schedule();
-    });
-  }
-
-  private warmUp(): void {
-    void this.rows('v1', 'patchgate-warm-up.ts', WARM_SOURCE, undefined).catch(() => {
-      // a warm-up that fails only means the first real file pays the start-up
     });
   }
 
@@ -236,12 +226,6 @@ class ParsePool {
       const slot = this.startWorker();
       this.slots.push(slot);
       this.feed(slot);
-    }
-    if (this.slots.length === 0 && this.failures < 3) {
-      // Keep one warm even when nothing waits (a killed worker is replaced at once); not when
-      // workers keep failing, which would only loop (jobs then start their own and fail closed).
-      this.slots.push(this.startWorker());
-      this.warmUp();
     }
   }
 
@@ -313,13 +297,15 @@ class ParsePool {
 
   private armIdle(): void {
     if (this.idleTimer || this.slots.some((s) => s.busy)) return;
-    const keep = this.isolation ? 1 : 0;
+    // Isolated: extra workers stop after IDLE_MS, the last one after ISOLATED_KEEP_MS.
+    const keep = this.isolation && this.slots.length > 1 ? 1 : 0;
     if (this.slots.length <= keep) return;
     this.idleTimer = setTimeout(() => {
       this.idleTimer = null;
       if (this.queue.length || this.slots.some((s) => s.busy)) return;
       for (const s of this.slots.splice(keep)) void s.worker.terminate();
-    }, IDLE_MS);
+      if (this.slots.length) this.armIdle();
+    }, keep === 0 && this.isolation ? ISOLATED_KEEP_MS : IDLE_MS);
     this.idleTimer.unref();
   }
 

@@ -579,6 +579,12 @@ export class Git {
     this.pushedObjects ??= (async () => {
       const dir = this.env.GIT_QUARANTINE_PATH;
       if (!dir) return null;
+      // A small push (the usual one): the ids from the pack indexes' name tables and the loose
+      // objects' file names, the kinds and sizes from headers through this push's reader
+      // (`info`, nothing inflated): no process. An index of a form not read here, or more
+      // objects than QUARANTINE_HEADER_MAX: the one cat-file below.
+      const ids = await quarantineIds(dir, QUARANTINE_HEADER_MAX).catch(() => null);
+      if (ids) return this.headersOf(ids);
       const env: NodeJS.ProcessEnv = { ...this.env, GIT_OBJECT_DIRECTORY: dir };
       delete env.GIT_ALTERNATE_OBJECT_DIRECTORIES;
       const args = ['cat-file', '--batch-check=%(objectname) %(objecttype) %(objectsize)', '--batch-all-objects', '--unordered'];
@@ -593,6 +599,18 @@ export class Git {
       return objects;
     })();
     return this.pushedObjects;
+  }
+
+  /** Kind and size of each listed quarantine object, from its header (the push's reader). */
+  private async headersOf(ids: string[]): Promise<PushedObject[]> {
+    const reader = this.batchReader();
+    const heads = await Promise.all(ids.map((id) => reader.header(id)));
+    return heads.map((h, i) => {
+      const id = ids[i]!;
+      if (!h || h.id !== id) throw new GitError(['cat-file', '--batch-command'], null, `object ${id} of the push's quarantine cannot be read`);
+      if (!/^(?:commit|tree|blob|tag)$/.test(h.type)) throw new GitError(['cat-file', '--batch-command'], null, `unexpected object in the push's quarantine: ${JSON.stringify(`${id} ${h.type} ${h.size}`.slice(0, 120))}`);
+      return { id, type: h.type as PushedObject['type'], size: h.size };
+    });
   }
 
   /**
@@ -769,6 +787,56 @@ async function readQuarantine(dir: string | undefined): Promise<QuarantineStats 
   }
   stats.objects += stats.loose;
   return stats;
+}
+
+/** Above this many objects a push's object list comes from one cat-file, not a header per object. */
+const QUARANTINE_HEADER_MAX = 2000;
+
+/**
+ * The distinct object ids in a quarantine: loose objects' paths, and the name table of each
+ * v2 pack index whose size shows no large-offset table (SHA-1 or SHA-256 names, told apart by
+ * the size). Null when there are more than `max`, or an index is of another form.
+ */
+async function quarantineIds(dir: string, max: number): Promise<string[] | null> {
+  const ids = new Set<string>();
+  for (const e of await readdir(dir, { withFileTypes: true })) {
+    if (e.isDirectory() && LOOSE_DIR.test(e.name)) {
+      for (const f of await readdir(join(dir, e.name))) if (LOOSE_NAME.test(f)) ids.add(e.name + f);
+    } else if (e.isDirectory() && e.name === 'pack') {
+      for (const f of await readdir(join(dir, 'pack'))) {
+        if (!f.endsWith('.idx')) continue;
+        const names = await idxNames(join(dir, 'pack', f), max - ids.size);
+        if (!names) return null;
+        for (const n of names) ids.add(n);
+      }
+    }
+    if (ids.size > max) return null;
+  }
+  return [...ids];
+}
+
+/** The object names of a v2 pack index without large offsets; null for another form or more than `max`. */
+async function idxNames(path: string, max: number): Promise<string[] | null> {
+  const fh = await open(path, 'r');
+  try {
+    const size = (await fh.stat()).size;
+    const head = Buffer.alloc(8 + 256 * 4);
+    const { bytesRead } = await fh.read(head, 0, head.length, 0);
+    if (bytesRead < head.length || !head.subarray(0, 4).equals(IDX_V2_MAGIC) || head.readUInt32BE(4) !== 2) return null;
+    const n = head.readUInt32BE(8 + 255 * 4);
+    if (n > max) return null;
+    // names, crc32s, 4-byte offsets, then the pack's and the index's checksums
+    const hashLen = [20, 32].find((h) => size === head.length + n * (h + 8) + 2 * h);
+    if (!hashLen) return null;
+    const names = Buffer.alloc(n * hashLen);
+    const got = await fh.read(names, 0, names.length, head.length);
+    if (got.bytesRead !== names.length) return null;
+    const out: string[] = [];
+    for (let i = 0; i < n; i++) out.push(names.subarray(i * hashLen, (i + 1) * hashLen).toString('hex'));
+    return out;
+  } finally {
+    await fh.close();
+  }
 }
 
 /** The object count of a pack index (v1 or v2): the last entry of its 256-entry fan-out table. */

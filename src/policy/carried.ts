@@ -44,9 +44,53 @@ function cacheKey(digest: string, commit: string): string {
  * (Git.pushedLine) when the engine has it; when it ends on the trusted tip it is that set
  * already and no process is started.
  */
-export async function carriedCommits(git: Git, newId: string, trustedTip: string | null, line: CommitInfo[] | null): Promise<CommitInfo[]> {
+export async function carriedCommits(git: Git, newId: string, trustedTip: string | null, line: CommitInfo[] | null, cache?: Map<string, unknown>): Promise<CommitInfo[]> {
   if (line && trustedTip && (line.length ? line[0]!.parents[0] === trustedTip : newId === trustedTip)) return line;
+  if (trustedTip && cache) {
+    const linear = await linearCarried(git, newId, trustedTip, line, cache);
+    if (linear) return linear;
+  }
   return git.newCommits(newId, trustedTip ? [trustedTip] : []);
+}
+
+/** Commits a linear walk reads before it gives up for a rev-list. */
+const LINEAR_MAX = 256;
+
+const linearKey = (trustedTip: string, tip: string): string => `mem:carried-linear:${trustedTip}:${tip}`;
+
+/**
+ * The carried commits without a rev-list, when they are one line of single-parent commits
+ * down to the trusted tip: an agent's branch pushed again and again (each push's line ends on
+ * the ref's old tip, not on the trusted tip). Then everything `newId` reaches that the trusted
+ * tip does not is exactly that line (each commit's only parent is the one below it, and none of
+ * them can be an ancestor of the trusted tip below them), which is also rev-list's order. The
+ * walk goes down from the pushed line's base through commit headers (the push's reader) until
+ * the trusted tip, or until a line already found for an earlier push under the same trusted
+ * tip (memoised in memory); a merge, a root or more than LINEAR_MAX commits: null (rev-list).
+ */
+async function linearCarried(git: Git, newId: string, trustedTip: string, line: CommitInfo[] | null, cache: Map<string, unknown>): Promise<CommitInfo[] | null> {
+  const down: CommitInfo[] = []; // newest first
+  let id = newId;
+  if (line?.length && line[line.length - 1]!.id === newId) {
+    for (let i = line.length - 1; i >= 0; i--) down.push(line[i]!);
+    id = line[0]!.parents[0]!;
+  }
+  let below: CommitInfo[] = [];
+  while (id !== trustedTip) {
+    const known = cache.get(linearKey(trustedTip, id));
+    if (Array.isArray(known)) {
+      below = known as CommitInfo[];
+      break;
+    }
+    if (down.length >= LINEAR_MAX) return null;
+    const parents = (await git.commitHeader(id))?.parents;
+    if (parents?.length !== 1) return null;
+    down.push({ id, parents });
+    id = parents[0]!;
+  }
+  const out = [...below, ...down.reverse()];
+  if (out.length <= LINEAR_MAX) cache.set(linearKey(trustedTip, newId), out);
+  return out;
 }
 
 /** A cache that reads and writes many keys at once (ContentCache over cache.db). */

@@ -14,6 +14,7 @@ import { decide } from './deciding.js';
 import { PRE_RULES, RULES } from './rules/index.js';
 import type { RefDecision, RefUpdate, Role, Rule, RuleContext, RuleOutcome, UpdateKind } from './types.js';
 import { formatMessage, short } from './types.js';
+import type { SlowPhaseOptions } from '../progress.js';
 
 export interface JudgeOptions {
   git: Git;
@@ -36,6 +37,8 @@ export interface JudgeOptions {
   mainStore?: Git;
   /** In a push: the address the agent pushed to, as far as the gate knows it (src/policy/push-target.ts). */
   pushTarget?: PushTarget;
+  /** In a push: where long work reports progress (RuleContext.progress). */
+  progress?: SlowPhaseOptions;
 }
 
 export function updateKind(u: RefUpdate): UpdateKind {
@@ -74,7 +77,7 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
       if (opts.role === 'agent' && opts.mode === 'push' && opts.exclude === undefined) {
         // An agent's ref carries every commit off the trusted branch, new to the repository
         // or not (src/policy/carried.ts); only those accepted for an agent before are skipped.
-        const carried = await carriedCommits(opts.git, update.newId, opts.trustedTip, line);
+        const carried = await carriedCommits(opts.git, update.newId, opts.trustedTip, line, opts.cache);
         const digest = policyDigest(policy);
         const known = opts.cache ? acceptedBefore(opts.cache, digest, carried) : new Set<string>();
         newCommits = known.size ? carried.filter((c) => !known.has(c.id)) : carried;
@@ -93,6 +96,7 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
       git: opts.git, policy, role: opts.role, mode: opts.mode, update, kind,
       trustedTip: opts.trustedTip, newCommits, reusedCommits, cache: opts.cache ?? new Map(),
       ...(opts.pushTarget ? { pushTarget: opts.pushTarget } : {}),
+      ...(opts.progress ? { progress: opts.progress } : {}),
       // Only when new commits are those no ref reaches (a push): the ancestry shortcuts need it.
       linearBase: opts.exclude === undefined ? linearBase(newCommits, update.newId) : null,
       changes: async (commit) => {

@@ -5,6 +5,7 @@ import type { PushTarget } from './push-target.js';
 import type { Git, CommitInfo, Change, OddMode } from '../git/git.js';
 import type { Policy } from './config.js';
 import type { Judged } from './carried.js';
+import type { SlowPhaseOptions } from '../progress.js';
 
 export type Role = 'agent' | 'human' | 'admin';
 export type RuleId = 'limits' | 'refs' | 'write-block' | 'contract' | 'fixtures' | 'tamper-scan' | 'ledger';
@@ -50,6 +51,8 @@ export interface RuleContext {
   cache: Map<string, unknown>;
   /** In a push: what the gate knows of the address the agent pushed to (never a credential), for the printed fix. */
   pushTarget?: PushTarget;
+  /** In a push: where long work (a first push's contract parse) reports progress, as `remote:` lines (src/progress.ts slowPhase). */
+  progress?: SlowPhaseOptions;
 }
 
 export interface Finding {

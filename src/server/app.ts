@@ -55,6 +55,8 @@ export interface ServerOptions {
   beforeJudge?: () => Promise<void>;
   /** How long an upstream fetch is reused (ms; default src/upstream/remote.ts FRESH_MS). */
   upstreamFreshMs?: number;
+  /** A push's long work says so on `remote:` after this long (default 2000 ms; HookService). */
+  remoteProgressDelayMs?: number;
   /** The daemon's idle `git gc --auto` (quiet period and bounds; src/server/idle-gc.ts). */
   gc?: IdleGcOptions;
   log?: (line: string) => void;
@@ -165,7 +167,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     undo.push(() => disk.close());
     const cache = new ContentCache(disk);
     metrics.watchCache(cache);
-    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge, dataDir, upstreamFreshMs: opts.upstreamFreshMs, ...(opts.gc ? { gc: opts.gc } : {}), ...(opts.log || opts.logger ? {} : { progress: stderrProgress() }), onTimeout: () => metrics.hookTimeouts.inc(), log, ...(opts.notifyUrl ? { notifyUrl: opts.notifyUrl, notify: opts.notify } : {}) });
+    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge, dataDir, upstreamFreshMs: opts.upstreamFreshMs, ...(opts.remoteProgressDelayMs !== undefined ? { remoteProgressDelayMs: opts.remoteProgressDelayMs } : {}), ...(opts.gc ? { gc: opts.gc } : {}), ...(opts.log || opts.logger ? {} : { progress: stderrProgress() }), onTimeout: () => metrics.hookTimeouts.inc(), log, ...(opts.notifyUrl ? { notifyUrl: opts.notifyUrl, notify: opts.notify } : {}) });
     undo.push(() => hooks.stop());
     await hooks.start();
     // Pushes the last run left unsettled (killed, or its log was down): compared with the real

@@ -27,7 +27,7 @@ import { errorDecision, judgeUpdate, renderDecision } from '../policy/engine.js'
 import { machineLine } from '../policy/machine-line.js';
 import { loadPolicy, type Policy } from '../policy/config.js';
 import { contractFileCount, contractOf } from '../contract/digest.js';
-import { Progress } from '../progress.js';
+import { Progress, type SlowPhaseOptions } from '../progress.js';
 import { parsePool } from '../contract/parse-pool.js';
 import { runCancellable } from '../cancel.js';
 import type { RefDecision, RefUpdate, Role } from '../policy/types.js';
@@ -128,6 +128,11 @@ export interface HookServiceOptions {
    * place; default: through `log`, one line when a repository's warm-up starts and one when it ends.
    */
   progress?: { write: (text: string) => void; isTTY: boolean };
+  /**
+   * A push's long work (its first contract parse) says so on `remote:` once it has run this
+   * long (default 2000 ms; tests set 0 to see the form).
+   */
+  remoteProgressDelayMs?: number;
 }
 
 export interface HookRequest {
@@ -441,15 +446,16 @@ export class HookService {
         throw new Error(`this push did not come through the authenticated gate (unknown pusher pid ${hr.ppid})`);
       } else {
         if (!inside(session.repoDir, hr.dir)) throw new Error('the hook runs in another repository than the one the pusher was authorised for');
+        const remote = this.remoteProgress(res);
         if (hr.hook === 'pre-receive' && session.auditAtJudge) {
           // A git host's push (no receive-pack seen here): no idle gc while it is judged.
           const release = await this.gc.enter(session.repoDir);
           try {
-            verdict = await this.preReceive(session, hr, lines, gone.signal);
+            verdict = await this.preReceive(session, hr, lines, gone.signal, remote);
           } finally {
             release();
           }
-        } else if (hr.hook === 'pre-receive') verdict = await this.preReceive(session, hr, lines, gone.signal);
+        } else if (hr.hook === 'pre-receive') verdict = await this.preReceive(session, hr, lines, gone.signal, remote);
         else if (hr.hook === 'update') verdict = await this.update(session, hr, lines);
         else if (hr.hook === 'post-receive') verdict = await this.postReceive(session, hr);
         else throw new Error(`unknown hook ${hr.hook}`);
@@ -466,7 +472,29 @@ export class HookService {
     res.end(safe.map((l) => l + '\n').join('') + `patchgate-verdict: ${verdict}\n`);
   }
 
-  private async preReceive(s: PushSession, hr: HookRequest, lines: string[], gone: AbortSignal): Promise<'accept' | 'reject'> {
+  /**
+   * Progress lines of a push's long work, sent to the shim while it waits (they show as
+   * `remote:` lines at once). Each line is followed by an empty one: the shims print a line
+   * when the next one arrives (only the very last may be the verdict) and never print an
+   * empty one, so the line shows now and the verdict stays last. Never a terminal: one line
+   * per phase. The status is 200 from the first line on (a refusal is the verdict line).
+   */
+  private remoteProgress(res: http.ServerResponse): SlowPhaseOptions {
+    return {
+      isTTY: false,
+      delayMs: this.opts.remoteProgressDelayMs ?? 2000,
+      write: (text) => {
+        if (res.writableEnded || res.destroyed) return;
+        for (const l of text.split('\n')) {
+          if (!l) continue;
+          if (!res.headersSent) res.writeHead(200);
+          res.write(`${l.replace(/[\x00-\x1f\x7f]/g, (c) => JSON.stringify(c).slice(1, -1))}\n\n`);
+        }
+      },
+    };
+  }
+
+  private async preReceive(s: PushSession, hr: HookRequest, lines: string[], gone: AbortSignal, remote?: SlowPhaseOptions): Promise<'accept' | 'reject'> {
     const updates = hr.lines.map(parseRefLine);
     const options = readPushOptions(hr.env);
     const env: Record<string, string> = {};
@@ -500,7 +528,7 @@ export class HookService {
         if (pre.fetch) timings.upstreamFetch = pre.fetch.ms;
         if (pre.settings.mode === 'evaluate') mode = 'evaluate';
         enforce = pre.settings.mode === 'enforce';
-        decisions = await this.judgeAll(git, s, updates, timings, gone, s.timeoutMs ?? this.opts.timeoutMs);
+        decisions = await this.judgeAll(git, s, updates, timings, gone, s.timeoutMs ?? this.opts.timeoutMs, remote);
         // A push that escalates already did what its refusal would suggest: that line is left out.
         if (options.escalate !== null) decisions = decisions.map((d) => (d.escalate ? { ...d, escalate: undefined } : d));
         // A ref that moved on the gate since receive-pack read it (the refresh just now) would
@@ -648,7 +676,7 @@ export class HookService {
     }
   }
 
-  private async judgeAll(git: Git, s: PushSession, updates: RefUpdate[], timings: Record<string, number>, gone: AbortSignal, limitMs: number): Promise<RefDecision[]> {
+  private async judgeAll(git: Git, s: PushSession, updates: RefUpdate[], timings: Record<string, number>, gone: AbortSignal, limitMs: number, remote?: SlowPhaseOptions): Promise<RefDecision[]> {
     // Cancelled by the time limit or by the hook hanging up; the parse worker holding this
     // push's file is terminated and the judge stops at its next check (src/cancel.ts).
     const cancel = new AbortController();
@@ -666,7 +694,7 @@ export class HookService {
       const out: RefDecision[] = [];
       for (const u of updates) {
         if (cancel.signal.aborted) break;
-        out.push(await judgeUpdate({ git, role: s.role === 'agent' ? 'agent' : 'human', mode: 'push', trustedTip, trustedBranch, policy, cache: this.opts.cache, mainStore: store, ...(s.pushTarget ? { pushTarget: s.pushTarget } : {}) }, u));
+        out.push(await judgeUpdate({ git, role: s.role === 'agent' ? 'agent' : 'human', mode: 'push', trustedTip, trustedBranch, policy, cache: this.opts.cache, mainStore: store, ...(s.pushTarget ? { pushTarget: s.pushTarget } : {}), ...(remote ? { progress: remote } : {}) }, u));
       }
       timings.refs = Math.round(performance.now() - t0) - timings.setup;
       return out;

@@ -3,7 +3,7 @@
 // the agent's (sanitised when stored), so it goes through html`` like everything else.
 
 import { html, type Html } from './html.js';
-import { layout } from './pages.js';
+import { layout } from './layout.js';
 import type { Escalation } from '../audit/escalation.js';
 
 /**

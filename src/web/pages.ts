@@ -9,6 +9,7 @@ import type { AuditRow, PushTrace } from '../audit/store.js';
 import { DECISION_TABLE, RULE_ROW } from '../policy/decision-table.js';
 import type { Escalation } from '../audit/escalation.js';
 import { commandBlock, openEscalationsBlock } from './escalations.js';
+import { layout } from './layout.js';
 
 export interface ChainStatus {
   rows: number;
@@ -19,18 +20,7 @@ export interface ChainStatus {
   full: { ok: boolean; text: string } | null;
 }
 
-export function layout(title: string, body: Html, user: string | null): string {
-  return html`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · patchgate audit</title><link rel="icon" href="/assets/favicon.svg" type="image/svg+xml"><link rel="stylesheet" href="/assets/app.css"></head>
-<body><header><strong>patchgate audit</strong>
-<nav><a href="/">Overview</a> <a href="/escalations">Escalations</a> <a href="/pushes">Pushes</a> <a href="/chain">Chain</a></nav>
-${user ? html`<form method="post" action="/logout" class="logout"><span>${user}</span> <button type="submit">Log out</button></form>` : ''}
-</header><main>${body}</main>
-<script src="/assets/chart.umd.min.js"></script><script src="/assets/app.js"></script>
-</body></html>
-`.text;
-}
+export { layout } from './layout.js';
 
 export function loginPage(message: string | null): string {
   return layout('Log in', html`<h1>Log in</h1>

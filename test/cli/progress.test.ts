@@ -7,7 +7,7 @@ import t from 'tap';
 import { execFile } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { Progress, formatDuration, formatProgress } from '../../src/progress.js';
+import { Progress, formatDuration, formatProgress, slowPhase } from '../../src/progress.js';
 import { CLI, cliRun } from '../helpers/serve.js';
 import { TestRepo, tempDir } from '../helpers/repo.js';
 import { gitAsync, startGate } from '../helpers/gate.js';
@@ -146,4 +146,43 @@ t.test('repo create --upstream … --wait returns when the warm-up is done', asy
   t.match(r.stdout, /refs\/heads\/main is [0-9a-f]{40} from upstream .*; app: contract of [0-9a-f]{40} cached in \d+ ms/);
   t.notMatch(r.stdout, /warming in the background/);
   t.match(r.stderr, /patchgate: warming app: done, 5 files parsed/, 'its progress was reported, and it ended before the command did');
+});
+
+t.test('slowPhase (a push\'s first contract parse, audit verify on PostgreSQL): silent when short, announced by a timer when long', async (t) => {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  for (const isTTY of [false, true]) {
+    const out: string[] = [];
+    let asked = 0;
+    const r = await slowPhase({ write: (s) => out.push(s), isTTY, delayMs: 0, verb: 'checked', unit: 'rows' }, 'patchgate: audit verify', async () => (asked++, 5), async (tick) => {
+      tick(2);
+      await sleep(30); // the 0 ms timer announces the phase meanwhile
+      tick(3);
+      return 'result';
+    });
+    t.equal(r, 'result', 'the work\'s value');
+    t.equal(asked, 1, 'the total is asked once, when the phase is announced');
+    if (isTTY) {
+      t.ok(out.every((s) => s.startsWith('\r')), 'a terminal: in place');
+      t.match(out[0]!, /^\rpatchgate: audit verify: 2\/5 rows checked.*\x1b\[K$/, 'the units done before the announcement count');
+      t.match(out.at(-1)!, /^\rpatchgate: audit verify: done, 5 rows checked in \d+ s.*\x1b\[K\n$/);
+    } else {
+      t.equal(out.length, 2, 'off a terminal: two lines');
+      t.equal(out[0], 'patchgate: audit verify: 5 rows to read\n');
+      t.match(out[1]!, /^patchgate: audit verify: done, 5 rows checked in \d+ s/);
+      t.notOk(out.some((s) => /[\r\x1b]/.test(s)), 'no control characters');
+    }
+  }
+  const out: string[] = [];
+  let asked = 0;
+  await slowPhase({ write: (s) => out.push(s), isTTY: false, delayMs: 60_000 }, 'x', async () => (asked++, 1), async (tick) => tick());
+  t.same(out, [], 'ended before the delay: nothing written');
+  t.equal(asked, 0, 'and the total never asked');
+  const failed: string[] = [];
+  await t.rejects(slowPhase({ write: (s) => failed.push(s), isTTY: false, delayMs: 0 }, 'y', async () => null, async () => {
+    await sleep(30);
+    throw new Error('boom');
+  }), /boom/);
+  t.equal(failed.length, 2);
+  t.equal(failed[0], 'y: started\n', 'no total known: started');
+  t.match(failed[1]!, /^y: done, 0 files parsed in \d+ s.*; stopped\n$/, 'a failure ends the phase, says it stopped, and is thrown on');
 });

@@ -6,9 +6,10 @@ import t from 'tap';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { ContentCache, PersistentCache } from '../../src/cache/content-cache.js';
-import { acceptedBefore, policyDigest, rememberAccepted } from '../../src/policy/carried.js';
+import { acceptedBefore, carriedCommits, policyDigest, rememberAccepted } from '../../src/policy/carried.js';
+import { Git } from '../../src/git/git.js';
 import { parsePolicy } from '../../src/policy/config.js';
-import { tempDir } from '../helpers/repo.js';
+import { TestRepo, tempDir } from '../helpers/repo.js';
 
 const ids = Array.from({ length: 1200 }, (_, i) => ({ id: i.toString(16).padStart(40, '0'), parents: [] as string[] }));
 
@@ -53,4 +54,36 @@ t.test('a plain Map (no disk) works the same, and a cache that throws answers no
     throw new Error('unreadable');
   };
   t.equal(acceptedBefore(broken, 'p', ids.slice(0, 3)).size, 0);
+});
+
+t.test('the carried commits without a rev-list equal rev-list\'s: a line walked and memoised; a merge or an unrelated tip falls back', async (t) => {
+  const w = TestRepo.init(t);
+  const trusted = w.commit('base', { 'a.txt': 'a\n' });
+  w.checkout('agent/x', true);
+  const tips: string[] = [];
+  for (let i = 0; i < 5; i++) tips.push(w.commit(`agent ${i}`, { [`f${i}.txt`]: `${i}\n` }));
+  const git = new Git({ dir: w.dir });
+  t.teardown(() => git.close());
+  const cache = new Map<string, unknown>();
+  const revList = (tip: string) => git.newCommits(tip, [trusted]);
+  // Push by push: each time the line ends on the ref's old tip (the pushed line is the last commit).
+  for (let i = 0; i < tips.length; i++) {
+    const line = i === 0 ? null : [{ id: tips[i]!, parents: [tips[i - 1]!] }];
+    t.same(await carriedCommits(git, tips[i]!, trusted, line, cache), await revList(tips[i]!), `push ${i + 1}: the same commits in the same order`);
+  }
+  t.ok([...cache.keys()].some((k) => k.startsWith('mem:carried-linear:')), 'lines are memoised per trusted tip');
+  t.same(await carriedCommits(git, tips[4]!, tips[1]!, null, cache), await git.newCommits(tips[4]!, [tips[1]!]), 'another trusted tip: its own walk');
+
+  // A merge in the line: rev-list's answer (the walk gives up).
+  w.checkout('main');
+  const side = w.commit('side', { 's.txt': 's\n' });
+  w.checkout('agent/x');
+  w.git('merge', '-q', '--no-edit', 'main');
+  const merged = w.commit('after the merge', { 'g.txt': 'g\n' });
+  t.same(await carriedCommits(git, merged, trusted, null, cache), await revList(merged), 'through a merge: rev-list');
+  t.ok((await revList(merged)).some((c) => c.id === side), 'which includes the merged side');
+  // A trusted tip the line never reaches (another history): rev-list.
+  w.git('checkout', '-q', '--orphan', 'other');
+  const lone = w.commit('unrelated', { 'u.txt': 'u\n' });
+  t.same(await carriedCommits(git, lone, trusted, null, cache), await revList(lone), 'an unrelated tip: rev-list');
 });

@@ -4,7 +4,7 @@
 
 import type { Node, Tree } from 'web-tree-sitter';
 import { typeFormQuery } from './grammar.js';
-import type { Scope } from './parse.js';
+import type { Scope } from './scope.js';
 
 /**
  * tree-sitter-python parses annotations with a separate `type` rule that rejects some

@@ -8,6 +8,7 @@ import { named } from './cst.js';
 import { requireParser } from './grammar.js';
 import { BIN_INT, checkNumber, DEC_INT, FLOAT, HEX_INT, IMAG_INT, NUMBER_LIKE, OCT_INT } from './literals.js';
 import { positionOf, PyError } from './position.js';
+import type { Scope } from './scope.js';
 
 /** Python reads source with universal newlines; tree positions below refer to this text. */
 export function normaliseNewlines(source: string): string {
@@ -42,7 +43,7 @@ export interface Parsed {
 
 const INVISIBLE_SPACE = /[\uFEFF\u2060\u200B]/g;
 
-export type Scope = 'seed' | 'v1';
+export type { Scope } from './scope.js';
 
 export function parsePython(original: string, path: string, scope: Scope): Parsed {
   const p = requireParser();

@@ -3,7 +3,9 @@
 // the trusted tip, or be listed in the allow file read from the trusted tip.
 
 import { ContractParseError, ContractSizeError, ParseWorkerError } from '../../errors.js';
-import { contractOf, contractRows, diffContracts, parseAllowFile, type Contract } from '../../contract/digest.js';
+import { contractFileCount, contractOf, contractRows, diffContracts, parseAllowFile, type Contract, type ContractFormat, type ContractLimits } from '../../contract/digest.js';
+import { slowPhase } from '../../progress.js';
+import type { Git } from '../../git/git.js';
 import { isZeroId } from '../../git/git.js';
 import { mergeBaseWithTrusted } from '../ancestry.js';
 import type { Finding, Rule } from '../types.js';
@@ -31,7 +33,7 @@ export const contract: Rule = {
     const headCommit = update.newId;
     let head: Contract;
     try {
-      head = await contractOf(git, headCommit, roots, format, ctx.cache, limits);
+      head = await digestOf(ctx, git, headCommit, 'the pushed commit', roots, format, limits);
     } catch (e) {
       if (e instanceof ContractSizeError) {
         return { findings: [{ messageId: 'tooLarge', path: e.path, commit: headCommit, data: { commit: short(headCommit), path: e.path, size: e.size, limit: e.limit } }] };
@@ -53,7 +55,7 @@ export const contract: Rule = {
     for (const r of refs) {
       let c: Contract | null = null;
       try {
-        c = await contractOf(git, r.rev, roots, format, ctx.cache, limits);
+        c = await digestOf(ctx, git, r.rev, `the ${r.name}`, roots, format, limits);
       } catch (e) {
         if (!(e instanceof ContractParseError)) throw e; // a trusted tree that does not parse matches nothing
       }
@@ -100,3 +102,14 @@ export const contract: Rule = {
     return steps.join('\n');
   },
 };
+
+/**
+ * contractOf, reporting progress when it runs long: a repository's first push (nothing of its
+ * tree cached) parses every contract file, which takes seconds on a large tree. In a push the
+ * lines go to the hook's `remote:` output (one when it has run 2 s, one when it ends).
+ */
+function digestOf(ctx: Parameters<Rule['check']>[0], git: Git, rev: string, what: string, roots: string[], format: ContractFormat, limits: ContractLimits): Promise<Contract> {
+  if (!ctx.progress) return contractOf(git, rev, roots, format, ctx.cache, limits);
+  const label = `patchgate: contract of ${what} ${short(rev)} (not cached yet: the first push of this repository or of this tree)`;
+  return slowPhase(ctx.progress, label, () => contractFileCount(git, rev, roots, format), (tick) => contractOf(git, rev, roots, format, ctx.cache, { ...limits, onFile: tick }));
+}

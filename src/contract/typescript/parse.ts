@@ -1,0 +1,110 @@
+// The TypeScript/JavaScript extractor's entry point: parse one file (TypeScript's parser, bodies
+// blanked, then typescript-estree's converter) and hand the ESTree to the Extractor. Split out of
+// src/contract/typescript.ts (issue 22) so that the parsing, the row walk and the printer are
+// each one file; src/contract/typescript.ts re-exports this module's API.
+
+import ts from 'typescript';
+import { TSError, parseAndGenerateServices, type TSESTree } from '@typescript-eslint/typescript-estree';
+import { ContractParseError } from '../../errors.js';
+import { Extractor } from './extractor.js';
+
+export const TS_EXTENSIONS: readonly string[] = Object.freeze(['.ts', '.tsx', '.mts', '.cts', '.js', '.mjs', '.cjs']);
+
+/** Bump whenever the row format changes: it keys cached contract digests. */
+export const TS_EXTRACTOR_VERSION = 3;
+
+/** True when the path has a TS/JS extension this extractor handles ('.d.ts' counts as '.ts'). */
+export function isTypeScriptPath(path: string): boolean {
+  return TS_EXTENSIONS.some(ext => path.endsWith(ext));
+}
+
+/** TypeScript's script kind for a path, as typescript-estree chooses it (jsx only for unknown extensions). */
+function scriptKind(path: string, jsx: boolean): ts.ScriptKind {
+  const ext = /\.[^./]*$/.exec(path.toLowerCase())?.[0] ?? '';
+  if (ext === '.js' || ext === '.mjs' || ext === '.cjs') return ts.ScriptKind.JS;
+  if (ext === '.ts' || ext === '.mts' || ext === '.cts') return ts.ScriptKind.TS;
+  if (ext === '.jsx') return ts.ScriptKind.JSX;
+  if (ext === '.tsx') return ts.ScriptKind.TSX;
+  if (ext === '.json') return ts.ScriptKind.JSON;
+  return jsx ? ts.ScriptKind.TSX : ts.ScriptKind.TS;
+}
+
+function sourceFile(path: string, text: string, kind: ts.ScriptKind, parents: boolean): ts.SourceFile {
+  return ts.createSourceFile(path, text, { languageVersion: ts.ScriptTarget.Latest, jsDocParsingMode: ts.JSDocParsingMode.ParseNone }, parents, kind);
+}
+
+/**
+ * The `{ ... }` bodies of functions, methods, accessors, constructors and static blocks that
+ * no other such body contains. A body can declare nothing public, so its inside never reaches
+ * a row; only its braces are kept.
+ */
+function outerBodies(sf: ts.SourceFile): Array<[number, number]> {
+  const out: Array<[number, number]> = [];
+  const visit = (n: ts.Node): void => {
+    const body = ts.isFunctionLike(n) && 'body' in n ? (n as { body?: ts.Node }).body : ts.isClassStaticBlockDeclaration(n) ? n.body : undefined;
+    if (body && ts.isBlock(body)) {
+      out.push([body.getStart(sf) + 1, body.end - 1]);
+      // Parameters and types may hold further functions (default values); their bodies count too.
+      n.forEachChild((c) => (c === body ? undefined : visit(c)));
+      return;
+    }
+    n.forEachChild(visit);
+  };
+  visit(sf);
+  return out;
+}
+
+/** `text` with every character inside the ranges made a space, line breaks kept (so lines and columns stay). */
+function blank(text: string, ranges: Array<[number, number]>): string {
+  let out = '';
+  let at = 0;
+  for (const [from, to] of ranges.sort((a, b) => a[0] - b[0])) {
+    out += text.slice(at, from) + text.slice(from, to).replace(/[^\r\n\u2028\u2029]/g, ' ');
+    at = to;
+  }
+  return out + text.slice(at);
+}
+
+/**
+ * Public-API rows of one TS/JS file. Rows are stable strings, one per public signature element, in a deterministic order (sort them). Each row starts with `${path}::`.
+ *
+ * Speed: converting a whole file to ESTree costs several times TypeScript's own parse, and
+ * most of a file is function bodies, which carry no public signature. So TypeScript parses the
+ * file once (any syntax error anywhere refuses, through typescript-estree's own error), the
+ * bodies are blanked, and typescript-estree converts only what is left.
+ */
+export function extractTypeScript(source: string, path: string): string[] {
+  const jsx = /\.(tsx|jsx|js|mjs|cjs)$/.test(path);
+  const kind = scriptKind(path, jsx);
+  let ast: TSESTree.Program;
+  let text = source;
+  try {
+    let sf = sourceFile(path, source, kind, false);
+    // A syntax error: typescript-estree turns TypeScript's first diagnostic into its error.
+    const hasErrors = ((sf as unknown as { parseDiagnostics?: unknown[] }).parseDiagnostics?.length ?? 0) > 0;
+    if (!hasErrors) {
+      text = blank(source, outerBodies(sf));
+      sf = sourceFile(path, text, kind, true); // the converter needs parent links
+    }
+    // parseAndGenerateServices takes a ts.SourceFile; with no project it only converts it.
+    ast = parseAndGenerateServices(sf, {
+      filePath: path,
+      preserveNodeMaps: false,
+      jsx,
+      loc: true,
+      range: true,
+      comment: false,
+      tokens: false,
+      jsDocParsingMode: 'none',
+      suppressDeprecatedPropertyWarnings: true,
+      loggerFn: false,
+    }).ast;
+  } catch (err) {
+    const detail = err instanceof Error ? err.message : String(err);
+    if (err instanceof TSError) {
+      throw new ContractParseError(path, err.lineNumber, err.column + 1, detail, { cause: err });
+    }
+    throw new ContractParseError(path, 0, 0, detail, { cause: err });
+  }
+  return new Extractor(text, path).run(ast);
+}
