@@ -60,8 +60,9 @@ const under = (p: string, dir: string): boolean => p === dir || p.startsWith(dir
 
 /**
  * The interpreters' folders on PATH that live outside the system folders, to mount read-only:
- * `X/bin` or `X/shims` mounts X (pyenv's root, a virtualenv, a node version) unless X is a
- * home folder or `/`; any other entry mounts itself. Entries inside `hidden` never do.
+ * `X/bin` or `X/shims` mounts X when X is an interpreter's prefix (pyenv's root, a virtualenv,
+ * a node version) and not a home folder or `/`; any other entry mounts itself. Entries inside
+ * `hidden` never do.
  */
 export function toolchainMounts(path: string, hidden: string[]): string[] {
   const out = new Set<string>();
@@ -76,7 +77,11 @@ export function toolchainMounts(path: string, hidden: string[]): string[] {
     }
     if (SYSTEM.some((s) => under(p, s)) || !statSync(p).isDirectory()) continue;
     const parent = dirname(p);
-    const mount = /^(bin|shims)$/.test(basename(p)) && parent !== '/' && !home.includes(parent) ? parent : p;
+    // The parent only when it is an interpreter's own prefix (pyenv/nodenv's `versions`, a
+    // virtualenv's `pyvenv.cfg`, a prefix's `lib/`): `~/.cargo/bin` mounts itself, never
+    // `~/.cargo` with its registry credentials.
+    const prefix = ['versions', 'pyvenv.cfg', 'lib'].some((n) => existsSync(join(parent, n)));
+    const mount = /^(bin|shims)$/.test(basename(p)) && parent !== '/' && !home.includes(parent) && prefix ? parent : p;
     // The gate's own folder (its config, its data by default) and package bins are no toolchain.
     if (/(^|\/)node_modules(\/|$)/.test(mount) || [...hidden, GATE_HOME].some((h) => under(mount, h) || under(h, mount))) continue;
     out.add(mount);
