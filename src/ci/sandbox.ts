@@ -7,7 +7,7 @@
 // not the parent's /proc. The environment is an allow-list, so no token can ride into it.
 
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, existsSync, lstatSync, mkdirSync, readlinkSync, realpathSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, lstatSync, mkdirSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -47,13 +47,13 @@ export function sandboxAvailable(): { ok: true } | { ok: false; why: string } {
 }
 
 function homes(): string[] {
-  const h = ['/root', '/home', homedir()];
+  let users: string[] = [];
   try {
-    for (const d of existsSync('/home') ? spawnSync('ls', ['/home']).stdout.toString().split('\n').filter(Boolean) : []) h.push(join('/home', d));
+    users = readdirSync('/home').map((d) => join('/home', d));
   } catch {
-    /* none */
+    /* no /home */
   }
-  return h.map((p) => resolve(p));
+  return ['/root', '/home', homedir(), ...users].map((p) => resolve(p));
 }
 
 const under = (p: string, dir: string): boolean => p === dir || p.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
@@ -95,7 +95,8 @@ export function sandboxEnv(extra: Record<string, string>, home: string): Record<
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && PASS_ENV.test(k)) env[k] = v;
   // pyenv's shims find their root under HOME unless told: HOME is the run's own now.
-  if (!env.PYENV_ROOT && (env.PATH ?? '').split(':').some((p) => /\/\.pyenv\/shims$/.test(p))) env.PYENV_ROOT = env.PATH!.split(':').find((p) => /\/\.pyenv\/shims$/.test(p))!.replace(/\/shims$/, '');
+  const shims = (env.PATH ?? '').split(':').find((p) => /\/\.pyenv\/shims$/.test(p));
+  if (!env.PYENV_ROOT && shims) env.PYENV_ROOT = shims.replace(/\/shims$/, '');
   return { ...env, HOME: home, TMPDIR: '/tmp', XDG_CACHE_HOME: join(home, '.cache'), npm_config_cache: join(home, '.npm'), ...extra };
 }
 
