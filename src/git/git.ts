@@ -10,6 +10,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { GitError } from '../errors.js';
 import { classifyMode, kindOfReportedMode, type EntryKind } from './modes.js';
+import { LooseQuarantineReader, looseOnlyQuarantine, type ObjectReader } from './loose-reader.js';
 
 export { classifyMode, isFileKind, type EntryKind } from './modes.js';
 
@@ -83,6 +84,12 @@ export interface GitOptions {
    * `HEAD` file read directly; in a work tree a file named HEAD is pushed content.
    */
   bare?: boolean;
+  /**
+   * The repository's long-lived store (a Git on the same repository without the quarantine).
+   * With it, a push whose quarantine holds loose objects only is read in process
+   * (./loose-reader.ts): no git process for the push's objects.
+   */
+  store?: Git;
 }
 
 /**
@@ -133,12 +140,14 @@ export class Git {
   readonly dir: string;
   private readonly bare: boolean;
   private readonly env: NodeJS.ProcessEnv;
-  private batch: CatFileBatch | null = null;
+  private batch: ObjectReader | null = null;
   private format: ObjectFormat | null = null;
+  private readonly store: Git | null;
 
   constructor(opts: GitOptions) {
     this.dir = opts.dir;
     this.bare = opts.bare ?? false;
+    this.store = opts.store ?? null;
     const env: NodeJS.ProcessEnv = { ...process.env };
     for (const k of SCRUBBED_VARS) delete env[k];
     env.GIT_TERMINAL_PROMPT = '0';
@@ -620,6 +629,12 @@ export class Git {
    */
   async storedBeforePush(ids: readonly string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
+    if (this.store) {
+      // The long-lived store answers without the quarantine: no process.
+      const reader = this.store.batchReader();
+      const heads = await Promise.all(ids.map((id) => reader.header(id)));
+      return new Set(ids.filter((id, i) => heads[i]?.id === id));
+    }
     const env: NodeJS.ProcessEnv = { ...this.env };
     for (const k of QUARANTINE_VARS) delete env[k];
     const out = await new Git({ dir: this.dir, env }).text(['cat-file', '--batch-check=%(objectname) ok'], ids.map((id) => `${id}\n`).join(''));
@@ -724,8 +739,14 @@ export class Git {
     this.batchReader();
   }
 
-  private batchReader(): CatFileBatch {
-    if (!this.batch || this.batch.dead) this.batch = new CatFileBatch(this.dir, this.env);
+  private batchReader(): ObjectReader {
+    if (!this.batch || this.batch.dead) {
+      const q = this.env.GIT_QUARANTINE_PATH;
+      const store = this.store;
+      this.batch = q && store && looseOnlyQuarantine(q)
+        ? new LooseQuarantineReader(q, () => store.batchReader(), () => new CatFileBatch(this.dir, this.env))
+        : new CatFileBatch(this.dir, this.env);
+    }
     return this.batch;
   }
 

@@ -231,7 +231,7 @@ export class HookService {
   }
 
   private get settleDeps(): SettleDeps {
-    return { audit: this.opts.audit, mirror: this.upstream, journal: this.journal!, dataDir: this.opts.dataDir, timeoutMs: upstreamBudget(this.opts.timeoutMs) };
+    return { audit: this.opts.audit, mirror: this.upstream, journal: this.journal!, dataDir: this.opts.dataDir, timeoutMs: upstreamBudget(this.opts.timeoutMs), storeFor: (dir) => this.mainStore(dir) };
   }
 
   /** At start: settle what the previous run left in the intent journal (a crash, a kill, a store that was down). */
@@ -507,9 +507,10 @@ export class HookService {
       env[v] = val;
     }
     const t0 = Date.now();
-    const git = new Git({ dir: s.repoDir, env, bare: true });
-    // Start the push's object reader now: its start-up overlaps the setup reads below,
-    // which the repository's long-lived reader answers (the trusted tip is in the store).
+    // The push's objects: a quarantine of loose objects only (a small push) is read in process,
+    // the rest through the repository's long-lived reader; a pack in the quarantine gets a
+    // cat-file of its own, started now so that its start-up overlaps the setup reads below.
+    const git = new Git({ dir: s.repoDir, env, bare: true, store: this.mainStore(s.repoDir) });
     git.start();
     let decisions: RefDecision[];
     const timings: Record<string, number> = {};

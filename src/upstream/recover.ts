@@ -26,6 +26,11 @@ export interface SettleDeps {
   dataDir?: string;
   /** Most one upstream call may take. */
   timeoutMs: number;
+  /**
+   * The repository's long-lived object store (the daemon's), so settling a push starts no git
+   * process; without it a reader of its own is started and closed.
+   */
+  storeFor?: (repoDir: string) => Git;
 }
 
 export const FORWARD_OUTCOMES = ['upstream.forwarded', 'upstream.forward-failed'] as const;
@@ -52,7 +57,8 @@ export async function settleIntent(d: SettleDeps, e: IntentEntry): Promise<strin
     d.journal.settle(e.pushId);
     return said;
   }
-  const git = new Git({ dir: e.repoDir, bare: true });
+  const shared = d.storeFor?.(e.repoDir);
+  const git = shared ?? new Git({ dir: e.repoDir, bare: true });
   try {
     const gateBefore = new Map<string, string | null>();
     for (const r of accepted) gateBefore.set(r.ref!, await git.refTip(r.ref!).catch(() => null));
@@ -91,7 +97,7 @@ export async function settleIntent(d: SettleDeps, e: IntentEntry): Promise<strin
       said.push(`push ${e.pushId}: confirmed ${items.map((i) => `${i.ref} ${i.moved ? 'moved' : 'did not move'}`).join(', ')}`);
     }
   } finally {
-    git.close();
+    if (!shared) git.close();
   }
   d.journal.settle(e.pushId);
   return said;

@@ -1,0 +1,197 @@
+// Why this exists: a one-file agent push brings a handful of objects, and receive-pack's
+// `unpack-objects` writes them to the push's quarantine folder as loose objects (zlib files).
+// Starting a `git cat-file` per push only to read those cost the daemon a process start (a
+// fork of a process of some hundred MB) before any rule could run. This reader answers the
+// same requests as the cat-file reader: an object in the quarantine is read from its loose file
+// here (inflated, its id checked against its content); any other object comes from the
+// repository's long-lived reader, which sees the repository as it was before the push.
+// Anything it does not read itself (a quarantine holding a pack, an object name other than a
+// full id or `id:path`, a path through a submodule) goes to a cat-file started for this push
+// only then, so its answers are git's own. Nothing read is executed.
+
+import { createHash } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { join } from 'node:path';
+import { constants as zc, inflateSync } from 'node:zlib';
+import { GitError } from '../errors.js';
+
+/** One object as the cat-file reader reports it (`data` empty for a header). */
+export interface ObjectRecord {
+  id: string;
+  type: string;
+  size: number;
+  data: Buffer;
+}
+
+/** What the Git facade asks of an object reader (the cat-file reader or this one). */
+export interface ObjectReader {
+  readonly dead: boolean;
+  read(spec: string): Promise<ObjectRecord | null>;
+  header(spec: string): Promise<ObjectRecord | null>;
+  close(): void;
+}
+
+const FULL_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+const ID_PATH = /^([0-9a-f]{40}|[0-9a-f]{64}):(.*)$/s;
+/** A header's worth of compressed bytes: `<type> <size>\0` inflates from the first few. */
+const HEADER_BYTES = 512;
+
+/** True when the quarantine holds loose objects only (no pack): the case read in process. */
+export function looseOnlyQuarantine(dir: string): boolean {
+  try {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      if (e.isDirectory() && e.name === 'pack' && readdirSync(join(dir, 'pack')).some((f) => f.endsWith('.pack') || f.endsWith('.idx'))) return false;
+    }
+    return true;
+  } catch {
+    return false; // unreadable: the cat-file path decides, and reports
+  }
+}
+
+export class LooseQuarantineReader implements ObjectReader {
+  private fallbackReader: ObjectReader | null = null;
+  private closed = false;
+
+  /**
+   * @param dir the quarantine folder (GIT_QUARANTINE_PATH), holding loose objects only
+   * @param store the repository's long-lived reader, without the quarantine
+   * @param fallback starts a cat-file over quarantine and repository (this push's environment)
+   */
+  constructor(private readonly dir: string, private readonly store: () => ObjectReader, private readonly fallback: () => ObjectReader) {}
+
+  get dead(): boolean {
+    return this.closed;
+  }
+
+  read(spec: string): Promise<ObjectRecord | null> {
+    return this.lookup(spec, false);
+  }
+
+  header(spec: string): Promise<ObjectRecord | null> {
+    return this.lookup(spec, true);
+  }
+
+  close(): void {
+    this.closed = true;
+    this.fallbackReader?.close();
+    this.fallbackReader = null;
+  }
+
+  private viaGit(): ObjectReader {
+    if (!this.fallbackReader || this.fallbackReader.dead) this.fallbackReader = this.fallback();
+    return this.fallbackReader;
+  }
+
+  private async lookup(spec: string, headerOnly: boolean): Promise<ObjectRecord | null> {
+    if (this.closed) throw new GitError(['cat-file', '--batch-command'], null, 'the reader of this push is closed');
+    if (FULL_ID.test(spec)) return this.byId(spec, headerOnly);
+    const m = ID_PATH.exec(spec);
+    if (m && plainPath(m[2]!)) {
+      const found = await this.resolvePath(m[1]!, m[2]!);
+      if (found === 'git') return headerOnly ? this.viaGit().header(spec) : this.viaGit().read(spec);
+      return found ? this.byId(found, headerOnly) : null;
+    }
+    return headerOnly ? this.viaGit().header(spec) : this.viaGit().read(spec);
+  }
+
+  /** An object by full id: the quarantine's loose file, else the repository's store. */
+  private async byId(id: string, headerOnly: boolean): Promise<ObjectRecord | null> {
+    const loose = await this.readLoose(id, headerOnly);
+    if (loose) return loose;
+    const s = this.store();
+    return headerOnly ? s.header(id) : s.read(id);
+  }
+
+  /** `id:path` as git resolves it: peel tags and commits to a tree, then one entry per component. 'git' when a case is left to git. */
+  private async resolvePath(id: string, path: string): Promise<string | null | 'git'> {
+    let cur = await this.byId(id, false);
+    for (let depth = 0; cur && cur.type === 'tag' && depth < 16; depth++) {
+      const m = /^object ([0-9a-f]+)\n/.exec(cur.data.toString('latin1'));
+      if (!m) return 'git';
+      cur = await this.byId(m[1]!, false);
+    }
+    if (!cur) return null;
+    if (cur.type === 'commit') {
+      const m = /^tree ([0-9a-f]+)\n/.exec(cur.data.toString('latin1'));
+      if (!m) return 'git';
+      cur = await this.byId(m[1]!, false);
+      if (!cur) return null;
+    }
+    if (cur.type !== 'tree') return 'git';
+    if (path === '') return cur.id;
+    const parts = path.split('/');
+    for (let i = 0; i < parts.length; i++) {
+      const entry = findEntry(cur.data, parts[i]!, cur.id.length / 2);
+      if (!entry) return null;
+      const fmt = parseInt(entry.mode, 8) & 0o170000;
+      if (fmt === 0o160000) return 'git'; // a submodule's commit: git's own answer
+      if (i === parts.length - 1) return entry.id;
+      if (fmt !== 0o040000) return null;
+      cur = await this.byId(entry.id, false);
+      if (!cur || cur.type !== 'tree') return cur ? 'git' : null;
+    }
+    return null;
+  }
+
+  /** A loose object of the quarantine, or null when it has no file there. */
+  private async readLoose(id: string, headerOnly: boolean): Promise<ObjectRecord | null> {
+    const file = join(this.dir, id.slice(0, 2), id.slice(2));
+    let fh;
+    try {
+      fh = await open(file, 'r');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw new GitError(['(quarantine)', file], null, `cannot open loose object ${id}: ${(err as Error).message}`, { cause: err });
+    }
+    const bad = (why: string, cause?: unknown) => new GitError(['(quarantine)', file], null, `loose object ${id} ${why}`, { cause });
+    try {
+      let raw: Buffer;
+      try {
+        if (headerOnly) {
+          const buf = Buffer.alloc(HEADER_BYTES);
+          const { bytesRead } = await fh.read(buf, 0, HEADER_BYTES, 0);
+          raw = inflateSync(buf.subarray(0, bytesRead), { finishFlush: zc.Z_SYNC_FLUSH });
+        } else {
+          raw = inflateSync(await fh.readFile());
+        }
+      } catch (err) {
+        throw bad(`does not inflate: ${(err as Error).message}`, err);
+      }
+      const nul = raw.indexOf(0);
+      const m = nul > 0 ? /^(commit|tree|blob|tag) (\d+)$/.exec(raw.toString('latin1', 0, nul)) : null;
+      if (!m) throw bad('has no valid header');
+      const type = m[1]!;
+      const size = Number(m[2]);
+      if (headerOnly) return { id, type, size, data: Buffer.alloc(0) };
+      if (raw.length - nul - 1 !== size) throw bad(`is ${raw.length - nul - 1} bytes, its header says ${size}`);
+      const sum = createHash(id.length === 64 ? 'sha256' : 'sha1').update(raw).digest('hex');
+      if (sum !== id) throw bad(`hashes to ${sum}`);
+      return { id, type, size, data: raw.subarray(nul + 1) };
+    } finally {
+      await fh.close();
+    }
+  }
+}
+
+/** A path this reader resolves itself: components without `.`/`..`, no empty one, no leading `./` (git's relative form). */
+function plainPath(path: string): boolean {
+  if (path === '') return true;
+  return path.split('/').every((p) => p !== '' && p !== '.' && p !== '..');
+}
+
+/** The entry named `name` in a raw tree object, by byte comparison of names. */
+function findEntry(tree: Buffer, name: string, idLen: number): { mode: string; id: string } | null {
+  const want = Buffer.from(name, 'utf8');
+  let i = 0;
+  while (i < tree.length) {
+    const sp = tree.indexOf(0x20, i);
+    const nul = sp < 0 ? -1 : tree.indexOf(0, sp);
+    if (sp < 0 || nul < 0 || nul + 1 + idLen > tree.length) throw new GitError(['cat-file', '--batch'], 0, 'a tree of the push is malformed');
+    if (nul - sp - 1 === want.length && tree.compare(want, 0, want.length, sp + 1, nul) === 0) {
+      return { mode: tree.toString('latin1', i, sp), id: tree.toString('hex', nul + 1, nul + 1 + idLen) };
+    }
+    i = nul + 1 + idLen;
+  }
+  return null;
+}
