@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { GitError } from '../errors.js';
 import { classifyMode, kindOfReportedMode, type EntryKind } from './modes.js';
-import { LooseQuarantineReader, looseOnlyQuarantine, type ObjectReader } from './loose-reader.js';
+import { LooseQuarantineReader, looseQuarantineIds, type ObjectReader } from './loose-reader.js';
 
 export { classifyMode, isFileKind, type EntryKind } from './modes.js';
 
@@ -743,8 +743,9 @@ export class Git {
     if (!this.batch || this.batch.dead) {
       const q = this.env.GIT_QUARANTINE_PATH;
       const store = this.store;
-      this.batch = q && store && looseOnlyQuarantine(q)
-        ? new LooseQuarantineReader(q, () => store.batchReader(), () => new CatFileBatch(this.dir, this.env))
+      const loose = q && store ? looseQuarantineIds(q) : null;
+      this.batch = q && store && loose
+        ? new LooseQuarantineReader(q, loose, () => store.batchReader(), () => new CatFileBatch(this.dir, this.env))
         : new CatFileBatch(this.dir, this.env);
     }
     return this.batch;

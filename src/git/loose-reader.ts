@@ -37,15 +37,24 @@ const ID_PATH = /^([0-9a-f]{40}|[0-9a-f]{64}):(.*)$/s;
 /** A header's worth of compressed bytes: `<type> <size>\0` inflates from the first few. */
 const HEADER_BYTES = 512;
 
-/** True when the quarantine holds loose objects only (no pack): the case read in process. */
-export function looseOnlyQuarantine(dir: string): boolean {
+/**
+ * The ids of the quarantine's loose objects when it holds loose objects only (no pack): the
+ * case read in process. Null when it holds a pack or cannot be listed (git reads it then).
+ */
+export function looseQuarantineIds(dir: string): Set<string> | null {
+  const ids = new Set<string>();
   try {
     for (const e of readdirSync(dir, { withFileTypes: true })) {
-      if (e.isDirectory() && e.name === 'pack' && readdirSync(join(dir, 'pack')).some((f) => f.endsWith('.pack') || f.endsWith('.idx'))) return false;
+      if (!e.isDirectory()) continue;
+      if (e.name === 'pack') {
+        if (readdirSync(join(dir, 'pack')).some((f) => f.endsWith('.pack') || f.endsWith('.idx'))) return null;
+      } else if (/^[0-9a-f]{2}$/.test(e.name)) {
+        for (const f of readdirSync(join(dir, e.name))) if (/^(?:[0-9a-f]{38}|[0-9a-f]{62})$/.test(f)) ids.add(e.name + f);
+      }
     }
-    return true;
+    return ids;
   } catch {
-    return false; // unreadable: the cat-file path decides, and reports
+    return null;
   }
 }
 
@@ -58,7 +67,7 @@ export class LooseQuarantineReader implements ObjectReader {
    * @param store the repository's long-lived reader, without the quarantine
    * @param fallback starts a cat-file over quarantine and repository (this push's environment)
    */
-  constructor(private readonly dir: string, private readonly store: () => ObjectReader, private readonly fallback: () => ObjectReader) {}
+  constructor(private readonly dir: string, private readonly loose: ReadonlySet<string>, private readonly store: () => ObjectReader, private readonly fallback: () => ObjectReader) {}
 
   get dead(): boolean {
     return this.closed;
@@ -88,48 +97,52 @@ export class LooseQuarantineReader implements ObjectReader {
     if (FULL_ID.test(spec)) return this.byId(spec, headerOnly);
     const m = ID_PATH.exec(spec);
     if (m && plainPath(m[2]!)) {
-      const found = await this.resolvePath(m[1]!, m[2]!);
-      if (found === 'git') return headerOnly ? this.viaGit().header(spec) : this.viaGit().read(spec);
-      return found ? this.byId(found, headerOnly) : null;
+      const found = await this.resolve(m[1]!, m[2]!, headerOnly);
+      if (found !== 'git') return found;
     }
     return headerOnly ? this.viaGit().header(spec) : this.viaGit().read(spec);
   }
 
   /** An object by full id: the quarantine's loose file, else the repository's store. */
   private async byId(id: string, headerOnly: boolean): Promise<ObjectRecord | null> {
-    const loose = await this.readLoose(id, headerOnly);
-    if (loose) return loose;
+    if (this.loose.has(id)) {
+      const loose = await this.readLoose(id, headerOnly);
+      if (loose) return loose;
+    }
     const s = this.store();
     return headerOnly ? s.header(id) : s.read(id);
   }
 
-  /** `id:path` as git resolves it: peel tags and commits to a tree, then one entry per component. 'git' when a case is left to git. */
-  private async resolvePath(id: string, path: string): Promise<string | null | 'git'> {
-    let cur = await this.byId(id, false);
-    for (let depth = 0; cur && cur.type === 'tag' && depth < 16; depth++) {
-      const m = /^object ([0-9a-f]+)\n/.exec(cur.data.toString('latin1'));
-      if (!m) return 'git';
-      cur = await this.byId(m[1]!, false);
-    }
-    if (!cur) return null;
-    if (cur.type === 'commit') {
-      const m = /^tree ([0-9a-f]+)\n/.exec(cur.data.toString('latin1'));
-      if (!m) return 'git';
-      cur = await this.byId(m[1]!, false);
+  /**
+   * `id:path` as git resolves it: tags and commits peeled to a tree, then one entry per
+   * component. Only objects of the quarantine are opened here: as soon as the walk reaches an
+   * object the repository had before the push, the rest (`object:rest/of/path`) is one request
+   * to the repository's reader, which resolves it as git does.
+   */
+  private async resolve(id: string, path: string, headerOnly: boolean): Promise<ObjectRecord | null | 'git'> {
+    const store = (spec: string) => (headerOnly ? this.store().header(spec) : this.store().read(spec));
+    let cur: ObjectRecord | null;
+    for (let depth = 0; ; depth++) {
+      if (!this.loose.has(id)) return store(`${id}:${path}`);
+      cur = await this.readLoose(id, false);
       if (!cur) return null;
+      const next = cur.type === 'tag' ? /^object ([0-9a-f]+)\n/.exec(cur.data.toString('latin1')) : cur.type === 'commit' ? /^tree ([0-9a-f]+)\n/.exec(cur.data.toString('latin1')) : null;
+      if (cur.type === 'tree') break;
+      if (!next || depth > 16) return 'git';
+      id = next[1]!;
     }
-    if (cur.type !== 'tree') return 'git';
-    if (path === '') return cur.id;
+    if (path === '') return headerOnly ? { ...cur, data: Buffer.alloc(0) } : cur;
     const parts = path.split('/');
     for (let i = 0; i < parts.length; i++) {
       const entry = findEntry(cur.data, parts[i]!, cur.id.length / 2);
       if (!entry) return null;
       const fmt = parseInt(entry.mode, 8) & 0o170000;
       if (fmt === 0o160000) return 'git'; // a submodule's commit: git's own answer
-      if (i === parts.length - 1) return entry.id;
+      if (i === parts.length - 1) return this.byId(entry.id, headerOnly);
       if (fmt !== 0o040000) return null;
-      cur = await this.byId(entry.id, false);
-      if (!cur || cur.type !== 'tree') return cur ? 'git' : null;
+      if (!this.loose.has(entry.id)) return store(`${entry.id}:${parts.slice(i + 1).join('/')}`);
+      cur = await this.readLoose(entry.id, false);
+      if (!cur || cur.type !== 'tree') return 'git';
     }
     return null;
   }

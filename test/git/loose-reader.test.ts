@@ -9,7 +9,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync, chmodSync } from '
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { Git } from '../../src/git/git.js';
-import { looseOnlyQuarantine } from '../../src/git/loose-reader.js';
+import { looseQuarantineIds } from '../../src/git/loose-reader.js';
 
 function sh(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}, input?: string): string {
   return execFileSync('git', args, { cwd, env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1', HOME: cwd, ...env }, input, encoding: 'utf8' }).trim();
@@ -45,7 +45,7 @@ function setup(t: Tap.Test) {
 
 t.test('answers as cat-file does over quarantine and repository', async (t) => {
   const { repo, q, qenv, ids } = setup(t);
-  t.ok(looseOnlyQuarantine(q), 'the quarantine holds loose objects only');
+  t.same(looseQuarantineIds(q), new Set([ids.b, ids.src2, ids.top2, ids.head, ids.tag]), 'the quarantine holds loose objects only: these');
   const store = new Git({ dir: repo, bare: true });
   const mine = new Git({ dir: repo, env: qenv, bare: true, store });
   const plain = new Git({ dir: repo, env: qenv, bare: true });
@@ -83,7 +83,7 @@ t.test('no git process for a loose-only quarantine; one for a quarantine with a 
   const packDir = join(q, 'pack');
   mkdirSync(packDir);
   execFileSync('git', ['pack-objects', '-q', join(packDir, 'pack')], { cwd: repo, input: `${ids.readme}\n`, env: { ...process.env, ...qenv } });
-  t.notOk(looseOnlyQuarantine(q), 'a pack makes it a case for git');
+  t.equal(looseQuarantineIds(q), null, 'a pack makes it a case for git');
   const packed = new Git({ dir: repo, env: qenv, bare: true, store });
   t.equal((await packed.pathId(`${ids.head}:README`, null))?.id, ids.readme);
   t.equal(quarantineChildren(q), 1, 'a cat-file was started for the quarantine with a pack');
