@@ -10,10 +10,11 @@
 // only then, so its answers are git's own. Nothing read is executed.
 
 import { createHash } from 'node:crypto';
-import { readdirSync } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { closeSync, fstatSync, openSync, readdirSync, readSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { constants as zc, inflateSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { constants as zc, inflate, inflateSync } from 'node:zlib';
 import { GitError } from '../errors.js';
 
 /** One object as the cat-file reader reports it (`data` empty for a header). */
@@ -36,6 +37,7 @@ const FULL_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 const ID_PATH = /^([0-9a-f]{40}|[0-9a-f]{64}):(.*)$/s;
 /** A header's worth of compressed bytes: `<type> <size>\0` inflates from the first few. */
 const HEADER_BYTES = 512;
+const inflateAsync = promisify(inflate);
 
 /**
  * The ids of the quarantine's loose objects when it holds loose objects only (no pack): the
@@ -61,6 +63,8 @@ export function looseQuarantineIds(dir: string): Set<string> | null {
 export class LooseQuarantineReader implements ObjectReader {
   private fallbackReader: ObjectReader | null = null;
   private closed = false;
+  /** Full reads of this push's loose objects (a handful, small ones only). */
+  private readonly kept = new Map<string, Promise<ObjectRecord>>();
 
   /**
    * @param dir the quarantine folder (GIT_QUARANTINE_PATH), holding loose objects only
@@ -147,44 +151,82 @@ export class LooseQuarantineReader implements ObjectReader {
     return null;
   }
 
-  /** A loose object of the quarantine, or null when it has no file there. */
-  private async readLoose(id: string, headerOnly: boolean): Promise<ObjectRecord | null> {
+  /**
+   * A loose object of the quarantine, or null when it has no file there. A push's loose
+   * objects are small: read and inflated synchronously (no thread-pool round trips), and each
+   * read kept for the rest of the push, since several rules open the same commit and trees.
+   * A file over SYNC_MAX is read and inflated asynchronously, and not kept.
+   */
+  private readLoose(id: string, headerOnly: boolean): Promise<ObjectRecord | null> {
+    const kept = this.kept.get(id);
+    if (kept) return headerOnly ? kept.then((r) => r && { ...r, data: Buffer.alloc(0) }) : kept;
     const file = join(this.dir, id.slice(0, 2), id.slice(2));
-    let fh;
-    try {
-      fh = await open(file, 'r');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw new GitError(['(quarantine)', file], null, `cannot open loose object ${id}: ${(err as Error).message}`, { cause: err });
-    }
     const bad = (why: string, cause?: unknown) => new GitError(['(quarantine)', file], null, `loose object ${id} ${why}`, { cause });
+    let fd: number;
     try {
+      fd = openSync(file, 'r');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return Promise.resolve(null);
+      return Promise.reject(new GitError(['(quarantine)', file], null, `cannot open loose object ${id}: ${(err as Error).message}`, { cause: err }));
+    }
+    try {
+      const size = fstatSync(fd).size;
+      if (headerOnly) {
+        const buf = Buffer.alloc(Math.min(HEADER_BYTES, size));
+        const n = readSync(fd, buf, 0, buf.length, 0);
+        let raw: Buffer;
+        try {
+          raw = inflateSync(buf.subarray(0, n), { finishFlush: zc.Z_SYNC_FLUSH });
+        } catch (err) {
+          return Promise.reject(bad(`does not inflate: ${(err as Error).message}`, err));
+        }
+        const head = parseLooseHeader(raw);
+        return head ? Promise.resolve({ id, type: head.type, size: head.size, data: Buffer.alloc(0) }) : Promise.reject(bad('has no valid header'));
+      }
+      if (size > SYNC_MAX) {
+        return readFile(file).then((z) => inflateAsync(z)).then((raw) => checked(id, raw, bad), (err: unknown) => {
+          throw err instanceof GitError ? err : bad(`does not inflate: ${(err as Error).message}`, err);
+        });
+      }
+      const z = Buffer.alloc(size);
+      readSync(fd, z, 0, size, 0);
       let raw: Buffer;
       try {
-        if (headerOnly) {
-          const buf = Buffer.alloc(HEADER_BYTES);
-          const { bytesRead } = await fh.read(buf, 0, HEADER_BYTES, 0);
-          raw = inflateSync(buf.subarray(0, bytesRead), { finishFlush: zc.Z_SYNC_FLUSH });
-        } else {
-          raw = inflateSync(await fh.readFile());
-        }
+        raw = inflateSync(z);
       } catch (err) {
-        throw bad(`does not inflate: ${(err as Error).message}`, err);
+        return Promise.reject(bad(`does not inflate: ${(err as Error).message}`, err));
       }
-      const nul = raw.indexOf(0);
-      const m = nul > 0 ? /^(commit|tree|blob|tag) (\d+)$/.exec(raw.toString('latin1', 0, nul)) : null;
-      if (!m) throw bad('has no valid header');
-      const type = m[1]!;
-      const size = Number(m[2]);
-      if (headerOnly) return { id, type, size, data: Buffer.alloc(0) };
-      if (raw.length - nul - 1 !== size) throw bad(`is ${raw.length - nul - 1} bytes, its header says ${size}`);
-      const sum = createHash(id.length === 64 ? 'sha256' : 'sha1').update(raw).digest('hex');
-      if (sum !== id) throw bad(`hashes to ${sum}`);
-      return { id, type, size, data: raw.subarray(nul + 1) };
+      let result: Promise<ObjectRecord>;
+      try {
+        result = Promise.resolve(checked(id, raw, bad));
+      } catch (err) {
+        return Promise.reject(err);
+      }
+      this.kept.set(id, result);
+      return result;
     } finally {
-      await fh.close();
+      closeSync(fd);
     }
   }
+}
+
+/** Above this many compressed bytes a loose object is read and inflated off the event loop. */
+const SYNC_MAX = 1024 * 1024;
+
+function parseLooseHeader(raw: Buffer): { type: string; size: number; nul: number } | null {
+  const nul = raw.indexOf(0);
+  const m = nul > 0 && nul < 32 ? /^(commit|tree|blob|tag) (\d+)$/.exec(raw.toString('latin1', 0, nul)) : null;
+  return m ? { type: m[1]!, size: Number(m[2]), nul } : null;
+}
+
+/** The object in an inflated loose file, after its length and its id are checked against the content. */
+function checked(id: string, raw: Buffer, bad: (why: string) => GitError): ObjectRecord {
+  const head = parseLooseHeader(raw);
+  if (!head) throw bad('has no valid header');
+  if (raw.length - head.nul - 1 !== head.size) throw bad(`is ${raw.length - head.nul - 1} bytes, its header says ${head.size}`);
+  const sum = createHash(id.length === 64 ? 'sha256' : 'sha1').update(raw).digest('hex');
+  if (sum !== id) throw bad(`hashes to ${sum}`);
+  return { id, type: head.type, size: head.size, data: raw.subarray(head.nul + 1) };
 }
 
 /** A path this reader resolves itself: components without `.`/`..`, no empty one, no leading `./` (git's relative form). */

@@ -1,0 +1,212 @@
+// Process starts for the git services node-git-server runs (`git-receive-pack`,
+// `git-upload-pack`), made by a small helper process (./spawner-process.ts) instead of the
+// daemon. A fork copies its parent's page tables: from a daemon of 200-300 MB each start
+// blocked every push's event loop for 7-30 ms (the bench's profile), twice per push; from the
+// helper it costs its ~45 MB. The helper passes the child's three pipes back over its IPC
+// channel, so git's bytes flow between the daemon and git directly, as before.
+//
+// What the daemon gets is a ChildProcess-like object at once: stdio streams that are joined to
+// the real pipes when they arrive, `pid` when it is known (`pidReady`), 'exit' and 'close'
+// after the helper saw the child exit and its stdout ended. When the helper cannot be used
+// (not started, died, a request fails) the daemon's own spawn runs: slower, never different.
+
+import { spawn as nodeSpawn, type ChildProcess } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import { createRequire } from 'node:module';
+import type { Socket } from 'node:net';
+import { PassThrough } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+
+const HELPER_JS = fileURLToPath(new URL('./spawner-process.js', import.meta.url));
+
+/** The commands the helper starts: node-git-server's services, by the names it spawns them under. */
+const SERVICES = new Set(['git-receive-pack', 'git-upload-pack']);
+
+type Msg =
+  | { op: 'stdio'; id: number; fd: 0 | 1 | 2; pid?: number }
+  | { op: 'exit'; id: number; code: number | null; signal: NodeJS.Signals | null }
+  | { op: 'error'; id: number; message: string };
+
+/** A git service started by the helper, shaped as the parts of ChildProcess its users read. */
+export class HelperChild extends EventEmitter {
+  pid: number | undefined;
+  exitCode: number | null = null;
+  signalCode: NodeJS.Signals | null = null;
+  killed = false;
+  readonly stdin = new PassThrough();
+  readonly stdout = new PassThrough();
+  readonly stderr = new PassThrough();
+  /** Resolves with the pid once the helper has started the child; undefined if it could not. */
+  readonly pidReady: Promise<number | undefined>;
+  private resolvePid!: (pid: number | undefined) => void;
+  private exited: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+  private stdoutEnded = false;
+
+  constructor(private readonly owner: GitSpawner, readonly id: number) {
+    super();
+    this.pidReady = new Promise((r) => (this.resolvePid = r));
+    this.stdout.once('end', () => {
+      this.stdoutEnded = true;
+      this.maybeExit();
+    });
+  }
+
+  kill(signal: NodeJS.Signals = 'SIGTERM'): boolean {
+    if (this.exited) return false;
+    this.killed = true;
+    this.owner.kill(this.id, signal);
+    return true;
+  }
+
+  /** @internal one of the child's pipes, passed back by the helper */
+  attach(fd: 0 | 1 | 2, sock: Socket, pid?: number): void {
+    sock.on('error', (err) => (fd === 0 ? this.stdin : fd === 1 ? this.stdout : this.stderr).emit('error', err));
+    if (fd === 0) {
+      this.pid = pid;
+      this.resolvePid(pid);
+      this.emit('spawn');
+      this.stdin.pipe(sock);
+    } else sock.pipe(fd === 1 ? this.stdout : this.stderr);
+  }
+
+  /** @internal */
+  onExit(code: number | null, signal: NodeJS.Signals | null): void {
+    this.exited = { code, signal };
+    this.maybeExit();
+  }
+
+  /** @internal the helper could not start it */
+  onError(err: Error): void {
+    this.resolvePid(undefined);
+    this.emit('error', err);
+    this.stdout.end();
+    this.stderr.end();
+    this.onExit(null, null);
+  }
+
+  /** 'exit' once git has exited and all it wrote is read: a response is never ended before its last byte. */
+  private maybeExit(): void {
+    if (!this.exited || !this.stdoutEnded || this.exitCode !== null || this.signalCode !== null) return;
+    this.exitCode = this.exited.code;
+    this.signalCode = this.exited.signal;
+    if (this.exitCode === null && this.signalCode === null) this.exitCode = -1;
+    this.owner.forget(this.id);
+    this.emit('exit', this.exited.code, this.exited.signal);
+    this.emit('close', this.exited.code, this.exited.signal);
+  }
+}
+
+export class GitSpawner {
+  private helper: ChildProcess | null = null;
+  private readonly live = new Map<number, HelperChild>();
+  private nextId = 1;
+  private stopped = false;
+
+  constructor(private readonly log: (line: string) => void = () => {}) {}
+
+  /** Start the helper now (while the daemon is still small) rather than at the first push. */
+  start(): void {
+    if (this.helper || this.stopped) return;
+    const h = nodeSpawn(process.execPath, [HELPER_JS], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'json' });
+    this.helper = h;
+    h.on('message', (m: Msg, handle?: Socket) => this.onMessage(m, handle));
+    h.on('error', (err) => this.lost(h, err));
+    h.on('exit', (code, signal) => this.lost(h, new Error(`the spawn helper exited (${signal ?? code})`)));
+    h.channel?.unref();
+    h.unref();
+  }
+
+  /** Spawn a git service through the helper; null when the helper is not available (the caller spawns). */
+  spawn(cmd: string, args: readonly string[]): HelperChild | null {
+    const h = this.helper;
+    if (!h || !h.connected || this.stopped) return null;
+    const id = this.nextId++;
+    const child = new HelperChild(this, id);
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+    this.live.set(id, child);
+    h.send({ op: 'spawn', id, cmd, args: [...args], cwd: process.cwd(), env }, (err) => {
+      if (err) this.fail(id, err);
+    });
+    return child;
+  }
+
+  /** @internal */
+  kill(id: number, signal: NodeJS.Signals): void {
+    if (this.helper?.connected) this.helper.send({ op: 'kill', id, signal }, () => {});
+  }
+
+  /** @internal */
+  forget(id: number): void {
+    this.live.delete(id);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    const h = this.helper;
+    this.helper = null;
+    if (h?.connected) h.disconnect();
+  }
+
+  private onMessage(m: Msg, handle?: Socket): void {
+    const c = this.live.get(m.id);
+    if (!c) {
+      handle?.destroy();
+      return;
+    }
+    if (m.op === 'stdio') {
+      if (handle) c.attach(m.fd, handle, m.pid);
+      else this.fail(m.id, new Error(`the spawn helper sent no pipe for fd ${m.fd}`));
+    } else if (m.op === 'exit') c.onExit(m.code, m.signal);
+    else if (m.op === 'error') this.fail(m.id, new Error(m.message));
+  }
+
+  private fail(id: number, err: Error): void {
+    const c = this.live.get(id);
+    this.live.delete(id);
+    c?.onError(err);
+  }
+
+  /** The helper died: every child it had is failed (their pushes are refused), the next spawn starts a new one. */
+  private lost(h: ChildProcess, err: Error): void {
+    if (this.helper !== h) return;
+    this.helper = null;
+    if (!this.stopped) this.log(`patchgate: spawn helper: ${err.message}; git services start from the daemon until it is back`);
+    for (const id of [...this.live.keys()]) this.fail(id, err);
+    if (!this.stopped) setTimeout(() => this.start(), 1000).unref();
+  }
+}
+
+let routed: GitSpawner | null = null;
+
+/**
+ * Route node-git-server's service spawns through `spawner`. node-git-server (CommonJS) calls
+ * `require('child_process').spawn('git-receive-pack', …)` at each request; that one property
+ * of the CommonJS module object is wrapped, for those two commands only when called with no
+ * options, exactly as node-git-server calls them. Every other spawn, ours included (ES module
+ * bindings), is untouched. Returns a function that puts the original back.
+ */
+export function routeServiceSpawns(spawner: GitSpawner): () => void {
+  const cp = createRequire(import.meta.url)('node:child_process') as typeof import('node:child_process');
+  const original = cp.spawn;
+  routed = spawner;
+  const wrapped = function (this: unknown, cmd: string, ...rest: unknown[]): ChildProcess {
+    const args = rest[0];
+    if (routed && SERVICES.has(cmd) && Array.isArray(args) && rest.length === 1) {
+      const child = routed.spawn(cmd, args as string[]);
+      if (child) return child as unknown as ChildProcess;
+    }
+    return (original as (...a: unknown[]) => ChildProcess).call(this, cmd, ...rest);
+  } as typeof cp.spawn;
+  cp.spawn = wrapped;
+  return () => {
+    if (cp.spawn === wrapped) cp.spawn = original;
+    if (routed === spawner) routed = null;
+  };
+}
+
+/** The pid of a service child, waiting for the helper when it started it. */
+export async function servicePid(ps: ChildProcess | HelperChild): Promise<number | undefined> {
+  if (ps instanceof HelperChild) return ps.pidReady;
+  return ps.pid;
+}
