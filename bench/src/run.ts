@@ -3,7 +3,7 @@
 // bench/results.json. It is a benchmark, not a test: nothing fails on a MISS. See
 // docs/performance.md for what each figure means.
 //
-//   node dist/bench/run.js [--sizes 1k,10k,50k] [--quick] [--only 1,2,3,4,5,6] [--iterations N]
+//   node bench/dist/run.js [--sizes 1k,10k,50k] [--quick] [--only 1,2,3,4,5,6] [--iterations N]
 //                          [--agents N] [--pushes N] [--audit-rows N] [--digest-runs N]
 //                          [--concurrency-size S] [--digest-size S] [--budget SECONDS] [--no-strace] [--keep]
 
@@ -36,7 +36,7 @@ interface Flags {
   budgetS: number;
 }
 
-const USAGE = `usage: node dist/bench/run.js [--sizes 1k,10k,50k] [--quick] [--only 1,2,3,4,5,6] [--iterations N]
+const USAGE = `usage: node bench/dist/run.js [--sizes 1k,10k,50k] [--quick] [--only 1,2,3,4,5,6] [--iterations N]
   [--agents N] [--pushes N] [--audit-rows N] [--digest-runs N] [--concurrency-size S] [--digest-size S]
   [--budget SECONDS] [--no-strace] [--keep]`;
 

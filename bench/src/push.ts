@@ -14,10 +14,10 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import { AuditStore } from '../audit/store.js';
-import { TokenStore } from '../audit/tokens.js';
-import { ContentCache, PersistentCache } from '../cache/content-cache.js';
-import { createRepo } from '../server/repos.js';
+import { AuditStore } from '../../dist/audit/store.js';
+import { TokenStore } from '../../dist/audit/tokens.js';
+import { ContentCache, PersistentCache } from '../../dist/cache/content-cache.js';
+import { createRepo } from '../../dist/server/repos.js';
 import { makeEdits, type GeneratedRepo } from './gen.js';
 import { git, median, memOf, nowMs, percentile, Rng, run, startNodeChild, startServeChild, stopServeChild, tempDir, trackChild } from './util.js';
 
