@@ -48,9 +48,9 @@ export interface PushRun {
   stderr: string;
 }
 
-/** `git push URL SHA:REF` from a client repository; ok = exit 0 (and ACCEPT when `gate`). */
-export async function pushOnce(cwd: string, url: string, sha: string, ref: string, gate: boolean): Promise<PushRun> {
-  const r = await run('git', ['push', '--no-verify', url, `${sha}:${ref}`], { cwd, timeoutMs: 600_000 });
+/** `git push URL SHA:REF` from a client repository; ok = exit 0 (and ACCEPT when `gate`). Killed after `timeoutMs`. */
+export async function pushOnce(cwd: string, url: string, sha: string, ref: string, gate: boolean, timeoutMs = 600_000): Promise<PushRun> {
+  const r = await run('git', ['push', '--no-verify', url, `${sha}:${ref}`], { cwd, timeoutMs });
   const ok = r.code === 0 && (!gate || /patchgate: ACCEPT/.test(r.stderr));
   return { ms: r.ms, ok, code: r.code, stderr: r.stderr };
 }
