@@ -243,7 +243,7 @@ async function main(): Promise<void> {
     const ratio = bySize.length >= 2 ? hi!.rules['contract']! / Math.max(lo!.rules['contract']!, 1) : Number.NaN;
     const pass = bySize.length >= 2 ? ratio <= FLAT : null;
     const figure = bySize.length ? `${bySize.map((p) => `${p.size} ${p.rules['contract']} ms`).join(' / ')}${bySize.length >= 2 ? `: ${hi!.size} / ${lo!.size} = ${round(ratio, 2)}` : ' (one size: n/a)'}` : 'not run';
-    row('', `contract rule median, ${bySize.map((p) => p.size).join(' / ') || 'n/a'}`, figure, `${bySize.length >= 2 ? hi!.size : 'largest'} <= ${FLAT} x ${bySize.length >= 2 ? lo!.size : 'smallest'}`, verdict(pass));
+    row('', `contract rule median, ${bySize.map((p) => p.size).join(' / ') || '1k / 10k / 50k'}`, figure, `${bySize.length >= 2 ? hi!.size : 'largest'} <= ${FLAT} x ${bySize.length >= 2 ? lo!.size : 'smallest'}`, verdict(pass));
     targets.push({ id: 'flat', text: `contract rule median flat with size: largest size's median <= ${FLAT} x the smallest's (at least two sizes)`, figure, pass });
   }
   if (digest) {
