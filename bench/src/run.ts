@@ -298,7 +298,7 @@ async function main(): Promise<void> {
   {
     const c10 = colds.find((c) => c.size === '10k');
     let n10: { ms: number; ok: boolean; how: string } | null = null;
-    if (c10) n10 = { ms: c10.ms, ok: c10.ok, how: `(8) new data folder, empty cache.db, --hook-timeout ${c10.hookTimeoutS}${c10.timedOut ? '; stopped at the budget: a lower bound' : c10.ok ? '' : `; failed: ${c10.stderrTail}`}` };
+    if (c10) n10 = { ms: c10.ms, ok: c10.ok, how: `(8) new data folder, empty cache.db, --hook-timeout ${c10.hookTimeoutS}${c10.timedOut ? '; stopped at the budget: a lower bound' : c10.ok ? '' : `; failed: ${c10.stderrTail}`}; daemon VmHWM ${Math.round(c10.vmHwmMB)} MB` };
     else if (conc && conc.size === '10k' && !conc.restart) n10 = { ms: conc.coldFirstPushMs, ok: true, how: `(4) first push on a new daemon, empty cache, --hook-timeout ${conc.hookTimeoutS}` };
     else if (p10 && p10.firstPushCold) n10 = { ms: p10.firstPushMs, ok: true, how: '(1,2) first push on a cold daemon (empty cache)' };
     else if (upstreamFig && upstreamFig.size === '10k') n10 = { ms: upstreamFig.firstPushMs, ok: true, how: '(7) first push right after repo create --upstream on a new daemon' };
