@@ -2,17 +2,27 @@
 // database with plumbing (rev-list, diff-tree, ls-tree, a long-lived cat-file --batch);
 // nothing pushed is ever checked out, imported or executed. It honours a receive-pack
 // quarantine by passing the hook's object-directory variables to every child.
+//
+// This file is the facade callers use (the Git class, and every name they import); the
+// work is in its neighbours: exec.ts (starting git children), cat-file.ts (the object
+// reader), trees.ts (tree parsing and diffs), commits.ts (commit headers, rev-list, HEAD),
+// quarantine.ts (what a push brought) and credentials.ts (credentials, URL redaction).
 
-import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { open, readdir, readFile, stat } from 'node:fs/promises';
-import type { Dirent } from 'node:fs';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { GitError } from '../errors.js';
-import { classifyMode, kindOfReportedMode, type EntryKind } from './modes.js';
+import { CatFileBatch } from './cat-file.js';
+import { parseCommitHeader, parseRevList, parseTimestampedRevList, pushedLine, readHeadFile, type CommitHeader, type CommitInfo } from './commits.js';
+import { credentialArgs, redactUrl } from './credentials.js';
+import { gitEnv, runGit, runRemote, type RemoteOptions, type RemoteResult, type RunOptions } from './exec.js';
+import { headersOf, parseObjectList, QUARANTINE_HEADER_MAX, QUARANTINE_LIST_ARGS, QUARANTINE_VARS, quarantineIds, readQuarantine, type PushedObject, type QuarantineStats } from './quarantine.js';
+import { commitDiff, diffInto, lsTreeArgs, parseDiffTree, parseLsTree, parseTree, writeTreeFiles, type Change, type OddMode, type RawTreeEntry, type TreeEntry } from './trees.js';
 import { LooseQuarantineReader, looseQuarantineIds, type ObjectReader } from './loose-reader.js';
 
 export { classifyMode, isFileKind, type EntryKind } from './modes.js';
+export { isZeroId, type CommitInfo } from './commits.js';
+export { credentialArgs, credentialOrigin, REDIRECT_REFUSED, redactUrl } from './credentials.js';
+export { setConfigSync } from './exec.js';
+export { QUARANTINE_VARS, type PushedObject, type QuarantineStats } from './quarantine.js';
+export type { Change, OddMode, RawTreeEntry, TreeEntry } from './trees.js';
 
 export type ObjectFormat = 'sha1' | 'sha256';
 
@@ -20,59 +30,6 @@ const EMPTY_TREE: Record<ObjectFormat, string> = {
   sha1: '4b825dc642cb6eb9a060e54bf8d69288fbee4904',
   sha256: '6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321',
 };
-
-/** Variables a pre-receive hook gets from receive-pack that point at quarantined objects. */
-export const QUARANTINE_VARS = ['GIT_OBJECT_DIRECTORY', 'GIT_ALTERNATE_OBJECT_DIRECTORIES', 'GIT_QUARANTINE_PATH'] as const;
-
-/** Set one key of a repository's config file, synchronously (`hook install` is synchronous); throws GitError. */
-export function setConfigSync(configFile: string, key: string, value: string): void {
-  const args = ['config', '--file', configFile, key, value];
-  try {
-    execFileSync('git', args, { stdio: ['ignore', 'ignore', 'pipe'], timeout: 10_000 });
-  } catch (err) {
-    const e = err as { status?: number | null; stderr?: Buffer };
-    throw new GitError(args, e.status ?? null, e.stderr?.toString('utf8') ?? String(err), { cause: err });
-  }
-}
-
-export function isZeroId(id: string): boolean {
-  return /^0+$/.test(id);
-}
-
-export interface CommitInfo {
-  id: string;
-  parents: string[];
-}
-
-/** One changed path between two trees, from `diff-tree -r -z --raw --no-renames`. */
-export interface Change {
-  status: string; // A, D, M, T
-  oldMode: string;
-  newMode: string;
-  /** What each side is, as git's checkout sees it (src/git/modes.ts); null for the absent side. */
-  oldKind: EntryKind | null;
-  newKind: EntryKind | null;
-  oldId: string;
-  newId: string;
-  path: string;
-}
-
-/** A tree entry a commit wrote with mode digits git itself never writes (e.g. `40755`, `120777`). */
-export interface OddMode {
-  path: string;
-  /** The stored digits. */
-  mode: string;
-  /** What git's checkout makes of it. */
-  kind: EntryKind;
-}
-
-export interface TreeEntry {
-  mode: string;
-  kind: EntryKind;
-  type: 'blob' | 'tree' | 'commit';
-  id: string;
-  path: string;
-}
 
 export interface GitOptions {
   /** The repository (a bare repo's directory or a work tree's top). */
@@ -92,49 +49,8 @@ export interface GitOptions {
   store?: Git;
 }
 
-/**
- * One entry of a tree object; `raw` is the name's bytes (git orders by bytes). `mode` is the
- * mode as git reports it after reading, `rawMode` the stored digits, `kind` what checkout
- * makes of it: walkers decide on `kind`, never on the digits.
- */
-export interface RawTreeEntry {
-  mode: string;
-  rawMode: string;
-  kind: EntryKind;
-  name: string;
-  raw: Buffer;
-  id: string;
-}
-
-const SLASH = Buffer.from('/');
-
-/** git's tree order: names compared as bytes, a tree's name as if it ended in "/". */
-function compareEntries(x: RawTreeEntry, y: RawTreeEntry): number {
-  const kx = x.kind === 'tree' ? Buffer.concat([x.raw, SLASH]) : x.raw;
-  const ky = y.kind === 'tree' ? Buffer.concat([y.raw, SLASH]) : y.raw;
-  return Buffer.compare(kx, ky);
-}
-
-/** The file-type family of a kind; a change of family is diff's T status. */
-function family(kind: EntryKind): string {
-  return kind === 'executable' ? 'regular' : kind;
-}
-
-/** Variables that would make git read another repository or config than the one we chose. */
-const SCRUBBED_VARS = ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT_CONFIG_PARAMETERS', 'GIT_CONFIG_COUNT', 'GIT_NAMESPACE', 'GIT_CEILING_DIRECTORIES', 'GIT_COMMON_DIR', ...QUARANTINE_VARS];
-
-/**
- * How a git that talks to another repository is started so that it dies with the gate: in its
- * own process group (the time limit kills the whole group), led by a bash that the kernel
- * signals when the gate dies (`setpriv --pdeathsig`, util-linux), and that then kills the
- * group: no forward or fetch outlives a gate that was killed (kill -9 included). Without
- * setpriv on PATH, git is started directly (the time limit still bounds it).
- */
-const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv', ...(process.env.PATH ?? '').split(':').filter(Boolean).map((d) => `${d}/setpriv`)].find((p) => existsSync(p)) ?? null;
-function diesWithGate(args: string[]): [string, string[]] {
-  if (!SETPRIV) return ['git', args];
-  return [SETPRIV, ['--pdeathsig', 'TERM', '--', 'bash', '-c', 'trap "kill -KILL 0" TERM; git "$@" & wait $!', 'patchgate-git', ...args]];
-}
+/** How long one fetch or push of the checkpoint ref may take. */
+const REMOTE_REF_TIMEOUT_MS = 60_000;
 
 export class Git {
   readonly dir: string;
@@ -148,31 +64,12 @@ export class Git {
     this.dir = opts.dir;
     this.bare = opts.bare ?? false;
     this.store = opts.store ?? null;
-    const env: NodeJS.ProcessEnv = { ...process.env };
-    for (const k of SCRUBBED_VARS) delete env[k];
-    env.GIT_TERMINAL_PROMPT = '0';
-    env.LC_ALL = 'C';
-    for (const [k, v] of Object.entries(opts.env ?? {})) if (v !== undefined) env[k] = v;
-    this.env = env;
+    this.env = gitEnv(opts.env);
   }
 
   /** Run one git command and return stdout. Non-zero exit throws GitError unless listed in `okExit`. */
-  run(args: string[], opts: { input?: string | Buffer; okExit?: number[] } = {}): Promise<{ stdout: Buffer; code: number }> {
-    return new Promise((resolve, reject) => {
-      const child = spawn('git', args, { cwd: this.dir, env: this.env, stdio: ['pipe', 'pipe', 'pipe'] });
-      const out: Buffer[] = [];
-      const err: Buffer[] = [];
-      child.stdout.on('data', (b: Buffer) => out.push(b));
-      child.stderr.on('data', (b: Buffer) => err.push(b));
-      child.on('error', (e) => reject(new GitError(args, null, String(e), { cause: e })));
-      child.on('close', (code) => {
-        const stdout = Buffer.concat(out);
-        if (code === 0 || (code !== null && opts.okExit?.includes(code))) resolve({ stdout, code: code ?? 0 });
-        else reject(new GitError(args, code, Buffer.concat(err).toString('utf8')));
-      });
-      child.stdin.on('error', () => {}); // a child that exits early closes its stdin; its exit code tells.
-      child.stdin.end(opts.input ?? '');
-    });
+  run(args: string[], opts: RunOptions = {}): Promise<{ stdout: Buffer; code: number }> {
+    return runGit(this.dir, this.env, args, opts);
   }
 
   /**
@@ -182,43 +79,8 @@ export class Git {
    * upstream credential travels by environment, never by argument). Never throws for git's
    * own failure: the caller reads code and stderr (and must redact stderr before showing it).
    */
-  remote(args: string[], opts: { env?: Record<string, string>; timeoutMs: number; signal?: AbortSignal }): Promise<{ code: number | null; stdout: string; stderr: string; timedOut: boolean }> {
-    return new Promise((resolve) => {
-      const env = { ...this.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true', SSH_ASKPASS: 'true', ...opts.env };
-      const [cmd, argv] = diesWithGate(args);
-      const child = spawn(cmd, argv, { cwd: this.dir, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-      const out: Buffer[] = [];
-      const err: Buffer[] = [];
-      let timedOut = false;
-      const kill = () => {
-        try {
-          if (child.pid) process.kill(-child.pid, 'SIGKILL');
-        } catch {
-          child.kill('SIGKILL');
-        }
-      };
-      const timer = setTimeout(() => {
-        timedOut = true;
-        kill();
-      }, opts.timeoutMs);
-      // `signal` (e.g. the daemon stopping) ends it like the time limit, without timedOut.
-      opts.signal?.addEventListener('abort', kill, { once: true });
-      if (opts.signal?.aborted) kill();
-      const done = () => {
-        clearTimeout(timer);
-        opts.signal?.removeEventListener('abort', kill);
-      };
-      child.stdout.on('data', (b: Buffer) => out.push(b));
-      child.stderr.on('data', (b: Buffer) => err.push(b));
-      child.on('error', (e) => {
-        done();
-        resolve({ code: null, stdout: '', stderr: String(e), timedOut });
-      });
-      child.on('close', (code) => {
-        done();
-        resolve({ code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), timedOut });
-      });
-    });
+  remote(args: string[], opts: RemoteOptions): Promise<RemoteResult> {
+    return runRemote(this.dir, this.env, args, opts);
   }
 
   async text(args: string[], input?: string | Buffer): Promise<string> {
@@ -238,6 +100,8 @@ export class Git {
     return EMPTY_TREE[await this.objectFormat()];
   }
 
+  // ---- refs and commits (parsing in commits.ts)
+
   /** Resolve a revision to a commit id; throws GitError when it does not name a commit. */
   async resolveCommit(rev: string): Promise<string> {
     return (await this.text(['rev-parse', '--verify', '--end-of-options', `${rev}^{commit}`])).trim();
@@ -246,17 +110,8 @@ export class Git {
   /** The branch HEAD names (a bare repo's default branch), or null when HEAD is detached. */
   async symbolicHead(): Promise<string | null> {
     if (this.bare) {
-      // A bare repository's HEAD is a small file: "ref: refs/heads/main" or a detached id.
-      // Reading it saves a process per push; anything unusual falls back to git.
-      let text: string | null = null;
-      try {
-        text = await readFile(join(this.dir, 'HEAD'), 'utf8');
-      } catch {
-        text = null;
-      }
-      const m = text === null ? null : /^ref: (refs\/[^\0\n]+)\n?$/.exec(text);
-      if (m) return m[1]!;
-      if (text !== null && /^[0-9a-f]{40}(?:[0-9a-f]{24})?\n?$/.test(text)) return null;
+      const head = await readHeadFile(this.dir);
+      if (head !== undefined) return head;
     }
     const { stdout, code } = await this.run(['symbolic-ref', '-q', 'HEAD'], { okExit: [1] });
     return code === 0 ? stdout.toString('utf8').trim() : null;
@@ -282,11 +137,7 @@ export class Git {
     const args = ['rev-list', '--parents', '--topo-order', '--reverse', include, '--not'];
     if (exclude === 'all') args.push('--all');
     else args.push(...exclude);
-    const lines = (await this.text(args)).split('\n').filter(Boolean);
-    return lines.map((l) => {
-      const [id, ...parents] = l.split(' ');
-      return { id: id!, parents };
-    });
+    return parseRevList(await this.text(args));
   }
 
   /**
@@ -297,21 +148,8 @@ export class Git {
    * exactly `rev-list tip --not --all`. Anything else (a merge, a root, a commit the store
    * already had, a long line) returns null and the caller asks rev-list.
    */
-  async pushedLine(tip: string, boundaries: string[], mainStore: Git, max = 256): Promise<CommitInfo[] | null> {
-    const line: CommitInfo[] = [];
-    let id = tip;
-    while (!boundaries.includes(id)) {
-      if (line.length >= max) return null;
-      if ((await mainStore.pathId(id, null)) !== null) return null;
-      const parents = (await this.commitHeader(id))?.parents;
-      if (parents?.length !== 1) return null;
-      line.push({ id, parents });
-      id = parents[0]!;
-    }
-    // The boundary must be in the store: a reader that cannot see the store (a removed
-    // repository, say) would call everything new, and the line's base would be wrong.
-    if ((await mainStore.pathId(id, null)) === null) return null;
-    return line.reverse();
+  pushedLine(tip: string, boundaries: string[], mainStore: Git, max = 256): Promise<CommitInfo[] | null> {
+    return pushedLine(this, tip, boundaries, mainStore, max);
   }
 
   async isAncestor(ancestor: string, descendant: string): Promise<boolean> {
@@ -324,24 +162,42 @@ export class Git {
     return code === 0 ? stdout.toString('utf8').trim() : null;
   }
 
+  /**
+   * The header of a commit object (tree, parents, committer time), read through the batch
+   * reader; null when `id` is not a commit. Only the header is read: a message may hold lines
+   * that look like header lines.
+   */
+  async commitHeader(id: string): Promise<CommitHeader | null> {
+    const r = await this.batchReader().read(id);
+    if (!r || r.type !== 'commit') return null;
+    return parseCommitHeader(id, r.data);
+  }
+
+  /** The root tree id of a commit. */
+  async commitTree(id: string): Promise<string> {
+    const h = await this.commitHeader(id);
+    if (!h) throw new GitError(['cat-file', '--batch-command'], 0, `${id} is not a commit`);
+    return h.tree;
+  }
+
+  /** Committer time of a commit. */
+  async commitDate(id: string): Promise<Date> {
+    const h = await this.commitHeader(id);
+    if (!h) throw new GitError(['cat-file', '--batch-command'], 0, `${id} is not a commit`);
+    return new Date(h.committerTime * 1000);
+  }
+
+  /** Commits touching `path`, reachable from `rev`, newest first, with their committer dates. */
+  async pathHistory(rev: string, path: string): Promise<Array<CommitInfo & { date: Date }>> {
+    return parseTimestampedRevList(await this.text(['rev-list', '--parents', '--timestamp', rev, '--', path]));
+  }
+
+  // ---- trees and diffs (trees.ts)
+
   /** Changes from tree-ish `a` to tree-ish `b`, recursive, renames off, NUL separated. */
   async diffTree(a: string, b: string): Promise<Change[]> {
     const { stdout } = await this.run(['diff-tree', '-r', '-z', '--raw', '--no-renames', '--no-commit-id', '--full-index', a, b]);
-    const parts = stdout.toString('utf8').split('\0');
-    const changes: Change[] = [];
-    for (let i = 0; i + 1 < parts.length; i += 2) {
-      const meta = parts[i]!;
-      const path = parts[i + 1]!;
-      const m = /^:(\d{6}) (\d{6}) ([0-9a-f]+) ([0-9a-f]+) ([A-Z])\d*$/.exec(meta);
-      if (!m) throw new GitError(['diff-tree', a, b], 0, `unparsable diff-tree line ${JSON.stringify(meta)}`);
-      const status = m[5]!;
-      changes.push({
-        status, oldMode: m[1]!, newMode: m[2]!,
-        oldKind: status === 'A' ? null : kindOfReportedMode(m[1]!), newKind: status === 'D' ? null : kindOfReportedMode(m[2]!),
-        oldId: m[3]!, newId: m[4]!, path,
-      });
-    }
-    return changes;
+    return parseDiffTree(stdout, a, b);
   }
 
   /**
@@ -360,48 +216,8 @@ export class Git {
    * writes (`oddModes`): an entry counts when it differs from the parent's entry of that name
    * (id or digits), or, for a merge, from every parent's.
    */
-  async commitDiff(commit: CommitInfo): Promise<{ changes: Change[]; oddModes: OddMode[] }> {
-    const tree = await this.commitTree(commit.id);
-    const diff = async (parentTree: string | null): Promise<{ changes: Change[]; oddModes: OddMode[] }> => {
-      const oddModes: OddMode[] = [];
-      const changes: Change[] = [];
-      await this.diffInto(parentTree, tree, '', changes, oddModes);
-      return { changes, oddModes };
-    };
-    if (commit.parents.length === 0) return diff(null);
-    const perParent = await Promise.all(commit.parents.map(async (p) => diff(await this.commitTree(p))));
-    if (perParent.length === 1) return perParent[0]!;
-    const [first, ...rest] = perParent;
-    const restSets = rest.map((d) => new Set(d.changes.map((c) => c.path)));
-    const restOdd = rest.map((d) => new Set(d.oddModes.map((o) => `${o.mode} ${o.path}`)));
-    return {
-      changes: first!.changes.filter((c) => restSets.every((s) => s.has(c.path))),
-      oddModes: first!.oddModes.filter((o) => restOdd.every((s) => s.has(`${o.mode} ${o.path}`))),
-    };
-  }
-
-  /**
-   * The header of a commit object (tree, parents, committer time), read through the batch
-   * reader; null when `id` is not a commit. Only the header is read: a message may hold lines
-   * that look like header lines.
-   */
-  async commitHeader(id: string): Promise<{ tree: string; parents: string[]; committerTime: number } | null> {
-    const r = await this.batchReader().read(id);
-    if (!r || r.type !== 'commit') return null;
-    const text = r.data.toString('latin1');
-    const end = text.indexOf('\n\n');
-    const header = end < 0 ? text : text.slice(0, end);
-    const tree = /^tree ([0-9a-f]+)$/m.exec(header);
-    const committer = /^committer .* (\d+) [+-]\d{4}$/m.exec(header);
-    if (!tree || !committer) throw new GitError(['cat-file', '--batch-command'], 0, `commit ${id} has no ${tree ? 'committer' : 'tree'} line`);
-    return { tree: tree[1]!, parents: [...header.matchAll(/^parent ([0-9a-f]+)$/gm)].map((m) => m[1]!), committerTime: Number(committer[1]) };
-  }
-
-  /** The root tree id of a commit. */
-  async commitTree(id: string): Promise<string> {
-    const h = await this.commitHeader(id);
-    if (!h) throw new GitError(['cat-file', '--batch-command'], 0, `${id} is not a commit`);
-    return h.tree;
+  commitDiff(commit: CommitInfo): Promise<{ changes: Change[]; oddModes: OddMode[] }> {
+    return commitDiff(this, commit);
   }
 
   /**
@@ -412,68 +228,14 @@ export class Git {
    */
   async diffTrees(a: string | null, b: string | null, prefix = ''): Promise<Change[]> {
     const out: Change[] = [];
-    await this.diffInto(a, b, prefix, out);
+    await diffInto(this, a, b, prefix, out);
     return out;
-  }
-
-  /** Changes from `a` to `b` into `out`; entries of `b` with odd digits that `a` did not have into `odd`. */
-  private async diffInto(a: string | null, b: string | null, prefix: string, out: Change[], odd?: OddMode[]): Promise<void> {
-    if (a === b) return;
-    const [ea, eb] = await Promise.all([a ? this.readTree(a) : [], b ? this.readTree(b) : []]);
-    let i = 0;
-    let j = 0;
-    while (i < ea.length || j < eb.length) {
-      const x = ea[i];
-      const y = eb[j];
-      const c = !x ? 1 : !y ? -1 : compareEntries(x, y);
-      if (c < 0) {
-        await this.emitSide(x!, 'D', prefix, out);
-        i++;
-      } else if (c > 0) {
-        await this.emitSide(y!, 'A', prefix, out, odd);
-        j++;
-      } else {
-        i++;
-        j++;
-        const path = prefix + y!.name;
-        if (x!.id === y!.id && x!.rawMode === y!.rawMode) continue;
-        if (odd && !classifyMode(y!.rawMode).canonical) odd.push({ path, mode: y!.rawMode, kind: y!.kind });
-        if (x!.id === y!.id && x!.mode === y!.mode) continue; // other digits, same meaning: git sees no change
-        if (x!.kind === 'tree') await this.diffInto(x!.id, y!.id, `${path}/`, out, odd);
-        else out.push({ status: family(x!.kind) === family(y!.kind) ? 'M' : 'T', oldMode: x!.mode, newMode: y!.mode, oldKind: x!.kind, newKind: y!.kind, oldId: x!.id, newId: y!.id, path });
-      }
-    }
-  }
-
-  private async emitSide(e: RawTreeEntry, status: 'A' | 'D', prefix: string, out: Change[], odd?: OddMode[]): Promise<void> {
-    const path = prefix + e.name;
-    if (odd && status === 'A' && !classifyMode(e.rawMode).canonical) odd.push({ path, mode: e.rawMode, kind: e.kind });
-    if (e.kind === 'tree') {
-      await this.diffInto(status === 'D' ? e.id : null, status === 'A' ? e.id : null, `${path}/`, out, odd);
-      return;
-    }
-    const zeroId = '0'.repeat(e.id.length);
-    out.push(status === 'A'
-      ? { status, oldMode: '000000', newMode: e.mode, oldKind: null, newKind: e.kind, oldId: zeroId, newId: e.id, path }
-      : { status, oldMode: e.mode, newMode: '000000', oldKind: e.kind, newKind: null, oldId: e.id, newId: zeroId, path });
   }
 
   /** Entries of a tree-ish, recursive when asked; `path` limits to one folder. */
   async lsTree(treeish: string, opts: { recursive?: boolean; path?: string } = {}): Promise<TreeEntry[]> {
-    const args = ['ls-tree', '-z', '--full-tree'];
-    if (opts.recursive) args.push('-r');
-    args.push(treeish);
-    if (opts.path !== undefined) args.push('--', opts.path);
-    const { stdout } = await this.run(args);
-    const entries: TreeEntry[] = [];
-    for (const rec of stdout.toString('utf8').split('\0')) {
-      if (!rec) continue;
-      const tab = rec.indexOf('\t');
-      const [mode, type, id] = rec.slice(0, tab).split(' ');
-      const cls = classifyMode(mode!, `ls-tree ${treeish}`);
-      entries.push({ mode: cls.mode, kind: cls.kind, type: type as TreeEntry['type'], id: id!, path: rec.slice(tab + 1) });
-    }
-    return entries;
+    const { stdout } = await this.run(lsTreeArgs(treeish, opts));
+    return parseLsTree(stdout, treeish);
   }
 
   /**
@@ -482,23 +244,20 @@ export class Git {
    * gitlinks are skipped. Used by `patchgate ci` for its sealed copy of a pushed tree.
    */
   async exportTree(rev: string, dir: string): Promise<string[]> {
-    const { mkdir, writeFile, symlink } = await import('node:fs/promises');
-    const { join, dirname, resolve, sep } = await import('node:path');
-    const root = resolve(dir);
-    const written: string[] = [];
-    for (const e of await this.lsTree(rev, { recursive: true })) {
-      if (e.kind === 'gitlink' || e.type !== 'blob') continue;
-      const target = resolve(join(root, e.path));
-      if (!target.startsWith(root + sep)) throw new GitError(['ls-tree', rev], 0, `tree entry ${JSON.stringify(e.path)} leaves the folder`);
-      await mkdir(dirname(target), { recursive: true });
-      const data = await this.readBlob(e.id);
-      if (!data) throw new GitError(['cat-file', '--batch'], 0, `blob ${e.id} of ${e.path} is missing`);
-      if (e.kind === 'symlink') await symlink(data.toString('utf8'), target);
-      else await writeFile(target, data, { mode: e.kind === 'executable' ? 0o755 : 0o644 });
-      written.push(e.path);
-    }
-    return written;
+    return writeTreeFiles(await this.lsTree(rev, { recursive: true }), (id) => this.readBlob(id), rev, dir);
   }
+
+  /**
+   * The entries of one tree object (not recursive), in git's order, read through the batch
+   * reader: no process per call. Names are bytes in git; they are decoded as UTF-8.
+   */
+  async readTree(id: string): Promise<RawTreeEntry[]> {
+    const r = await this.batchReader().read(id);
+    if (!r || r.type !== 'tree') throw new GitError(['cat-file', '--batch'], 0, `${id} is not a tree`);
+    return parseTree(id, r.data);
+  }
+
+  // ---- objects (through the cat-file reader, cat-file.ts)
 
   /** The object id (and type and size in bytes) at `rev:path`, or of `rev` itself when path is null; null when absent. */
   async pathId(rev: string, path: string | null): Promise<{ id: string; type: string; size: number } | null> {
@@ -515,51 +274,14 @@ export class Git {
   }
 
   /**
-   * The entries of one tree object (not recursive), in git's order, read through the batch
-   * reader: no process per call. Names are bytes in git; they are decoded as UTF-8.
-   */
-  async readTree(id: string): Promise<RawTreeEntry[]> {
-    const r = await this.batchReader().read(id);
-    if (!r || r.type !== 'tree') throw new GitError(['cat-file', '--batch'], 0, `${id} is not a tree`);
-    const idLen = id.length / 2;
-    const out: RawTreeEntry[] = [];
-    const d = r.data;
-    let i = 0;
-    while (i < d.length) {
-      const sp = d.indexOf(0x20, i);
-      const nul = d.indexOf(0, sp);
-      if (sp < 0 || nul < 0 || nul + 1 + idLen > d.length || nul === sp + 1) throw new GitError(['cat-file', '--batch'], 0, `tree ${id} is malformed`);
-      const rawMode = d.toString('latin1', i, sp);
-      const cls = classifyMode(rawMode, `tree ${id}`);
-      out.push({ mode: cls.mode, rawMode, kind: cls.kind, name: d.toString('utf8', sp + 1, nul), raw: d.subarray(sp + 1, nul), id: d.toString('hex', nul + 1, nul + 1 + idLen) });
-      i = nul + 1 + idLen;
-    }
-    return out;
-  }
-
-  /** Committer time of a commit. */
-  async commitDate(id: string): Promise<Date> {
-    const h = await this.commitHeader(id);
-    if (!h) throw new GitError(['cat-file', '--batch-command'], 0, `${id} is not a commit`);
-    return new Date(h.committerTime * 1000);
-  }
-
-  /** Commits touching `path`, reachable from `rev`, newest first, with their committer dates. */
-  async pathHistory(rev: string, path: string): Promise<Array<CommitInfo & { date: Date }>> {
-    const lines = (await this.text(['rev-list', '--parents', '--timestamp', rev, '--', path])).split('\n').filter(Boolean);
-    return lines.map((l) => {
-      const [ts, id, ...parents] = l.split(' ');
-      return { id: id!, parents, date: new Date(Number(ts) * 1000) };
-    });
-  }
-
-  /**
    * The inflated size of an object (a blob by id, or `rev:path`) from its header alone,
    * through the batch reader's `info`: nothing is inflated, however large it is. Null when absent.
    */
   async objectSize(spec: string): Promise<number | null> {
     return (await this.batchReader().header(spec))?.size ?? null;
   }
+
+  // ---- the push's quarantine (quarantine.ts)
 
   private quarantine: Promise<QuarantineStats | null> | null = null;
 
@@ -593,33 +315,14 @@ export class Git {
       // (`info`, nothing inflated): no process. An index of a form not read here, or more
       // objects than QUARANTINE_HEADER_MAX: the one cat-file below.
       const ids = await quarantineIds(dir, QUARANTINE_HEADER_MAX).catch(() => null);
-      if (ids) return this.headersOf(ids);
+      if (ids) return headersOf(this.batchReader(), ids);
       const env: NodeJS.ProcessEnv = { ...this.env, GIT_OBJECT_DIRECTORY: dir };
       delete env.GIT_ALTERNATE_OBJECT_DIRECTORIES;
-      const args = ['cat-file', '--batch-check=%(objectname) %(objecttype) %(objectsize)', '--batch-all-objects', '--unordered'];
+      const args = [...QUARANTINE_LIST_ARGS];
       const out = (await new Git({ dir: this.dir, env }).run(args)).stdout.toString('latin1');
-      const objects: PushedObject[] = [];
-      for (const line of out.split('\n')) {
-        if (!line) continue;
-        const m = /^([0-9a-f]{40}|[0-9a-f]{64}) (commit|tree|blob|tag) (\d+)$/.exec(line);
-        if (!m) throw new GitError(args, null, `unexpected object in the push's quarantine: ${JSON.stringify(line.slice(0, 120))}`);
-        objects.push({ id: m[1]!, type: m[2] as PushedObject['type'], size: Number(m[3]) });
-      }
-      return objects;
+      return parseObjectList(out, args);
     })();
     return this.pushedObjects;
-  }
-
-  /** Kind and size of each listed quarantine object, from its header (the push's reader). */
-  private async headersOf(ids: string[]): Promise<PushedObject[]> {
-    const reader = this.batchReader();
-    const heads = await Promise.all(ids.map((id) => reader.header(id)));
-    return heads.map((h, i) => {
-      const id = ids[i]!;
-      if (!h || h.id !== id) throw new GitError(['cat-file', '--batch-command'], null, `object ${id} of the push's quarantine cannot be read`);
-      if (!/^(?:commit|tree|blob|tag)$/.test(h.type)) throw new GitError(['cat-file', '--batch-command'], null, `unexpected object in the push's quarantine: ${JSON.stringify(`${id} ${h.type} ${h.size}`.slice(0, 120))}`);
-      return { id, type: h.type as PushedObject['type'], size: h.size };
-    });
   }
 
   /**
@@ -678,10 +381,7 @@ export class Git {
   /** Every commit reachable from `ref` with its parents, oldest first (topological); [] when the ref is absent. */
   async commitGraph(ref: string): Promise<Array<{ id: string; parents: string[] }>> {
     if ((await this.refTip(ref)) === null) return [];
-    return (await this.text(['rev-list', '--parents', '--topo-order', '--reverse', ref])).split('\n').filter(Boolean).map((l) => {
-      const [id, ...parents] = l.split(' ');
-      return { id: id!, parents };
-    });
+    return parseRevList(await this.text(['rev-list', '--parents', '--topo-order', '--reverse', ref]));
   }
 
   /**
@@ -756,265 +456,3 @@ export class Git {
     this.batch = null;
   }
 }
-
-/** One object a push brought, as its header says. */
-export interface PushedObject {
-  id: string;
-  type: 'commit' | 'tree' | 'blob' | 'tag';
-  /** Inflated size in bytes. */
-  size: number;
-}
-
-export interface QuarantineStats {
-  objects: number;
-  /** Bytes on disk: pack files plus loose object files (compressed, as received). */
-  bytes: number;
-  packs: number;
-  loose: number;
-}
-
-const LOOSE_DIR = /^[0-9a-f]{2}$/;
-const LOOSE_NAME = /^(?:[0-9a-f]{38}|[0-9a-f]{62})$/;
-const IDX_V2_MAGIC = Buffer.from([0xff, 0x74, 0x4f, 0x63]);
-
-async function readQuarantine(dir: string | undefined): Promise<QuarantineStats | null> {
-  if (!dir) return null;
-  const fail = (why: string, cause?: unknown) => new GitError(['(quarantine)', dir], null, why, { cause });
-  const stats: QuarantineStats = { objects: 0, bytes: 0, packs: 0, loose: 0 };
-  let top: Dirent[];
-  try {
-    top = await readdir(dir, { withFileTypes: true });
-  } catch (err) {
-    throw fail(`cannot list the push's quarantine: ${(err as Error).message}`, err);
-  }
-  for (const e of top) {
-    if (e.isDirectory() && LOOSE_DIR.test(e.name)) {
-      for (const f of await readdir(join(dir, e.name))) {
-        if (!LOOSE_NAME.test(f)) continue;
-        stats.loose++;
-        stats.bytes += (await stat(join(dir, e.name, f))).size;
-      }
-    } else if (e.isDirectory() && e.name === 'pack') {
-      for (const f of await readdir(join(dir, 'pack'))) {
-        if (f.endsWith('.pack')) {
-          stats.packs++;
-          stats.bytes += (await stat(join(dir, 'pack', f))).size;
-        } else if (f.endsWith('.idx')) {
-          stats.objects += await idxObjectCount(join(dir, 'pack', f)).catch((err: unknown) => {
-            throw fail(`cannot read pack index ${f}: ${(err as Error).message}`, err);
-          });
-        }
-      }
-    }
-  }
-  stats.objects += stats.loose;
-  return stats;
-}
-
-/** Above this many objects a push's object list comes from one cat-file, not a header per object. */
-const QUARANTINE_HEADER_MAX = 2000;
-
-/**
- * The distinct object ids in a quarantine: loose objects' paths, and the name table of each
- * v2 pack index whose size shows no large-offset table (SHA-1 or SHA-256 names, told apart by
- * the size). Null when there are more than `max`, or an index is of another form.
- */
-async function quarantineIds(dir: string, max: number): Promise<string[] | null> {
-  const ids = new Set<string>();
-  for (const e of await readdir(dir, { withFileTypes: true })) {
-    if (e.isDirectory() && LOOSE_DIR.test(e.name)) {
-      for (const f of await readdir(join(dir, e.name))) if (LOOSE_NAME.test(f)) ids.add(e.name + f);
-    } else if (e.isDirectory() && e.name === 'pack') {
-      for (const f of await readdir(join(dir, 'pack'))) {
-        if (!f.endsWith('.idx')) continue;
-        const names = await idxNames(join(dir, 'pack', f), max - ids.size);
-        if (!names) return null;
-        for (const n of names) ids.add(n);
-      }
-    }
-    if (ids.size > max) return null;
-  }
-  return [...ids];
-}
-
-/** The object names of a v2 pack index without large offsets; null for another form or more than `max`. */
-async function idxNames(path: string, max: number): Promise<string[] | null> {
-  const fh = await open(path, 'r');
-  try {
-    const size = (await fh.stat()).size;
-    const head = Buffer.alloc(8 + 256 * 4);
-    const { bytesRead } = await fh.read(head, 0, head.length, 0);
-    if (bytesRead < head.length || !head.subarray(0, 4).equals(IDX_V2_MAGIC) || head.readUInt32BE(4) !== 2) return null;
-    const n = head.readUInt32BE(8 + 255 * 4);
-    if (n > max) return null;
-    // names, crc32s, 4-byte offsets, then the pack's and the index's checksums
-    const hashLen = [20, 32].find((h) => size === head.length + n * (h + 8) + 2 * h);
-    if (!hashLen) return null;
-    const names = Buffer.alloc(n * hashLen);
-    const got = await fh.read(names, 0, names.length, head.length);
-    if (got.bytesRead !== names.length) return null;
-    const out: string[] = [];
-    for (let i = 0; i < n; i++) out.push(names.subarray(i * hashLen, (i + 1) * hashLen).toString('hex'));
-    return out;
-  } finally {
-    await fh.close();
-  }
-}
-
-/** The object count of a pack index (v1 or v2): the last entry of its 256-entry fan-out table. */
-async function idxObjectCount(path: string): Promise<number> {
-  const fh = await open(path, 'r');
-  try {
-    const head = Buffer.alloc(8 + 256 * 4);
-    const { bytesRead } = await fh.read(head, 0, head.length, 0);
-    const v2 = head.subarray(0, 4).equals(IDX_V2_MAGIC);
-    if (v2 && head.readUInt32BE(4) !== 2) throw new Error(`unknown index version ${head.readUInt32BE(4)}`);
-    const fanout = v2 ? 8 : 0;
-    if (bytesRead < fanout + 256 * 4) throw new Error('index too short');
-    return head.readUInt32BE(fanout + 255 * 4);
-  } finally {
-    await fh.close();
-  }
-}
-
-interface BatchResult {
-  id: string;
-  type: string;
-  size: number;
-  data: Buffer;
-}
-
-interface Pending {
-  spec: string;
-  headerOnly: boolean;
-  resolve: (r: BatchResult | null) => void;
-  reject: (e: unknown) => void;
-}
-
-/**
- * A long-lived `git cat-file --batch-command` reader: `contents` for object data and `info`
- * for headers, over one process (git 2.36+). Requests are answered in order; the parser is a
- * small state machine over the stdout byte stream.
- */
-class CatFileBatch {
-  dead = false;
-  private readonly proc: ChildProcessWithoutNullStreams;
-  private readonly queue: Pending[] = [];
-  private buf: Buffer = Buffer.alloc(0);
-  private stderr = '';
-
-  constructor(dir: string, env: NodeJS.ProcessEnv) {
-    this.proc = spawn('git', ['cat-file', '--batch-command'], { cwd: dir, env });
-    this.proc.stderr.on('data', (b: Buffer) => (this.stderr += b.toString('utf8')));
-    this.proc.on('error', (e) => this.fail(e));
-    this.proc.on('close', () => this.fail(new Error('git cat-file exited')));
-    this.proc.stdin.on('error', (e) => this.fail(e));
-    this.proc.stdout.on('data', (b: Buffer) => {
-      this.buf = this.buf.length ? Buffer.concat([this.buf, b]) : b;
-      this.drain();
-    });
-  }
-
-  private fail(e: unknown): void {
-    if (this.dead) return;
-    this.dead = true;
-    const err = new GitError(['cat-file', '--batch-command'], null, this.stderr || String(e), { cause: e });
-    for (const p of this.queue.splice(0)) p.reject(err);
-  }
-
-  private send(spec: string, headerOnly: boolean): Promise<BatchResult | null> {
-    if (this.dead) return Promise.reject(new GitError(['cat-file', '--batch-command'], null, this.stderr || 'cat-file is not running'));
-    if (/[\n\r]/.test(spec)) return Promise.reject(new GitError(['cat-file', '--batch-command'], null, `object name with a newline: ${JSON.stringify(spec)}`));
-    return new Promise((resolve, reject) => {
-      this.queue.push({ spec, headerOnly, resolve, reject });
-      this.proc.stdin.write(`${headerOnly ? 'info' : 'contents'} ${spec}\n`);
-    });
-  }
-
-  read(spec: string): Promise<BatchResult | null> {
-    return this.send(spec, false);
-  }
-
-  header(spec: string): Promise<BatchResult | null> {
-    return this.send(spec, true);
-  }
-
-  private drain(): void {
-    for (;;) {
-      const nl = this.buf.indexOf(10);
-      if (nl < 0) return;
-      const p = this.queue[0];
-      if (!p) return this.fail(new Error('unexpected cat-file output'));
-      const head = parseHeader(this.buf.subarray(0, nl).toString('utf8'), Buffer.alloc(0));
-      if (!head || p.headerOnly) {
-        this.buf = this.buf.subarray(nl + 1);
-        this.queue.shift();
-        p.resolve(head);
-        continue;
-      }
-      const end = nl + 1 + head.size;
-      if (this.buf.length < end + 1) return; // wait for body and its trailing LF
-      head.data = Buffer.from(this.buf.subarray(nl + 1, end));
-      this.buf = this.buf.subarray(end + 1);
-      this.queue.shift();
-      p.resolve(head);
-    }
-  }
-
-  close(): void {
-    this.dead = true;
-    this.proc.stdin.end();
-  }
-}
-
-function parseHeader(line: string, data: Buffer): BatchResult | null {
-  // "<id> <type> <size>" or "<spec> missing" / "<spec> ambiguous"
-  const m = /^([0-9a-f]+) (\S+) (\d+)$/.exec(line);
-  if (!m) return null;
-  return { id: m[1]!, type: m[2]!, size: Number(m[3]), data };
-}
-
-/** How long one fetch or push of the checkpoint ref may take. */
-const REMOTE_REF_TIMEOUT_MS = 60_000;
-
-/**
- * A credential helper that answers `get` from the child's environment, so a secret is never an
- * argument or in a URL, and only for the one origin it was given: git tells a helper the
- * protocol and host (with any port) it wants a credential for on stdin, and a redirect or a
- * submodule elsewhere gets nothing.
- */
-const CREDENTIAL_HELPER = '!f() { test "$1" = get || return 0; p=; h=; while IFS= read -r l; do case "$l" in protocol=*) p=${l#protocol=} ;; host=*) h=${l#host=} ;; esac; done; ' +
-  'test -n "$PATCHGATE_GIT_HOST" && test "$p" = "$PATCHGATE_GIT_PROTOCOL" && test "$h" = "$PATCHGATE_GIT_HOST" || return 0; ' +
-  'printf \'username=%s\\npassword=%s\\n\' "$PATCHGATE_GIT_USER" "$PATCHGATE_GIT_SECRET"; }; f';
-
-/** The protocol and host[:port] git names a URL's credential by (as it parses the URL: case and port as written). */
-export function credentialOrigin(url: string): { protocol: string; host: string } | null {
-  const m = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/(?:[^@/?#]*@)?([^/?#]+)/.exec(url);
-  return m ? { protocol: m[1]!, host: m[2]! } : null;
-}
-
-/**
- * git options and environment that give a git child exactly this credential, for `url`'s
- * scheme, host and port only: every configured helper and prompt is switched off, redirects
- * are not followed (git would otherwise send the credential on to wherever upstream points
- * it), and with a secret the one helper above answers from the child's environment (the
- * held-out fetch, upstream fetch and forward).
- */
-export function credentialArgs(user: string | null | undefined, secret: string | null | undefined, url: string): { pre: string[]; env: Record<string, string> } {
-  const pre = ['-c', 'credential.helper=', '-c', 'core.askPass=true', '-c', 'http.followRedirects=false'];
-  const origin = credentialOrigin(url);
-  if (!secret || !origin) return { pre, env: {} };
-  return {
-    pre: [...pre, '-c', `credential.helper=${CREDENTIAL_HELPER}`],
-    env: { PATCHGATE_GIT_USER: user || 'x-access-token', PATCHGATE_GIT_SECRET: secret, PATCHGATE_GIT_PROTOCOL: origin.protocol, PATCHGATE_GIT_HOST: origin.host },
-  };
-}
-
-/** git's line for an HTTP redirect it did not follow (http.followRedirects=false). */
-export const REDIRECT_REFUSED = /The requested URL returned error: (30[12378])/;
-
-/** `user:password@` taken out of a URL, for messages. */
-export function redactUrl(text: string): string {
-  return text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/@\s]*@/gi, '$1***@');
-}
-

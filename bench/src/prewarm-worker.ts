@@ -4,9 +4,9 @@
 // so that measurement (1) starts from a warm daemon without paying the cold parse on one core.
 
 import { parentPort, workerData } from 'node:worker_threads';
-import { Git } from '../git/git.js';
-import { contractOf } from '../contract/digest.js';
-import { DEFAULT_MAX_SOURCE_BYTES } from '../policy/config.js';
+import { Git } from '../../dist/git/git.js';
+import { contractOf } from '../../dist/contract/digest.js';
+import { DEFAULT_MAX_SOURCE_BYTES } from '../../dist/policy/config.js';
 
 interface Job {
   dir: string;

@@ -8,9 +8,9 @@ import { randomBytes } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AuditStore, canonicalJson, rowHash, type QueryOptions, type RefDecisionInput } from '../audit/store.js';
+import { AuditStore, canonicalJson, rowHash, type QueryOptions, type RefDecisionInput } from '../../dist/audit/store.js';
 import { CLI_JS, median, nowMs, Rng, run, tempDir } from './util.js';
-import { overview, tablePage } from '../audit/insights.js';
+import { overview, tablePage } from '../../dist/audit/insights.js';
 
 export interface QueryFigure {
   name: string;

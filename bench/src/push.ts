@@ -14,10 +14,10 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import { AuditStore } from '../audit/store.js';
-import { TokenStore } from '../audit/tokens.js';
-import { ContentCache, PersistentCache } from '../cache/content-cache.js';
-import { createRepo } from '../server/repos.js';
+import { AuditStore } from '../../dist/audit/store.js';
+import { TokenStore } from '../../dist/audit/tokens.js';
+import { ContentCache, PersistentCache } from '../../dist/cache/content-cache.js';
+import { createRepo } from '../../dist/server/repos.js';
 import { makeEdits, type GeneratedRepo } from './gen.js';
 import { git, median, memOf, nowMs, percentile, Rng, run, startNodeChild, startServeChild, stopServeChild, tempDir, trackChild } from './util.js';
 
@@ -48,9 +48,9 @@ export interface PushRun {
   stderr: string;
 }
 
-/** `git push URL SHA:REF` from a client repository; ok = exit 0 (and ACCEPT when `gate`). */
-export async function pushOnce(cwd: string, url: string, sha: string, ref: string, gate: boolean): Promise<PushRun> {
-  const r = await run('git', ['push', '--no-verify', url, `${sha}:${ref}`], { cwd, timeoutMs: 600_000 });
+/** `git push URL SHA:REF` from a client repository; ok = exit 0 (and ACCEPT when `gate`). Killed after `timeoutMs`. */
+export async function pushOnce(cwd: string, url: string, sha: string, ref: string, gate: boolean, timeoutMs = 600_000): Promise<PushRun> {
+  const r = await run('git', ['push', '--no-verify', url, `${sha}:${ref}`], { cwd, timeoutMs });
   const ok = r.code === 0 && (!gate || /patchgate: ACCEPT/.test(r.stderr));
   return { ms: r.ms, ok, code: r.code, stderr: r.stderr };
 }

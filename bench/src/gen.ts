@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fixtureDigest, sha256Hex } from '../fixtures/lock.js';
+import { fixtureDigest, sha256Hex } from '../../dist/fixtures/lock.js';
 import { git, gitEnv, nowMs, Rng } from './util.js';
 
 export interface SrcFile {

@@ -6,9 +6,9 @@
 import { copyFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AuditStore } from '../audit/store.js';
-import { TokenStore } from '../audit/tokens.js';
-import { createRepo } from '../server/repos.js';
+import { AuditStore } from '../../dist/audit/store.js';
+import { TokenStore } from '../../dist/audit/tokens.js';
+import { createRepo } from '../../dist/server/repos.js';
 import { makeEdits, type GeneratedRepo } from './gen.js';
 import { agentRepo, pushOnce, seedBare, startBaseline } from './push.js';
 import { median, memOf, nowMs, percentile, Rng, round, startServeChild, stopServeChild, tempDir } from './util.js';

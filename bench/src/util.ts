@@ -9,10 +9,10 @@ import { mkdtempSync, readFileSync, rmSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** The repository top (dist/bench/util.js -> ../../). */
+/** The repository top (bench/dist/util.js -> ../../). */
 export const REPO_TOP = fileURLToPath(new URL('../../', import.meta.url));
-/** The built CLI, for the child servers of the push and concurrency runs. */
-export const CLI_JS = fileURLToPath(new URL('../cli.js', import.meta.url));
+/** The built product's CLI (`npm run build`'s dist/cli.js), for the child servers of the push and concurrency runs. */
+export const CLI_JS = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 
 /** A fixed identity and no user/system config, so git behaves the same on every machine. */
 export const GIT_ENV: Record<string, string> = {

@@ -6,8 +6,8 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import ts from 'typescript';
 import { Language, Parser } from 'web-tree-sitter';
-import { Git } from '../git/git.js';
-import { contractOf } from '../contract/digest.js';
+import { Git } from '../../dist/git/git.js';
+import { contractOf } from '../../dist/contract/digest.js';
 import { readBlobs, type GeneratedRepo } from './gen.js';
 import { median, nowMs } from './util.js';
 

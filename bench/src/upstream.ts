@@ -8,8 +8,8 @@
 
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { AuditStore } from '../audit/store.js';
-import { TokenStore } from '../audit/tokens.js';
+import { AuditStore } from '../../dist/audit/store.js';
+import { TokenStore } from '../../dist/audit/tokens.js';
 import type { GeneratedRepo } from './gen.js';
 import { makeEdits } from './gen.js';
 import { agentRepo, pushOnce, seedBare } from './push.js';

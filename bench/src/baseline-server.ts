@@ -2,7 +2,7 @@
 // process of its own like patchgate's `serve`, so both servers start their git processes from
 // a small process (a spawn costs more from a big one). Prints "port N" when it listens.
 //
-//   node dist/bench/baseline-server.js ROOT
+//   node bench/dist/baseline-server.js ROOT
 
 import http from 'node:http';
 import { join } from 'node:path';
