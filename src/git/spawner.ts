@@ -17,7 +17,9 @@ import type { Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 
-const HELPER_JS = fileURLToPath(new URL('./spawner-process.js', import.meta.url));
+/** The helper's script; from TypeScript source (the tests) it runs with this process's loaders. */
+const FROM_SOURCE = import.meta.url.endsWith('.ts');
+const HELPER = fileURLToPath(new URL(FROM_SOURCE ? './spawner-process.ts' : './spawner-process.js', import.meta.url));
 
 /** The commands the helper starts: node-git-server's services, by the names it spawns them under. */
 const SERVICES = new Set(['git-receive-pack', 'git-upload-pack']);
@@ -107,7 +109,7 @@ export class GitSpawner {
   /** Start the helper now (while the daemon is still small) rather than at the first push. */
   start(): void {
     if (this.helper || this.stopped) return;
-    const h = nodeSpawn(process.execPath, [HELPER_JS], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'json' });
+    const h = nodeSpawn(process.execPath, [...(FROM_SOURCE ? process.execArgv : []), HELPER], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'json' });
     this.helper = h;
     h.on('message', (m: Msg, handle?: Socket) => this.onMessage(m, handle));
     h.on('error', (err) => this.lost(h, err));
@@ -177,31 +179,45 @@ export class GitSpawner {
   }
 }
 
-let routed: GitSpawner | null = null;
+/** The spawners of the servers running in this process (tests run several): the newest serves. */
+const routed: GitSpawner[] = [];
+let restore: (() => void) | null = null;
 
 /**
  * Route node-git-server's service spawns through `spawner`. node-git-server (CommonJS) calls
  * `require('child_process').spawn('git-receive-pack', …)` at each request; that one property
  * of the CommonJS module object is wrapped, for those two commands only when called with no
  * options, exactly as node-git-server calls them. Every other spawn, ours included (ES module
- * bindings), is untouched. Returns a function that puts the original back.
+ * bindings), is untouched. Returns a function that undoes it (the original is back once no
+ * server routes). PATCHGATE_SPAWN_HELPER=0 turns the helper off (the bench compares both).
  */
 export function routeServiceSpawns(spawner: GitSpawner): () => void {
-  const cp = createRequire(import.meta.url)('node:child_process') as typeof import('node:child_process');
-  const original = cp.spawn;
-  routed = spawner;
-  const wrapped = function (this: unknown, cmd: string, ...rest: unknown[]): ChildProcess {
-    const args = rest[0];
-    if (routed && SERVICES.has(cmd) && Array.isArray(args) && rest.length === 1) {
-      const child = routed.spawn(cmd, args as string[]);
-      if (child) return child as unknown as ChildProcess;
-    }
-    return (original as (...a: unknown[]) => ChildProcess).call(this, cmd, ...rest);
-  } as typeof cp.spawn;
-  cp.spawn = wrapped;
+  if (process.env.PATCHGATE_SPAWN_HELPER !== '1') return () => {}; // WIP: off until its pipes are passed safely
+  routed.push(spawner);
+  if (!restore) {
+    const cp = createRequire(import.meta.url)('node:child_process') as typeof import('node:child_process');
+    const original = cp.spawn;
+    const wrapped = function (this: unknown, cmd: string, ...rest: unknown[]): ChildProcess {
+      const args = rest[0];
+      const s = routed[routed.length - 1];
+      if (s && SERVICES.has(cmd) && Array.isArray(args) && rest.length === 1) {
+        const child = s.spawn(cmd, args as string[]);
+        if (child) return child as unknown as ChildProcess;
+      }
+      return (original as (...a: unknown[]) => ChildProcess).call(this, cmd, ...rest);
+    } as typeof cp.spawn;
+    cp.spawn = wrapped;
+    restore = () => {
+      if (cp.spawn === wrapped) cp.spawn = original;
+    };
+  }
   return () => {
-    if (cp.spawn === wrapped) cp.spawn = original;
-    if (routed === spawner) routed = null;
+    const i = routed.indexOf(spawner);
+    if (i >= 0) routed.splice(i, 1);
+    if (routed.length === 0 && restore) {
+      restore();
+      restore = null;
+    }
   };
 }
 

@@ -13,6 +13,7 @@ import { readFileSync } from 'node:fs';
 import { privateDir } from '../private-files.js';
 import { join, resolve } from 'node:path';
 import { Git as GitServer } from 'node-git-server';
+import { GitSpawner, HelperChild, routeServiceSpawns } from '../git/spawner.js';
 import { AuditStore, newPushId, type QueryOptions } from '../audit/store.js';
 import { allowsRepo, type AuthenticatedToken, type TokenSource } from '../audit/tokens.js';
 import { ConfigError, errorMessage, StartupError, UsageError } from '../errors.js';
@@ -178,6 +179,16 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       if (dir && checkHooks(dir).ok) warmWithUpstream(hooks, dataDir, name, dir, log);
     }
 
+    // --- git services started by a small helper process, not by this big one (src/git/spawner.ts)
+    const spawner = new GitSpawner(log);
+    spawner.start();
+    const unroute = routeServiceSpawns(spawner);
+    const stopSpawner = (): void => {
+      unroute();
+      spawner.stop();
+    };
+    undo.push(stopSpawner);
+
     // --- git protocol (node-git-server), never trusted with identity
     const identities = new WeakMap<http.IncomingMessage, Identity>();
     const servicePids = new Set<number>();
@@ -206,8 +217,18 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         onStart();
         ps.once('exit', release);
         trackChild(action.req, ps, log);
-        if (!ps.pid) return;
-        const pid = ps.pid;
+        if (ps.pid) return register(ps, ps.pid);
+        if (!(ps instanceof HelperChild)) return;
+        // Started by the spawn helper: the pid follows in a moment; its hooks wait for it.
+        const pending = ps.pidReady.then((pid) => {
+          if (pid && ps.exitCode === null && ps.signalCode === null) register(ps, pid);
+        }).finally(() => {
+          hooks.pendingSessions.delete(pending);
+          if (draining && servicePids.size === 0 && hooks.pendingSessions.size === 0) drained?.();
+        });
+        hooks.pendingSessions.add(pending);
+      });
+      const register = (ps: ChildProcess, pid: number): void => {
         servicePids.add(pid);
         hooks.sessions.set(pid, {
           pid, pushId: newPushId(), repo: who.repo, repoDir: who.repoDir, actor: who.name, role: who.role,
@@ -218,9 +239,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         ps.on('exit', () => {
           servicePids.delete(pid);
           hooks.endSession(pid);
-          if (draining && servicePids.size === 0) drained?.();
+          if (draining && servicePids.size === 0 && hooks.pendingSessions.size === 0) drained?.();
         });
-      });
+      };
       action.accept();
     };
     gitServer.on('push', onReceive);
@@ -473,13 +494,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       if (draining) return;
       draining = true;
       await new Promise<void>((r) => server.close(() => r()));
-      if (servicePids.size > 0) {
+      if (servicePids.size > 0 || hooks.pendingSessions.size > 0) {
         await Promise.race([new Promise<void>((r) => (drained = r)), new Promise((r) => setTimeout(r, hookTimeoutMs + 5000))]);
       }
       server.closeAllConnections?.();
       checkpoints.stop();
       await closeMetrics?.();
       await hooks.stop();
+      stopSpawner();
       if (sink !== audit) await sink.close();
       audit.close();
       disk.close();

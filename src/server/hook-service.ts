@@ -192,6 +192,8 @@ function inside(root: string, p: string): boolean {
 
 export class HookService {
   readonly sessions = new Map<number, PushSession>();
+  /** Sessions whose receive-pack pid is still on its way from the spawn helper (src/server/app.ts). */
+  readonly pendingSessions = new Set<Promise<unknown>>();
   private server: http.Server | null = null;
   private inflight = 0;
   /** One long-lived reader per repository of its own object store (no quarantine), most recent last. */
@@ -435,6 +437,9 @@ export class HookService {
       }
       const hr = parseRequest(Buffer.concat(chunks).toString('utf8'));
       parsed = hr;
+      // A receive-pack the spawn helper started has its pid registered a moment after it
+      // starts (src/git/spawner.ts): a hook that comes first waits for those registrations.
+      if (!this.sessions.has(hr.ppid) && this.pendingSessions.size) await Promise.all([...this.pendingSessions]);
       const found = this.sessions.get(hr.ppid) ?? this.opts.sessionFor?.(hr);
       const session = typeof found === 'object' ? found : undefined;
       if (typeof found === 'string') {
