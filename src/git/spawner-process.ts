@@ -2,11 +2,12 @@
 // costs its parent in proportion to the parent's memory: from the daemon, which holds the
 // parsers and the caches (some hundred MB), each `git-receive-pack` cost 7-30 ms of blocked
 // event loop; from this small process it costs about 1.5 ms, and blocks nobody else. It only
-// starts the programs it is asked to over its IPC channel and hands their stdio pipes back
-// (file descriptors passed over the channel), so no byte of a push flows through it. It runs
-// nothing it was not told to run by the daemon that started it, and exits with it.
+// starts the programs the daemon that started it asks for over its IPC channel, with sockets
+// the daemon passes along (file descriptors over the channel) as their stdio, so no byte of a
+// push flows through it. It exits with the daemon.
 
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { Socket } from 'node:net';
 
 interface SpawnRequest {
   op: 'spawn';
@@ -16,6 +17,10 @@ interface SpawnRequest {
   cwd: string;
   env: Record<string, string>;
 }
+interface StdioHandle {
+  op: 'stdio';
+  id: number;
+}
 interface KillRequest {
   op: 'kill';
   id: number;
@@ -23,31 +28,46 @@ interface KillRequest {
 }
 
 const children = new Map<number, ChildProcess>();
-const send = (msg: unknown, handle?: unknown): void => {
-  if (!process.connected) return;
-  // A handle sent is closed here once it is on its way (keepOpen false): the daemon owns it.
-  process.send!(msg, handle as never, { keepOpen: false }, () => {});
+/** Each spawn's stdin+stdout socket, sent just before its spawn request. */
+const stdio = new Map<number, Socket>();
+const send = (msg: unknown): void => {
+  if (process.connected) process.send!(msg, undefined, {}, () => {});
 };
 
-process.on('message', (m: SpawnRequest | KillRequest) => {
+process.on('message', (m: SpawnRequest | StdioHandle | KillRequest, handle?: Socket) => {
   if (m.op === 'kill') {
     children.get(m.id)?.kill(m.signal);
     return;
   }
+  if (m.op === 'stdio') {
+    if (handle) stdio.set(m.id, handle);
+    return;
+  }
   if (m.op !== 'spawn') return;
+  const io = stdio.get(m.id);
+  stdio.delete(m.id);
+  if (!io || !handle) {
+    io?.destroy();
+    handle?.destroy();
+    send({ op: 'error', id: m.id, message: 'the spawn helper got no pipes for it' });
+    return;
+  }
+  // The sockets are the daemon's: git gets them as its stdin+stdout and stderr, and this
+  // process closes its copies in the same tick, before it could read a byte of them.
   let child: ChildProcess;
   try {
-    child = spawn(m.cmd, m.args, { cwd: m.cwd, env: m.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    child = spawn(m.cmd, m.args, { cwd: m.cwd, env: m.env, stdio: [io, io, handle] });
   } catch (err) {
     send({ op: 'error', id: m.id, message: (err as Error).message });
     return;
+  } finally {
+    io.destroy();
+    handle.destroy();
   }
   child.once('error', (err) => send({ op: 'error', id: m.id, message: err.message }));
   if (child.pid === undefined) return; // the 'error' event follows
   children.set(m.id, child);
-  send({ op: 'stdio', id: m.id, fd: 0, pid: child.pid }, child.stdin);
-  send({ op: 'stdio', id: m.id, fd: 1 }, child.stdout);
-  send({ op: 'stdio', id: m.id, fd: 2 }, child.stderr);
+  send({ op: 'spawned', id: m.id, pid: child.pid });
   child.once('exit', (code, signal) => {
     children.delete(m.id);
     send({ op: 'exit', id: m.id, code, signal });

@@ -2,18 +2,22 @@
 // `git-upload-pack`), made by a small helper process (./spawner-process.ts) instead of the
 // daemon. A fork copies its parent's page tables: from a daemon of 200-300 MB each start
 // blocked every push's event loop for 7-30 ms (the bench's profile), twice per push; from the
-// helper it costs its ~45 MB. The helper passes the child's three pipes back over its IPC
-// channel, so git's bytes flow between the daemon and git directly, as before.
+// helper it costs its ~45 MB. The child's stdio are sockets whose other ends the daemon
+// holds (passed to the helper over its IPC channel), so git's bytes flow between the daemon
+// and git directly, as before.
 //
-// What the daemon gets is a ChildProcess-like object at once: stdio streams that are joined to
-// the real pipes when they arrive, `pid` when it is known (`pidReady`), 'exit' and 'close'
+// What the daemon gets is a ChildProcess-like object at once: stdio streams joined to those
+// sockets (stdin once git runs), `pid` when it is known (`pidReady`), 'exit' and 'close'
 // after the helper saw the child exit and its stdout ended. When the helper cannot be used
 // (not started, died, a request fails) the daemon's own spawn runs: slower, never different.
 
 import { spawn as nodeSpawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { createRequire } from 'node:module';
-import type { Socket } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 
@@ -25,7 +29,7 @@ const HELPER = fileURLToPath(new URL(FROM_SOURCE ? './spawner-process.ts' : './s
 const SERVICES = new Set(['git-receive-pack', 'git-upload-pack']);
 
 type Msg =
-  | { op: 'stdio'; id: number; fd: 0 | 1 | 2; pid?: number }
+  | { op: 'spawned'; id: number; pid: number }
   | { op: 'exit'; id: number; code: number | null; signal: NodeJS.Signals | null }
   | { op: 'error'; id: number; message: string };
 
@@ -43,6 +47,7 @@ export class HelperChild extends EventEmitter {
   private resolvePid!: (pid: number | undefined) => void;
   private exited: { code: number | null; signal: NodeJS.Signals | null } | null = null;
   private stdoutEnded = false;
+  private io: Socket | null = null;
 
   constructor(private readonly owner: GitSpawner, readonly id: number) {
     super();
@@ -60,15 +65,21 @@ export class HelperChild extends EventEmitter {
     return true;
   }
 
-  /** @internal one of the child's pipes, passed back by the helper */
-  attach(fd: 0 | 1 | 2, sock: Socket, pid?: number): void {
-    sock.on('error', (err) => (fd === 0 ? this.stdin : fd === 1 ? this.stdout : this.stderr).emit('error', err));
-    if (fd === 0) {
-      this.pid = pid;
-      this.resolvePid(pid);
-      this.emit('spawn');
-      this.stdin.pipe(sock);
-    } else sock.pipe(fd === 1 ? this.stdout : this.stderr);
+  /** @internal the daemon's ends of the child's stdin+stdout and stderr sockets */
+  connect(io: Socket, err: Socket): void {
+    this.io = io;
+    io.on('error', (e) => this.stdout.emit('error', e));
+    err.on('error', (e) => this.stderr.emit('error', e));
+    io.pipe(this.stdout);
+    err.pipe(this.stderr);
+  }
+
+  /** @internal git runs: its stdin is written from here on. */
+  onSpawned(pid: number): void {
+    this.pid = pid;
+    this.resolvePid(pid);
+    this.emit('spawn');
+    if (this.io) this.stdin.pipe(this.io);
   }
 
   /** @internal */
@@ -80,6 +91,7 @@ export class HelperChild extends EventEmitter {
   /** @internal the helper could not start it */
   onError(err: Error): void {
     this.resolvePid(undefined);
+    this.io?.destroy();
     this.emit('error', err);
     this.stdout.end();
     this.stderr.end();
@@ -89,17 +101,75 @@ export class HelperChild extends EventEmitter {
   /** 'exit' once git has exited and all it wrote is read: a response is never ended before its last byte. */
   private maybeExit(): void {
     if (!this.exited || !this.stdoutEnded || this.exitCode !== null || this.signalCode !== null) return;
-    this.exitCode = this.exited.code;
+    this.exitCode = this.exited.code ?? (this.exited.signal ? null : -1);
     this.signalCode = this.exited.signal;
-    if (this.exitCode === null && this.signalCode === null) this.exitCode = -1;
     this.owner.forget(this.id);
     this.emit('exit', this.exited.code, this.exited.signal);
     this.emit('close', this.exited.code, this.exited.signal);
   }
 }
 
+/**
+ * Socket pairs for the children's stdio: the daemon connects to a server of its own on a
+ * Unix socket in a private (0700) folder; the accepted end goes to git (through the helper),
+ * the connecting end stays here. Connections are made one at a time, so each accepted socket
+ * is the one just connected; any other connection is closed. Accepted ends never read
+ * (pauseOnConnect), so no byte meant for git is taken here.
+ */
+class SocketPairs {
+  private readonly dir = mkdtempSync(join(tmpdir(), 'pg-spawn-'));
+  private readonly path = join(this.dir, 's');
+  private readonly server: Server;
+  private waiting: ((s: Socket) => void) | null = null;
+  private chain: Promise<unknown> = Promise.resolve();
+  readonly ready: Promise<void>;
+
+  constructor() {
+    this.server = createServer({ pauseOnConnect: true }, (s) => {
+      const w = this.waiting;
+      this.waiting = null;
+      if (w) w(s);
+      else s.destroy();
+    });
+    this.ready = new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.path, () => resolve());
+    });
+    this.server.unref();
+  }
+
+  /** One connected pair: [the daemon's end, git's end]. */
+  pair(): Promise<[Socket, Socket]> {
+    const next = this.chain.then(() => new Promise<[Socket, Socket]>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiting = null;
+        reject(new Error('no connection to the spawn socket within 5 s'));
+      }, 5000);
+      this.waiting = (theirs) => {
+        clearTimeout(timer);
+        resolve([mine, theirs]);
+      };
+      const mine = connect({ path: this.path, allowHalfOpen: true });
+      mine.once('error', (err) => {
+        clearTimeout(timer);
+        this.waiting = null;
+        reject(err);
+      });
+    }));
+    this.chain = next.catch(() => undefined);
+    return next;
+  }
+
+  close(): void {
+    this.server.close();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
 export class GitSpawner {
   private helper: ChildProcess | null = null;
+  private pairs: SocketPairs | null = null;
+  private ready = false;
   private readonly live = new Map<number, HelperChild>();
   private nextId = 1;
   private stopped = false;
@@ -109,9 +179,14 @@ export class GitSpawner {
   /** Start the helper now (while the daemon is still small) rather than at the first push. */
   start(): void {
     if (this.helper || this.stopped) return;
+    if (!this.pairs) {
+      const pairs = new SocketPairs();
+      this.pairs = pairs;
+      pairs.ready.then(() => (this.ready = true), (err: unknown) => this.log(`patchgate: spawn helper: no socket (${(err as Error).message}); git services start from the daemon`));
+    }
     const h = nodeSpawn(process.execPath, [...(FROM_SOURCE ? process.execArgv : []), HELPER], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'json' });
     this.helper = h;
-    h.on('message', (m: Msg, handle?: Socket) => this.onMessage(m, handle));
+    h.on('message', (m: Msg) => this.onMessage(m));
     h.on('error', (err) => this.lost(h, err));
     h.on('exit', (code, signal) => this.lost(h, new Error(`the spawn helper exited (${signal ?? code})`)));
     h.channel?.unref();
@@ -121,15 +196,29 @@ export class GitSpawner {
   /** Spawn a git service through the helper; null when the helper is not available (the caller spawns). */
   spawn(cmd: string, args: readonly string[]): HelperChild | null {
     const h = this.helper;
-    if (!h || !h.connected || this.stopped) return null;
+    const pairs = this.pairs;
+    if (!h || !h.connected || !pairs || !this.ready || this.stopped) return null;
     const id = this.nextId++;
     const child = new HelperChild(this, id);
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+    const cwd = process.cwd();
     this.live.set(id, child);
-    h.send({ op: 'spawn', id, cmd, args: [...args], cwd: process.cwd(), env }, (err) => {
-      if (err) this.fail(id, err);
-    });
+    void (async () => {
+      const [io, ioTheirs] = await pairs.pair();
+      const [err, errTheirs] = await pairs.pair().catch((e: unknown) => {
+        io.destroy();
+        ioTheirs.destroy();
+        throw e;
+      });
+      child.connect(io, err);
+      const sent = (e: Error | null) => {
+        if (e) this.fail(id, e);
+      };
+      // Both handles are closed here once sent (keepOpen false): git's ends live in the helper, then in git.
+      h.send({ op: 'stdio', id }, ioTheirs, { keepOpen: false }, sent);
+      h.send({ op: 'spawn', id, cmd, args: [...args], cwd, env }, errTheirs, { keepOpen: false }, sent);
+    })().catch((e: unknown) => this.fail(id, e as Error));
     return child;
   }
 
@@ -148,18 +237,15 @@ export class GitSpawner {
     const h = this.helper;
     this.helper = null;
     if (h?.connected) h.disconnect();
+    this.pairs?.close();
+    this.pairs = null;
   }
 
-  private onMessage(m: Msg, handle?: Socket): void {
+  private onMessage(m: Msg): void {
     const c = this.live.get(m.id);
-    if (!c) {
-      handle?.destroy();
-      return;
-    }
-    if (m.op === 'stdio') {
-      if (handle) c.attach(m.fd, handle, m.pid);
-      else this.fail(m.id, new Error(`the spawn helper sent no pipe for fd ${m.fd}`));
-    } else if (m.op === 'exit') c.onExit(m.code, m.signal);
+    if (!c) return;
+    if (m.op === 'spawned') c.onSpawned(m.pid);
+    else if (m.op === 'exit') c.onExit(m.code, m.signal);
     else if (m.op === 'error') this.fail(m.id, new Error(m.message));
   }
 
@@ -192,7 +278,7 @@ let restore: (() => void) | null = null;
  * server routes). PATCHGATE_SPAWN_HELPER=0 turns the helper off (the bench compares both).
  */
 export function routeServiceSpawns(spawner: GitSpawner): () => void {
-  if (process.env.PATCHGATE_SPAWN_HELPER !== '1') return () => {}; // WIP: off until its pipes are passed safely
+  if (process.env.PATCHGATE_SPAWN_HELPER === '0') return () => {};
   routed.push(spawner);
   if (!restore) {
     const cp = createRequire(import.meta.url)('node:child_process') as typeof import('node:child_process');
