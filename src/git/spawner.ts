@@ -52,10 +52,6 @@ export class HelperChild extends EventEmitter {
   constructor(private readonly owner: GitSpawner, readonly id: number) {
     super();
     this.pidReady = new Promise((r) => (this.resolvePid = r));
-    this.stdout.once('end', () => {
-      this.stdoutEnded = true;
-      this.maybeExit();
-    });
   }
 
   kill(signal: NodeJS.Signals = 'SIGTERM'): boolean {
@@ -68,6 +64,12 @@ export class HelperChild extends EventEmitter {
   /** @internal the daemon's ends of the child's stdin+stdout and stderr sockets */
   connect(io: Socket, err: Socket): void {
     this.io = io;
+    const ended = () => {
+      this.stdoutEnded = true;
+      this.maybeExit();
+    };
+    io.once('end', ended);
+    io.once('close', ended);
     io.on('error', (e) => this.stdout.emit('error', e));
     err.on('error', (e) => this.stderr.emit('error', e));
     io.pipe(this.stdout);
@@ -98,7 +100,7 @@ export class HelperChild extends EventEmitter {
     this.onExit(null, null);
   }
 
-  /** 'exit' once git has exited and all it wrote is read: a response is never ended before its last byte. */
+  /** 'exit' once git has exited and all it wrote has arrived here: a response is never ended before its last byte. */
   private maybeExit(): void {
     if (!this.exited || !this.stdoutEnded || this.exitCode !== null || this.signalCode !== null) return;
     this.exitCode = this.exited.code ?? (this.exited.signal ? null : -1);
@@ -204,6 +206,7 @@ export class GitSpawner {
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
     const cwd = process.cwd();
     this.live.set(id, child);
+    h.channel?.ref(); // its 'exit' message must arrive; unref'd again when no child is left
     void (async () => {
       const [io, ioTheirs] = await pairs.pair();
       const [err, errTheirs] = await pairs.pair().catch((e: unknown) => {
@@ -230,6 +233,7 @@ export class GitSpawner {
   /** @internal */
   forget(id: number): void {
     this.live.delete(id);
+    if (this.live.size === 0) this.helper?.channel?.unref();
   }
 
   stop(): void {
@@ -251,7 +255,7 @@ export class GitSpawner {
 
   private fail(id: number, err: Error): void {
     const c = this.live.get(id);
-    this.live.delete(id);
+    this.forget(id);
     c?.onError(err);
   }
 
