@@ -15,7 +15,6 @@ import { credentialArgs, redactUrl } from './credentials.js';
 import { gitEnv, runGit, runRemote, type RemoteOptions, type RemoteResult, type RunOptions } from './exec.js';
 import { headersOf, parseObjectList, QUARANTINE_HEADER_MAX, QUARANTINE_LIST_ARGS, QUARANTINE_VARS, quarantineIds, readQuarantine, type PushedObject, type QuarantineStats } from './quarantine.js';
 import { commitDiff, diffInto, lsTreeArgs, parseDiffTree, parseLsTree, parseTree, writeTreeFiles, type Change, type OddMode, type RawTreeEntry, type TreeEntry } from './trees.js';
-import { LooseQuarantineReader, looseQuarantineIds, type ObjectReader } from './loose-reader.js';
 
 export { classifyMode, isFileKind, type EntryKind } from './modes.js';
 export { isZeroId, type CommitInfo } from './commits.js';
@@ -42,9 +41,8 @@ export interface GitOptions {
    */
   bare?: boolean;
   /**
-   * The repository's long-lived store (a Git on the same repository without the quarantine).
-   * With it, a push whose quarantine holds loose objects only is read in process
-   * (./loose-reader.ts): no git process for the push's objects.
+   * The repository's long-lived store (a Git on the same repository without the quarantine):
+   * what the repository had before a push is asked of its reader, not of a new process.
    */
   store?: Git;
 }
@@ -56,7 +54,7 @@ export class Git {
   readonly dir: string;
   private readonly bare: boolean;
   private readonly env: NodeJS.ProcessEnv;
-  private batch: ObjectReader | null = null;
+  private batch: CatFileBatch | null = null;
   private format: ObjectFormat | null = null;
   private readonly store: Git | null;
 
@@ -439,15 +437,8 @@ export class Git {
     this.batchReader();
   }
 
-  private batchReader(): ObjectReader {
-    if (!this.batch || this.batch.dead) {
-      const q = this.env.GIT_QUARANTINE_PATH;
-      const store = this.store;
-      const loose = q && store ? looseQuarantineIds(q) : null;
-      this.batch = q && store && loose
-        ? new LooseQuarantineReader(q, loose, () => store.batchReader(), () => new CatFileBatch(this.dir, this.env))
-        : new CatFileBatch(this.dir, this.env);
-    }
+  private batchReader(): CatFileBatch {
+    if (!this.batch || this.batch.dead) this.batch = new CatFileBatch(this.dir, this.env);
     return this.batch;
   }
 

@@ -20,6 +20,7 @@ interface SpawnRequest {
 interface StdioHandle {
   op: 'stdio';
   id: number;
+  fd: 0 | 1;
 }
 interface KillRequest {
   op: 'kill';
@@ -28,8 +29,8 @@ interface KillRequest {
 }
 
 const children = new Map<number, ChildProcess>();
-/** Each spawn's stdin+stdout socket, sent just before its spawn request. */
-const stdio = new Map<number, Socket>();
+/** Each spawn's stdin and stdout sockets, sent just before its spawn request (which carries stderr's). */
+const stdio = new Map<number, Array<Socket | undefined>>();
 const send = (msg: unknown): void => {
   if (process.connected) process.send!(msg, undefined, {}, () => {});
 };
@@ -40,29 +41,31 @@ process.on('message', (m: SpawnRequest | StdioHandle | KillRequest, handle?: Soc
     return;
   }
   if (m.op === 'stdio') {
-    if (handle) stdio.set(m.id, handle);
+    if (!handle) return;
+    const got = stdio.get(m.id) ?? [];
+    got[m.fd] = handle;
+    stdio.set(m.id, got);
     return;
   }
   if (m.op !== 'spawn') return;
-  const io = stdio.get(m.id);
+  const [input, output] = stdio.get(m.id) ?? [];
   stdio.delete(m.id);
-  if (!io || !handle) {
-    io?.destroy();
-    handle?.destroy();
+  const all = [input, output, handle];
+  if (!input || !output || !handle) {
+    for (const s of all) s?.destroy();
     send({ op: 'error', id: m.id, message: 'the spawn helper got no pipes for it' });
     return;
   }
-  // The sockets are the daemon's: git gets them as its stdin+stdout and stderr, and this
+  // The sockets are the daemon's: git gets them as its stdin, stdout and stderr, and this
   // process closes its copies in the same tick, before it could read a byte of them.
   let child: ChildProcess;
   try {
-    child = spawn(m.cmd, m.args, { cwd: m.cwd, env: m.env, stdio: [io, io, handle] });
+    child = spawn(m.cmd, m.args, { cwd: m.cwd, env: m.env, stdio: [input, output, handle] });
   } catch (err) {
     send({ op: 'error', id: m.id, message: (err as Error).message });
     return;
   } finally {
-    io.destroy();
-    handle.destroy();
+    for (const s of all) s?.destroy();
   }
   child.once('error', (err) => send({ op: 'error', id: m.id, message: err.message }));
   if (child.pid === undefined) return; // the 'error' event follows

@@ -1,6 +1,6 @@
 // Process starts for the git services node-git-server runs (`git-receive-pack`,
-// `git-upload-pack`), made by a small helper process (./spawner-process.ts) instead of the
-// daemon. A fork copies its parent's page tables: from a daemon of 200-300 MB each start
+// `git-upload-pack`) and for each push's object reader (`git cat-file`, ./cat-file.ts), made
+// by a small helper process (./spawner-process.ts) instead of the daemon. A fork copies its parent's page tables: from a daemon of 200-300 MB each start
 // blocked every push's event loop for 7-30 ms (the bench's profile), twice per push; from the
 // helper it costs its ~45 MB. The child's stdio are sockets whose other ends the daemon
 // holds (passed to the helper over its IPC channel), so git's bytes flow between the daemon
@@ -48,6 +48,7 @@ export class HelperChild extends EventEmitter {
   private exited: { code: number | null; signal: NodeJS.Signals | null } | null = null;
   private stdoutEnded = false;
   private io: Socket | null = null;
+  private outs: Socket[] = [];
 
   constructor(private readonly owner: GitSpawner, readonly id: number) {
     super();
@@ -61,19 +62,36 @@ export class HelperChild extends EventEmitter {
     return true;
   }
 
-  /** @internal the daemon's ends of the child's stdin+stdout and stderr sockets */
-  connect(io: Socket, err: Socket): void {
-    this.io = io;
-    const ended = () => {
-      this.stdoutEnded = true;
-      this.maybeExit();
+  /**
+   * @internal the daemon's ends of the child's stdin, stdout and stderr sockets: one each, as
+   * pipes are, so a stdin that git closed early (EPIPE) leaves its stdout to be read to the end.
+   */
+  connect(input: Socket, output: Socket, err: Socket): void {
+    this.io = input;
+    let open = 2;
+    const ended = (stream: PassThrough) => () => {
+      if (!stream.writableEnded) stream.end();
+      if (--open === 0) {
+        this.stdoutEnded = true;
+        this.maybeExit();
+      }
     };
-    io.once('end', ended);
-    io.once('close', ended);
-    io.on('error', (e) => this.stdout.emit('error', e));
+    output.once('close', ended(this.stdout));
+    err.once('close', ended(this.stderr));
+    input.on('error', (e) => this.stdin.emit('error', e));
+    output.on('error', (e) => this.stdout.emit('error', e));
     err.on('error', (e) => this.stderr.emit('error', e));
-    io.pipe(this.stdout);
-    err.pipe(this.stderr);
+    // git will not read its stdin any more: what is still written to it is dropped, as a
+    // closed pipe drops it, so no writer waits on it.
+    input.once('close', () => {
+      this.stdin.unpipe(input);
+      this.stdin.resume();
+    });
+    output.pipe(this.stdout, { end: false });
+    err.pipe(this.stderr, { end: false });
+    this.outs = [output, err];
+    output.resume();
+    input.resume(); // nothing comes back on stdin; its EOF is read so its close is seen
   }
 
   /** @internal git runs: its stdin is written from here on. */
@@ -81,6 +99,10 @@ export class HelperChild extends EventEmitter {
     this.pid = pid;
     this.resolvePid(pid);
     this.emit('spawn');
+    // Nothing is written to git's stdout or stderr: those sockets are half-closed from here
+    // (only now: the helper held their other ends until git had them), so each closes when
+    // git's side ends. Its stdin is written from now on.
+    for (const o of this.outs) o.end();
     if (this.io) this.stdin.pipe(this.io);
   }
 
@@ -94,6 +116,7 @@ export class HelperChild extends EventEmitter {
   onError(err: Error): void {
     this.resolvePid(undefined);
     this.io?.destroy();
+    for (const o of this.outs) o.destroy();
     this.emit('error', err);
     this.stdout.end();
     this.stderr.end();
@@ -196,30 +219,39 @@ export class GitSpawner {
   }
 
   /** Spawn a git service through the helper; null when the helper is not available (the caller spawns). */
-  spawn(cmd: string, args: readonly string[]): HelperChild | null {
+  spawn(cmd: string, args: readonly string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): HelperChild | null {
     const h = this.helper;
     const pairs = this.pairs;
     if (!h || !h.connected || !pairs || !this.ready || this.stopped) return null;
     const id = this.nextId++;
     const child = new HelperChild(this, id);
     const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
-    const cwd = process.cwd();
+    for (const [k, v] of Object.entries(opts.env ?? process.env)) if (v !== undefined) env[k] = v;
+    const cwd = opts.cwd ?? process.cwd();
     this.live.set(id, child);
     h.channel?.ref(); // its 'exit' message must arrive; unref'd again when no child is left
     void (async () => {
-      const [io, ioTheirs] = await pairs.pair();
-      const [err, errTheirs] = await pairs.pair().catch((e: unknown) => {
-        io.destroy();
-        ioTheirs.destroy();
+      const made: Socket[] = [];
+      let ends: Array<[Socket, Socket]>;
+      try {
+        ends = [];
+        for (let i = 0; i < 3; i++) {
+          const p = await pairs.pair();
+          made.push(...p);
+          ends.push(p);
+        }
+      } catch (e) {
+        for (const s of made) s.destroy();
         throw e;
-      });
-      child.connect(io, err);
+      }
+      const [[inMine, inTheirs], [outMine, outTheirs], [errMine, errTheirs]] = ends as [[Socket, Socket], [Socket, Socket], [Socket, Socket]];
+      child.connect(inMine, outMine, errMine);
       const sent = (e: Error | null) => {
         if (e) this.fail(id, e);
       };
-      // Both handles are closed here once sent (keepOpen false): git's ends live in the helper, then in git.
-      h.send({ op: 'stdio', id }, ioTheirs, { keepOpen: false }, sent);
+      // The handles are closed here once sent (keepOpen false): git's ends live in the helper, then in git.
+      h.send({ op: 'stdio', id, fd: 0 }, inTheirs, { keepOpen: false }, sent);
+      h.send({ op: 'stdio', id, fd: 1 }, outTheirs, { keepOpen: false }, sent);
       h.send({ op: 'spawn', id, cmd, args: [...args], cwd, env }, errTheirs, { keepOpen: false }, sent);
     })().catch((e: unknown) => this.fail(id, e as Error));
     return child;
@@ -309,6 +341,15 @@ export function routeServiceSpawns(spawner: GitSpawner): () => void {
       restore = null;
     }
   };
+}
+
+/**
+ * A git process started by the spawn helper of the server running in this process, or null
+ * when none runs one (a CLI command, PATCHGATE_SPAWN_HELPER=0, a helper not ready): the
+ * caller spawns it itself then.
+ */
+export function helperSpawn(cmd: string, args: readonly string[], opts: { cwd: string; env: NodeJS.ProcessEnv }): HelperChild | null {
+  return routed[routed.length - 1]?.spawn(cmd, args, opts) ?? null;
 }
 
 /** The pid of a service child, waiting for the helper when it started it. */

@@ -512,9 +512,8 @@ export class HookService {
       env[v] = val;
     }
     const t0 = Date.now();
-    // The push's objects: a quarantine of loose objects only (a small push) is read in process,
-    // the rest through the repository's long-lived reader; a pack in the quarantine gets a
-    // cat-file of its own, started now so that its start-up overlaps the setup reads below.
+    // The push's object reader (started through the spawn helper, src/git/spawner.ts) now: its
+    // start-up overlaps the setup reads below, which the repository's long-lived reader answers.
     const git = new Git({ dir: s.repoDir, env, bare: true, store: this.mainStore(s.repoDir) });
     git.start();
     let decisions: RefDecision[];

@@ -13,9 +13,15 @@ import { GitSpawner, HelperChild, routeServiceSpawns } from '../../src/git/spawn
 
 const ppidOf = (pid: number): number => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
 
+/** Started, and one child through it has run to its end. */
 async function started(sp: GitSpawner): Promise<void> {
   sp.start();
-  for (let i = 0; i < 100 && !sp.spawn('true', []); i++) await new Promise((r) => setTimeout(r, 50));
+  for (let i = 0; i < 100; i++) {
+    const c = sp.spawn('true', []);
+    if (c) return void (await collect(c));
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('the spawn helper did not start');
 }
 
 function collect(c: HelperChild): Promise<{ out: Buffer; code: number | null; signal: string | null; outAtExit: number }> {
@@ -57,6 +63,16 @@ t.test('exit codes, signals and kill', async (t) => {
   const bad = await collect(sp.spawn('sh', ['-c', 'echo out; echo err >&2; exit 3'])!);
   t.equal(bad.code, 3);
   t.equal(bad.out.toString(), 'out\n');
+  // git closing its stdin early (receive.maxInputSize): the writer is not stuck, its output is all read
+  const early = sp.spawn('sh', ['-c', 'echo early; exit 0'])!;
+  const e = collect(early);
+  early.stdin.on('error', () => {});
+  await early.pidReady;
+  for (let i = 0; i < 40; i++) early.stdin.write(randomBytes(256 * 1024));
+  early.stdin.end();
+  const er = await e;
+  t.equal(er.code, 0, 'an early exit, while 10 MB were still being written to it');
+  t.equal(er.out.toString(), 'early\n', 'its output read to the end');
   const sleeper = sp.spawn('sleep', ['30'])!;
   await sleeper.pidReady;
   const r = collect(sleeper);
