@@ -5,7 +5,7 @@
 // judged again are those already judged and accepted for an agent, under the same policy, in
 // enforce mode; that verdict is kept in the daemon's persistent cache (`<data>/cache.db`,
 // src/cache/content-cache.ts) under the commit id and the policy's digest, and written only
-// after the accept is durable in the audit log (src/server/hook-service.ts). Anything unsure
+// after the accept is durable in the audit log (src/server/hook/decision-log.ts). Anything unsure
 // (no cache, an unreadable entry, no trusted branch) means the commit is judged, never passed.
 
 import { createHash } from 'node:crypto';

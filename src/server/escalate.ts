@@ -1,16 +1,17 @@
-// The escalation of one push (issue 21), kept out of hook-service.ts: after the push was judged
-// and its decision recorded as usual, `git push -o patchgate.escalate="TEXT"` becomes an
-// `escalation` row (text sanitised and bounded by src/audit/escalation.ts; the first ref, its
-// commit and verdict; every ref in `detail`), awaited before the hook answers, then a notify
-// event in the background (./notify.ts). A failed write changes no verdict: the agent is told
-// nothing was recorded, and to push again.
+// The escalation of one push (issue 21), kept out of the pre-receive flow
+// (./hook/pre-receive.ts): after the push was judged and its decision recorded as usual,
+// `git push -o patchgate.escalate="TEXT"` becomes an `escalation` row (text sanitised and
+// bounded by src/audit/escalation.ts; the first ref, its commit and verdict; every ref in
+// `detail`), awaited before the hook answers, then a notify event in the background
+// (./notify.ts). A failed write changes no verdict: the agent is told nothing was recorded,
+// and to push again.
 
 import { errorMessage } from '../errors.js';
 import { sanitizeText } from '../audit/escalation.js';
 import type { AuditSink } from '../audit/sink.js';
 import type { Verdict } from '../audit/store.js';
 import type { RefDecision } from '../policy/types.js';
-import type { PushSession } from './hook-service.js';
+import type { PushSession } from './hook/session.js';
 import type { Notifier } from './notify.js';
 
 export interface EscalationDeps {

@@ -1,6 +1,6 @@
 // Issue 20 inside a git host: the same engine judges what an agent's ref carries. A person's
 // WIP branch pushed again by an agent is refused although receive-pack got no new object, and
-// an accept (written before the shim is answered, src/server/hook-service.ts) lets the next
+// an accept (written before the shim is answered, src/server/hook/decision-log.ts) lets the next
 // push of the same branch judge only its new commits.
 
 import t from 'tap';

@@ -1,0 +1,107 @@
+// The audit side of a push: how its decision goes to the log. An accept is durable before
+// anything outside the gate changes (its intent entry first, when there is a journal, then
+// the rows, awaited; a failure refuses); an accept that never reached git is written as
+// refused; an entry whose rows may or may not have landed is settled later through the row
+// queue (../intents.ts, src/upstream/recover.ts). Kept apart from the judging (./judge.ts)
+// and from the pre-receive flow that calls both (./pre-receive.ts).
+
+import { AuditError, errorMessage } from '../../errors.js';
+import type { RecordPushInput, Verdict } from '../../audit/store.js';
+import { boundRecord } from '../../audit/bound.js';
+import { rememberAccepted } from '../../policy/carried.js';
+import type { RefDecision } from '../../policy/types.js';
+import { upstreamBudget } from '../../upstream/gate.js';
+import { settleIntent, type SettleDeps } from '../../upstream/recover.js';
+import type { HookContext } from './context.js';
+import type { PushSession } from './session.js';
+
+export class DecisionLog {
+  constructor(private readonly ctx: HookContext) {}
+
+  /** What settling an intent entry needs (the recovery at start, and the row queue). */
+  get settleDeps(): SettleDeps {
+    return { audit: this.ctx.opts.audit, mirror: this.ctx.upstream, journal: this.ctx.journal!, dataDir: this.ctx.opts.dataDir, timeoutMs: upstreamBudget(this.ctx.opts.timeoutMs), storeFor: (dir) => this.ctx.stores.get(dir) };
+  }
+
+  /** The record is durable in the audit log: an agent's enforce-mode accepts may skip those commits next time (src/policy/carried.ts). */
+  remember(decisions: RefDecision[], verdictOf: (d: RefDecision) => Verdict, enforce: boolean, pushId: string): void {
+    if (!enforce) return;
+    const judged = decisions.filter((d) => d.judged && d.verdict === 'accept' && verdictOf(d) === 'accept').map((d) => d.judged!);
+    if (judged.length) rememberAccepted(this.ctx.opts.cache, judged, pushId);
+  }
+
+  /** The push row and its ref rows as they go to the log, bounded in size (src/audit/bound.ts). */
+  recordOf(s: PushSession, decisions: RefDecision[], auditVerdict: (d: RefDecision) => Verdict, timings: Record<string, number>): RecordPushInput {
+    const accepted = decisions.filter((d) => d.verdict === 'accept').length;
+    return boundRecord({
+      pushId: s.pushId, repo: s.repo, actor: s.actor, role: s.role, remoteAddr: s.remoteAddr, userAgent: s.userAgent,
+      verdict: accepted < decisions.length ? 'reject' : decisions.some((d) => auditVerdict(d) === 'would-reject') ? 'would-reject' : 'accept',
+      timings,
+      refs: decisions.map((d) => ({
+        ref: d.ref, old: d.oldId, new: d.newId, verdict: auditVerdict(d), decision: d.row,
+        rules: JSON.parse(JSON.stringify(d.outcomes)) as unknown[],
+        contractBase: d.contract.base, contractHead: d.contract.head, timings: { total: d.ms, ...(d.commitsMs !== undefined ? { commits: d.commitsMs } : {}) },
+      })),
+    });
+  }
+
+  /**
+   * Write a decision that lets something happen (an accept, before the forward or the answer):
+   * its intent entry first (when there is a journal), then the rows, awaited. Either failing
+   * throws AuditError, and the caller refuses; an entry whose rows may or may not have landed
+   * is settled from the log later (the row queue).
+   */
+  async writeDecision(s: PushSession, record: RecordPushInput, viaUpstream: boolean): Promise<void> {
+    const journaled = !!this.ctx.journal && !s.auditAtJudge && record.refs.some((r) => r.verdict !== 'reject');
+    const refuse = (what: string, err: unknown): AuditError => {
+      this.ctx.log(`patchgate: audit: push ${s.pushId} refused, ${what}: ${errorMessage(err)}`);
+      return new AuditError(`the audit log could not record push ${s.pushId}, so nothing is accepted${viaUpstream ? ' or forwarded' : ''}; push again, and if this repeats ask a person to check the gate's audit store`, { cause: err });
+    };
+    if (journaled) {
+      try {
+        this.ctx.journal!.open({ pushId: s.pushId, repo: s.repo, repoDir: s.repoDir, upstream: viaUpstream });
+      } catch (err) {
+        throw refuse('its intent entry could not be written', err);
+      }
+    }
+    try {
+      await this.ctx.opts.audit.recordPush(record);
+    } catch (err) {
+      if (journaled) this.settleLater({ ...s, viaUpstream });
+      throw refuse('its decision could not be written', err);
+    }
+    s.journaled = journaled;
+    s.viaUpstream = viaUpstream;
+  }
+
+  /** Settle the push's intent entry through the row queue: record what the log lacks, then remove it. */
+  settleLater(s: Pick<PushSession, 'pushId' | 'repo' | 'repoDir' | 'viaUpstream'>): void {
+    const entry = { pushId: s.pushId, repo: s.repo, repoDir: s.repoDir, upstream: !!s.viaUpstream, time: new Date().toISOString() };
+    void this.ctx.rows.write(s.pushId, 'the settling of its intent entry', async () => {
+      for (const l of await settleIntent(this.settleDeps, entry)) this.ctx.log(`patchgate: audit: ${l}`);
+    });
+  }
+
+  /**
+   * Write a judged accept as refused: the verdict cannot reach git (the pre-receive shim gave
+   * up waiting or died first), so nothing moves. Every ref row keeps the rules' outcomes and
+   * adds a `delivery` entry that says why.
+   */
+  async recordUndelivered(s: PushSession, record: RecordPushInput): Promise<void> {
+    const why = 'the accept never reached git: the pre-receive hook ended (it gave up waiting or was killed) before its verdict, so nothing moved';
+    try {
+      await this.ctx.opts.audit.recordPush({
+        ...record,
+        verdict: 'reject',
+        refs: record.refs.map((r) => ({
+          ...r,
+          verdict: 'reject',
+          decision: r.verdict !== 'reject' ? 'gate-error' : r.decision,
+          rules: r.verdict !== 'reject' ? [...r.rules, { rule: 'delivery', status: 'fail', findings: [], details: { error: why, judged: 'accept' } }] : r.rules,
+        })),
+      });
+    } catch (err) {
+      this.ctx.log(`patchgate: audit: could not record the undelivered push ${s.pushId}: ${errorMessage(err)}`);
+    }
+  }
+}

@@ -1,0 +1,45 @@
+// One push as the hook service sees it: who pushed, to which repository, and what the gate
+// decided and saw confirmed for each ref update. A floor of its own so that the hook service
+// (../hook-service.ts), its parts in this folder and ../escalate.ts import it without
+// importing one another (issue 22: this was the one import cycle left).
+
+import type { PushTarget } from '../../policy/push-target.js';
+import type { RefDecision, Role } from '../../policy/types.js';
+
+export interface PushSession {
+  pid: number;
+  pushId: string;
+  repo: string;
+  repoDir: string;
+  actor: string;
+  role: Role;
+  remoteAddr: string | null;
+  userAgent: string | null;
+  decisions: Map<string, RefDecision>;
+  confirmed: Set<string>;
+  /** receive-pack exited (set by endSession). */
+  ended?: boolean;
+  /**
+   * Inside a git host (src/host/): only pre-receive runs and no receive-pack exit is seen, so
+   * the decision (written and awaited before the accept, like every push) has no intent entry.
+   */
+  auditAtJudge?: boolean;
+  /** This push has an entry in the intent journal (removed once the log and the refs agree). */
+  journaled?: boolean;
+  /** Whether the push was forwarded to an upstream (its journal entry says so). */
+  viaUpstream?: boolean;
+  /** This push's own time limit (the GHES budget), below the daemon's; its refusal says so. */
+  timeoutMs?: number;
+  timeoutMessage?: string;
+  /** What the gate knows of the address the client pushed to (never a credential), for the printed fixes. */
+  pushTarget?: PushTarget;
+  /** The client asked for an --atomic push (its receive-pack capabilities). */
+  atomic?: boolean;
+  /** Updates (ref old new) that upstream took (src/upstream/gate.ts). */
+  forwarded?: Set<string>;
+  /** The trusted branch named by the host's config (src/host/identity.ts), instead of the repository's HEAD. */
+  trustedBranch?: string;
+}
+
+/** The key of one ref update in a session's `decisions` and `confirmed`: "ref old new". */
+export const key = (ref: string, oldId: string, newId: string) => `${ref} ${oldId} ${newId}`;

@@ -1,0 +1,31 @@
+// The hook service's long-lived readers of each repository's own object store (no push's
+// quarantine), kept open across pushes: one cat-file per repository, the 32 most recently used.
+// A push's quarantine reader, the judge, the moved-ref check and the intent recovery read
+// through them.
+
+import { Git } from '../../git/git.js';
+
+export class MainStores {
+  /** One long-lived reader per repository of its own object store (no quarantine), most recent last. */
+  private readonly stores = new Map<string, Git>();
+
+  /** The repository's object store without any push's quarantine; kept open across pushes. */
+  get(repoDir: string): Git {
+    let g = this.stores.get(repoDir);
+    if (g) this.stores.delete(repoDir);
+    else g = new Git({ dir: repoDir, bare: true });
+    this.stores.set(repoDir, g);
+    while (this.stores.size > 32) {
+      const [oldest, og] = this.stores.entries().next().value as [string, Git];
+      og.close();
+      this.stores.delete(oldest);
+    }
+    return g;
+  }
+
+  /** At stop: every reader closed. */
+  closeAll(): void {
+    for (const g of this.stores.values()) g.close();
+    this.stores.clear();
+  }
+}
