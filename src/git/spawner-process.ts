@@ -77,6 +77,9 @@ process.on('message', (m: SpawnRequest | StdioHandle | KillRequest, handle?: Soc
   });
 });
 
+// Messages that come before a listener is attached are lost: the daemon sends nothing until this.
+send({ op: 'ready' });
+
 // The daemon went away (its channel closed): end what is still running, then stop.
 process.on('disconnect', () => {
   for (const c of children.values()) c.kill('SIGTERM');

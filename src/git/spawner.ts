@@ -29,6 +29,7 @@ const HELPER = fileURLToPath(new URL(FROM_SOURCE ? './spawner-process.ts' : './s
 const SERVICES = new Set(['git-receive-pack', 'git-upload-pack']);
 
 type Msg =
+  | { op: 'ready' }
   | { op: 'spawned'; id: number; pid: number }
   | { op: 'exit'; id: number; code: number | null; signal: NodeJS.Signals | null }
   | { op: 'error'; id: number; message: string };
@@ -191,10 +192,16 @@ class SocketPairs {
   }
 }
 
+/** How long the helper may take to say it started a program. */
+const SPAWN_ANSWER_MS = 15_000;
+
 export class GitSpawner {
   private helper: ChildProcess | null = null;
   private pairs: SocketPairs | null = null;
+  /** The socket server listens. */
   private ready = false;
+  /** The current helper has said it listens (a message sent before would be lost). */
+  private helperReady = false;
   private readonly live = new Map<number, HelperChild>();
   private nextId = 1;
   private stopped = false;
@@ -211,7 +218,8 @@ export class GitSpawner {
     }
     const h = nodeSpawn(process.execPath, [...(FROM_SOURCE ? process.execArgv : []), HELPER], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'json' });
     this.helper = h;
-    h.on('message', (m: Msg) => this.onMessage(m));
+    this.helperReady = false;
+    h.on('message', (m: Msg) => (m.op === 'ready' ? void (this.helper === h && (this.helperReady = true)) : this.onMessage(m)));
     h.on('error', (err) => this.lost(h, err));
     h.on('exit', (code, signal) => this.lost(h, new Error(`the spawn helper exited (${signal ?? code})`)));
     h.channel?.unref();
@@ -222,7 +230,7 @@ export class GitSpawner {
   spawn(cmd: string, args: readonly string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): HelperChild | null {
     const h = this.helper;
     const pairs = this.pairs;
-    if (!h || !h.connected || !pairs || !this.ready || this.stopped) return null;
+    if (!h || !h.connected || !pairs || !this.ready || !this.helperReady || this.stopped) return null;
     const id = this.nextId++;
     const child = new HelperChild(this, id);
     const env: Record<string, string> = {};
@@ -253,6 +261,10 @@ export class GitSpawner {
       h.send({ op: 'stdio', id, fd: 0 }, inTheirs, { keepOpen: false }, sent);
       h.send({ op: 'stdio', id, fd: 1 }, outTheirs, { keepOpen: false }, sent);
       h.send({ op: 'spawn', id, cmd, args: [...args], cwd, env }, errTheirs, { keepOpen: false }, sent);
+      // Never a wait without end: no answer within SPAWN_ANSWER_MS fails it (its push is refused).
+      const timer = setTimeout(() => this.fail(id, new Error(`the spawn helper did not start ${cmd} within ${SPAWN_ANSWER_MS / 1000} s`)), SPAWN_ANSWER_MS);
+      timer.unref();
+      void child.pidReady.then(() => clearTimeout(timer));
     })().catch((e: unknown) => this.fail(id, e as Error));
     return child;
   }
@@ -277,7 +289,7 @@ export class GitSpawner {
     this.pairs = null;
   }
 
-  private onMessage(m: Msg): void {
+  private onMessage(m: Exclude<Msg, { op: 'ready' }>): void {
     const c = this.live.get(m.id);
     if (!c) return;
     if (m.op === 'spawned') c.onSpawned(m.pid);

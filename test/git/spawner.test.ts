@@ -40,6 +40,8 @@ function collect(c: HelperChild): Promise<{ out: Buffer; code: number | null; si
 t.test('a child of the helper, with all of its output before exit', async (t) => {
   const sp = new GitSpawner();
   t.teardown(() => sp.stop());
+  sp.start();
+  t.equal(sp.spawn('true', []), null, 'before the helper says it listens, nothing is sent to it: the caller spawns');
   await started(sp);
   const c = sp.spawn('cat', [])!;
   t.ok(c instanceof HelperChild, 'the helper took it');
