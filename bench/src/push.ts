@@ -221,6 +221,19 @@ function gitLabel(argv: string[]): string {
 }
 
 /** Run `fn` under `strace -f -p PID...` (the bench process for the client side, the server child for the rest) and sort its execs by side. */
+/** Live child processes of `pid` (from /proc). */
+export function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const p of readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
+    try {
+      if (Number(readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]) === pid) out.push(Number(p));
+    } catch {
+      // gone
+    }
+  }
+  return out;
+}
+
 export async function traceExecs<T>(pids: number[], fn: () => Promise<T>): Promise<{ result: T; execs: ExecTrace | null }> {
   const out = join(tempDir('strace-'), 'trace.txt');
   const { spawn } = await import('node:child_process');
@@ -422,7 +435,8 @@ export async function pushBench(size: string, gen: GeneratedRepo, iterations: nu
     const last = commits[done]!;
     let serverExecs: ExecTrace | null = null;
     if (opts.strace) {
-      const t = await traceExecs([process.pid, gate.pid], () => pushOnce(client, gate!.url, last, ref, true));
+      // The server's spawn helper (src/git/spawner.ts) starts git for it: traced as the server's side.
+      const t = await traceExecs([process.pid, gate.pid, ...childrenOf(gate.pid)], () => pushOnce(client, gate!.url, last, ref, true));
       serverExecs = t.execs;
     } else {
       await pushOnce(client, gate.url, last, ref, true);
