@@ -363,9 +363,3 @@ export function routeServiceSpawns(spawner: GitSpawner): () => void {
 export function helperSpawn(cmd: string, args: readonly string[], opts: { cwd: string; env: NodeJS.ProcessEnv }): HelperChild | null {
   return routed[routed.length - 1]?.spawn(cmd, args, opts) ?? null;
 }
-
-/** The pid of a service child, waiting for the helper when it started it. */
-export async function servicePid(ps: ChildProcess | HelperChild): Promise<number | undefined> {
-  if (ps instanceof HelperChild) return ps.pidReady;
-  return ps.pid;
-}
