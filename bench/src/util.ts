@@ -95,7 +95,9 @@ export async function git(cwd: string, args: string[], input?: string): Promise<
  * its memory and the cost of every process it spawns are its own, not the bench's.
  */
 export async function startServeChild(data: string, hookTimeoutS: number): Promise<{ child: ChildProcess; port: number }> {
-  const args = [CLI_JS, 'serve', '--data', data, '--port', '0', '--host', '127.0.0.1', '--hook-timeout', String(hookTimeoutS)];
+  // BENCH_SERVE_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": node options for the served gate only (a profile of the daemon, not of the bench).
+  const nodeArgs = (process.env.BENCH_SERVE_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const args = [...nodeArgs, CLI_JS, 'serve', '--data', data, '--port', '0', '--host', '127.0.0.1', '--hook-timeout', String(hookTimeoutS)];
   return startNodeChild(args, /serving .* at https?:\/\/127\.0\.0\.1:(\d+)/, 'patchgate serve');
 }
 

@@ -123,6 +123,7 @@ export class HookService {
     await closed;
     await Promise.all([...this.background]);
     await this.rows.flush();
+    await this.journal?.close();
     await this.notifier?.stop();
     await gcStopped;
     this.endpoint.removeEndpointFile();

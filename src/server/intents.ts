@@ -1,8 +1,9 @@
 // Intent before effect. An accepting decision is written to the audit log before anything
 // outside the gate changes (the forward to upstream, git's ref update), and a push whose
-// effects are not settled yet has an entry in `<data>/intents/` (one small 0600 file per push,
-// fsync'd, made before its decision row). The entry goes away only once every row that
-// follows the decision (the forward's outcome, the confirms of what moved) is in the log. So
+// effects are not settled yet has an entry in `<data>/intents/journal.jsonl` (an append-only
+// 0600 file, fdatasync'd before its decision row is written: ./intent-journal.ts). The entry
+// is settled only once every row that follows the decision (the forward's outcome, the
+// confirms of what moved) is in the log. So
 // a crash, a kill -9 or a store that went down leaves the entry behind, and the next start
 // compares the decision rows with the real refs and records what happened
 // (src/upstream/recover.ts).
@@ -11,79 +12,9 @@
 // fails is kept in order in `RowQueue` and retried with back-off until the store answers;
 // what is still unwritten at stop is named on stderr, and its entry stays for the next start.
 
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, readdirSync, rmSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
 import { errorMessage } from '../errors.js';
-import { privateDir } from '../private-files.js';
 
-export interface IntentEntry {
-  pushId: string;
-  repo: string;
-  repoDir: string;
-  /** The push is forwarded to an upstream remote (its refs there are compared at recovery). */
-  upstream: boolean;
-  time: string;
-}
-
-const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}\.json$/;
-
-/** The folder of unsettled pushes; every write is fsync'd (file and folder) before it returns. */
-export class IntentJournal {
-  constructor(readonly dir: string) {}
-
-  /** Before the decision row: throws when the entry cannot be made durable (the push is refused). */
-  open(e: Omit<IntentEntry, 'time'>): void {
-    privateDir(this.dir);
-    const path = join(this.dir, `${e.pushId}.json`);
-    const fd = openSync(path, 'w', 0o600);
-    try {
-      writeSync(fd, JSON.stringify({ ...e, time: new Date().toISOString() }) + '\n');
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    this.syncDir();
-  }
-
-  settle(pushId: string): void {
-    rmSync(join(this.dir, `${pushId}.json`), { force: true });
-    this.syncDir();
-  }
-
-  has(pushId: string): boolean {
-    return existsSync(join(this.dir, `${pushId}.json`));
-  }
-
-  /** Every unsettled push, oldest first; an unreadable entry is named in `bad`. */
-  list(): { entries: IntentEntry[]; bad: string[] } {
-    if (!existsSync(this.dir)) return { entries: [], bad: [] };
-    const entries: IntentEntry[] = [];
-    const bad: string[] = [];
-    for (const f of readdirSync(this.dir).filter((n) => NAME_RE.test(n))) {
-      try {
-        const e = JSON.parse(readFileSync(join(this.dir, f), 'utf8')) as IntentEntry;
-        if (typeof e.pushId !== 'string' || typeof e.repoDir !== 'string' || typeof e.repo !== 'string') throw new Error('missing fields');
-        entries.push(e);
-      } catch (err) {
-        bad.push(`${f}: ${errorMessage(err)}`);
-      }
-    }
-    return { entries: entries.sort((a, b) => a.time.localeCompare(b.time)), bad };
-  }
-
-  private syncDir(): void {
-    try {
-      const fd = openSync(this.dir, 'r');
-      try {
-        fsyncSync(fd);
-      } finally {
-        closeSync(fd);
-      }
-    } catch {
-      // a folder fsync is not supported everywhere; the file itself was synced
-    }
-  }
-}
+export { IntentJournal, type IntentEntry } from './intent-journal.js';
 
 interface QueuedRow {
   pushId: string;

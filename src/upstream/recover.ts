@@ -116,5 +116,11 @@ export async function recoverIntents(d: SettleDeps, log: (line: string) => void)
       log(`patchgate: recovery: push ${e.pushId} (${e.repo}) not settled yet: ${errorMessage(err).split('\n')[0]}; tried again at the next start`);
     }
   }
+  // What is left (entries that could not be settled yet) is rewritten into a short journal.
+  try {
+    d.journal.compact();
+  } catch (err) {
+    log(`patchgate: intent journal: could not be rewritten (${errorMessage(err).split('\n')[0]}); it is read as it is at the next start`);
+  }
   return { settled, left: entries.length - settled };
 }

@@ -11,6 +11,7 @@ import { startUpstream, type Upstream } from './upstream.js';
 import { startServer, type RunningServer } from '../../src/server/app.js';
 import { runRepoCreateUpstream } from '../../src/commands/upstream.js';
 import type { AuditSink } from '../../src/audit/sink.js';
+import { IntentJournal } from '../../src/server/intent-journal.js';
 import type { AuditRow } from '../../src/audit/store.js';
 
 export type TT = Parameters<Parameters<typeof t.test>[1]>[0];
@@ -71,7 +72,8 @@ export async function setup(t: TT, auditUrl?: string, extra: { beforeJudge?: () 
   };
 }
 
-export const intents = (data: string): string[] => (existsSync(join(data, 'intents')) ? readdirSync(join(data, 'intents')) : []);
+/** The push ids still open in a data folder's intent journal (src/server/intent-journal.ts). */
+export const intents = (data: string): string[] => new IntentJournal(join(data, 'intents')).list().entries.map((e) => e.pushId);
 
 /** The log's rows of one push (push, ref, confirm, outcome rows), read from `sink`. */
 export async function pushRows(sink: AuditSink, pushId: string): Promise<{ refs: AuditRow[]; confirms: AuditRow[]; outcomes: AuditRow[] }> {

@@ -12,6 +12,7 @@ import { startUpstream, type Upstream } from '../helpers/upstream.js';
 import { runRepoCreateUpstream, runRepoMode, runRepoUpstream, runRepoSync } from '../../src/commands/upstream.js';
 import { runContract } from '../../src/commands/contract.js';
 import { readSettings, writeSettings } from '../../src/upstream/settings.js';
+import { IntentJournal } from '../../src/server/intent-journal.js';
 
 const BASE = {
   'src/app.py': 'def add(a, b):\n    return a + b\n',
@@ -101,7 +102,7 @@ t.test('an agent\'s good push lands on the gate and upstream, same commit, audit
   t.match(detail.refs[0]!.answer, /new branch/);
   t.equal(detail.refs[0]!.ref, 'refs/heads/agent/fix');
   t.ok(detail.at);
-  t.notOk(existsSync(join(gate.data, 'intents', `${row!.pushId}.json`)), 'the push is settled: no intent entry left');
+  t.notOk(new IntentJournal(join(gate.data, 'intents')).has(row!.pushId!), 'the push is settled: no intent entry left');
   t.ok(up.authSeen.some((a) => a.startsWith('Basic ')), 'upstream was asked with credentials');
   noSecret(t, up.secret, gate, logs, r.stderr, r.stdout);
 });

@@ -83,7 +83,7 @@ t.test('kill -9 of the gate while upstream holds the forward: no git outlives it
   const needle = `127.0.0.1:${up.port}/app.git`;
   const forwarders = processesWith(needle).filter((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('patchgate-git'));
   t.ok(forwarders.length > 0, 'the gate\'s forward is running (bash leader named patchgate-git)');
-  const [pushId] = readdirSync(join(data, 'intents')).map((f) => f.replace(/\.json$/, ''));
+  const [pushId] = intents(data);
   t.ok(pushId, 'its intent entry is on disk');
   const store0 = AuditStore.open(join(data, 'patchgate.db'));
   t.equal(store0.getPush(pushId!)?.refs[0]?.verdict, 'accept', 'the decision was durable before the forward started');
@@ -100,7 +100,7 @@ t.test('kill -9 of the gate while upstream holds the forward: no git outlives it
   srv = await serve(data);
   const log = srv.out();
   t.match(log, /recovery: push \S+: upstream (has|does not have) refs\/heads\/agent\/fix; recorded as upstream\.forward(ed|-failed)/, 'the start recorded what happened');
-  t.same(readdirSync(join(data, 'intents')), [], 'settled');
+  t.same(intents(data), [], 'settled');
   const store = AuditStore.open(join(data, 'patchgate.db'));
   t.teardown(() => store.close());
   await agree(t, store, pushId!, up.dir('app'), 'refs/heads/agent/fix', head);

@@ -59,7 +59,7 @@ export class DecisionLog {
     };
     if (journaled) {
       try {
-        this.ctx.journal!.open({ pushId: s.pushId, repo: s.repo, repoDir: s.repoDir, upstream: viaUpstream });
+        await this.ctx.journal!.open({ pushId: s.pushId, repo: s.repo, repoDir: s.repoDir, upstream: viaUpstream });
       } catch (err) {
         throw refuse('its intent entry could not be written', err);
       }
