@@ -31,6 +31,13 @@ export class CatFileBatch {
   private readonly proc: ChildProcessWithoutNullStreams;
   private readonly queue: Pending[] = [];
   private buf: Buffer = Buffer.alloc(0);
+  /** Chunks read since `buf` was last joined, and their length: a large object arrives in many chunks, joined once. */
+  private chunks: Buffer[] = [];
+  private chunkBytes = 0;
+  /** Bytes `buf` must hold before the next answer can be parsed (0: try at every chunk). */
+  private need = 0;
+  /** Requests of this tick, written to git's stdin in one write (a push asks for hundreds of objects at once). */
+  private out = '';
   private stderr = '';
 
   constructor(dir: string, env: NodeJS.ProcessEnv) {
@@ -43,7 +50,13 @@ export class CatFileBatch {
     this.proc.on('close', () => this.fail(new Error('git cat-file exited')));
     this.proc.stdin.on('error', (e) => this.fail(e));
     this.proc.stdout.on('data', (b: Buffer) => {
-      this.buf = this.buf.length ? Buffer.concat([this.buf, b]) : b;
+      this.chunks.push(b);
+      this.chunkBytes += b.length;
+      if (this.buf.length + this.chunkBytes < this.need) return;
+      this.buf = this.buf.length || this.chunks.length > 1 ? Buffer.concat([this.buf, ...this.chunks]) : b;
+      this.chunks = [];
+      this.chunkBytes = 0;
+      this.need = 0;
       this.drain();
     });
   }
@@ -60,8 +73,15 @@ export class CatFileBatch {
     if (/[\n\r]/.test(spec)) return Promise.reject(new GitError(['cat-file', '--batch-command'], null, `object name with a newline: ${JSON.stringify(spec)}`));
     return new Promise((resolve, reject) => {
       this.queue.push({ spec, headerOnly, resolve, reject });
-      this.proc.stdin.write(`${headerOnly ? 'info' : 'contents'} ${spec}\n`);
+      if (!this.out) process.nextTick(() => this.flush());
+      this.out += `${headerOnly ? 'info' : 'contents'} ${spec}\n`;
     });
+  }
+
+  private flush(): void {
+    const text = this.out;
+    this.out = '';
+    if (text && !this.dead) this.proc.stdin.write(text);
   }
 
   read(spec: string): Promise<BatchResult | null> {
@@ -86,7 +106,10 @@ export class CatFileBatch {
         continue;
       }
       const end = nl + 1 + head.size;
-      if (this.buf.length < end + 1) return; // wait for body and its trailing LF
+      if (this.buf.length < end + 1) {
+        this.need = end + 1; // wait for body and its trailing LF
+        return;
+      }
       head.data = Buffer.from(this.buf.subarray(nl + 1, end));
       this.buf = this.buf.subarray(end + 1);
       this.queue.shift();
@@ -95,6 +118,7 @@ export class CatFileBatch {
   }
 
   close(): void {
+    this.flush(); // requests of this tick are still answered, as before the end of stdin
     this.dead = true;
     this.proc.stdin.end();
   }
