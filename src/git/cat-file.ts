@@ -73,7 +73,7 @@ export class CatFileBatch {
     if (/[\n\r]/.test(spec)) return Promise.reject(new GitError(['cat-file', '--batch-command'], null, `object name with a newline: ${JSON.stringify(spec)}`));
     return new Promise((resolve, reject) => {
       this.queue.push({ spec, headerOnly, resolve, reject });
-      if (!this.out) process.nextTick(() => this.flush());
+      if (!this.out) setImmediate(() => this.flush());
       this.out += `${headerOnly ? 'info' : 'contents'} ${spec}\n`;
     });
   }

@@ -50,6 +50,51 @@ export interface GitOptions {
 /** How long one fetch or push of the checkpoint ref may take. */
 const REMOTE_REF_TIMEOUT_MS = 60_000;
 
+/** How many tree entries a repository's Git keeps parsed for readTree (about 1-2 MB; a push reads a few folders). */
+const TREE_MEMO_ENTRIES = 8192;
+
+/**
+ * Parsed tree objects by id, the most recently read kept up to TREE_MEMO_ENTRIES entries in
+ * all. A tree never changes under its id, and a push's walks (the commit diff, the contract
+ * digest, the fixture folders) and the next push open the same folders: each is read once.
+ * Sharing it between a push's reader and the repository's store is sound because git checks
+ * that a push's objects are all there (connectivity) before any hook runs, and an id names
+ * one content wherever it is stored. A read that failed is not kept.
+ */
+export class TreeMemo {
+  private readonly map = new Map<string, { entries: Promise<RawTreeEntry[]>; size: number }>();
+  private total = 0;
+
+  async get(id: string, read: () => Promise<RawTreeEntry[]>): Promise<RawTreeEntry[]> {
+    const memo = this.map.get(id);
+    if (memo) {
+      this.map.delete(id);
+      this.map.set(id, memo);
+      // A read another reader started may fail for its own reasons (its push was cancelled
+      // and its reader closed): this caller then reads for itself.
+      return memo.entries.catch(read);
+    }
+    const slot = { entries: read(), size: 0 };
+    this.map.set(id, slot);
+    try {
+      const list = await slot.entries;
+      if (this.map.get(id) === slot && slot.size === 0) {
+        slot.size = list.length + 1;
+        this.total += slot.size;
+        for (const [k, v] of this.map) {
+          if (this.total <= TREE_MEMO_ENTRIES || v === slot) break;
+          this.map.delete(k);
+          this.total -= v.size;
+        }
+      }
+      return list;
+    } catch (err) {
+      if (this.map.get(id) === slot) this.map.delete(id);
+      throw err;
+    }
+  }
+}
+
 export class Git {
   readonly dir: string;
   private readonly bare: boolean;
@@ -57,11 +102,14 @@ export class Git {
   private batch: CatFileBatch | null = null;
   private format: ObjectFormat | null = null;
   private readonly store: Git | null;
+  /** Trees read lately, shared with the store's Git (so with every push to its repository). */
+  readonly trees: TreeMemo;
 
   constructor(opts: GitOptions) {
     this.dir = opts.dir;
     this.bare = opts.bare ?? false;
     this.store = opts.store ?? null;
+    this.trees = this.store?.trees ?? new TreeMemo();
     this.env = gitEnv(opts.env);
   }
 
@@ -250,10 +298,13 @@ export class Git {
    * reader: no process per call. Names are bytes in git; they are decoded as UTF-8.
    */
   async readTree(id: string): Promise<RawTreeEntry[]> {
-    const r = await this.batchReader().read(id);
-    if (!r || r.type !== 'tree') throw new GitError(['cat-file', '--batch'], 0, `${id} is not a tree`);
-    return parseTree(id, r.data);
+    return this.trees.get(id, async () => {
+      const r = await this.batchReader().read(id);
+      if (!r || r.type !== 'tree') throw new GitError(['cat-file', '--batch'], 0, `${id} is not a tree`);
+      return parseTree(id, r.data);
+    });
   }
+
 
   // ---- objects (through the cat-file reader, cat-file.ts)
 

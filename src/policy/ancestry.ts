@@ -61,13 +61,16 @@ export async function ledgerHistoryAt(ctx: RuleContext, rev: string, path: strin
   let history: LedgerHistory | undefined;
   const literal = !/[*?[\]\\:!]/.test(path);
   if (ctx.linearBase && literal) {
-    const base = ctx.cache.get(memo(ctx.linearBase)) as LedgerHistory | undefined;
-    if (base) {
-      let touched = false;
-      for (const c of ctx.newCommits) {
-        if ((await ctx.changes(c)).some((ch) => ch.path === path || ch.path.startsWith(`${path}/`))) touched = true;
-      }
-      if (!touched) history = base;
+    let touched = false;
+    for (const c of ctx.newCommits) {
+      if ((await ctx.changes(c)).some((ch) => ch.path === path || ch.path.startsWith(`${path}/`))) touched = true;
+    }
+    if (!touched) {
+      // The base's answer, computed once for it when missing: every new branch an agent starts
+      // from the trusted tip then reuses it instead of asking git for the path's history again.
+      const base = ctx.linearBase;
+      history = (ctx.cache.get(memo(base)) as LedgerHistory | undefined) ?? (await ledgerHistory(ctx.git, base, path));
+      ctx.cache.set(memo(base), history);
     }
   }
   history ??= await ledgerHistory(ctx.git, rev, path);

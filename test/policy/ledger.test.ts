@@ -62,3 +62,22 @@ t.test('the expiry limit counts from the day the row was added', async (t) => {
   const bad = await runCheck({ repo: r.dir, base: 'main', head: 'human', role: 'human' });
   t.equal(bad.verdict, 'reject');
 });
+
+t.test("an agent's new branch off the trusted tip reuses the tip's ledger history", async (t) => {
+  const { Git } = await import('../../src/git/git.js');
+  const { judgeUpdate } = await import('../../src/policy/engine.js');
+  const r = TestRepo.init(t).at(T0);
+  r.commit('base', { 'src/a.py': 'x = 1\n', 'ci/flake-ledger.jsonl': row({}) + '\n' });
+  const main = r.head();
+  r.checkout('agent/one', true);
+  const one = r.commit('edit', { 'src/a.py': 'x = 2\n' });
+  const git = new Git({ dir: r.dir });
+  t.teardown(() => git.close());
+  const cache = new Map<string, unknown>();
+  const zero = '0'.repeat(40);
+  const d = await judgeUpdate({ git, role: 'agent', mode: 'push', trustedTip: main, cache, mainStore: git }, { ref: 'refs/heads/agent/one', oldId: zero, newId: one });
+  t.equal(d.verdict, 'accept', d.reasons.map((x) => x.message).join(' | '));
+  const key = (id: string) => `mem:ledger-history:${id}:ci/flake-ledger.jsonl`;
+  t.ok(cache.get(key(main)), "the trusted tip's answer is kept for the next branch");
+  t.equal(cache.get(key(one)), cache.get(key(main)), 'the branch (which does not touch the ledger) has the same history');
+});
