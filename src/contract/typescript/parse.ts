@@ -42,23 +42,23 @@ function sourceFile(path: string, text: string, kind: ts.ScriptKind, parents: bo
  */
 function outerBodies(sf: ts.SourceFile): ts.Block[] {
   const out: ts.Block[] = [];
-  const visit = (n: ts.Node): void => {
-    const body = ts.isFunctionLike(n) && 'body' in n ? (n as { body?: ts.Node }).body : ts.isClassStaticBlockDeclaration(n) ? n.body : undefined;
-    if (body && ts.isBlock(body)) {
-      out.push(body);
-      // Parameters and types may hold further functions (default values); their bodies count too.
-      n.forEachChild((c) => {
-        setParent(c, n);
-        if (c !== body) visit(c);
-      });
-      return;
-    }
-    n.forEachChild((c) => {
-      setParent(c, n);
-      visit(c);
-    });
+  let parent: ts.Node = sf;
+  let skip: ts.Node | undefined; // the body whose node is being walked: linked, not entered
+  const visit = (n: ts.Node): undefined => {
+    (n as { parent: ts.Node }).parent = parent;
+    if (n === skip) return undefined;
+    const body = ts.isFunctionLike(n) || ts.isClassStaticBlockDeclaration(n) ? (n as { body?: ts.Node }).body : undefined;
+    const parent0 = parent;
+    const skip0 = skip;
+    parent = n;
+    // Parameters and types may hold further functions (default values); their bodies count too.
+    if (body !== undefined && ts.isBlock(body)) out.push((skip = body));
+    ts.forEachChild(n, visit);
+    parent = parent0;
+    skip = skip0;
+    return undefined;
   };
-  visit(sf);
+  ts.forEachChild(sf, visit);
   return out;
 }
 
@@ -69,10 +69,6 @@ function outerBodies(sf: ts.SourceFile): ts.Block[] {
 function importMetaModule(sf: ts.SourceFile): boolean {
   const indicator = (sf as unknown as { externalModuleIndicator?: ts.Node | true }).externalModuleIndicator;
   return indicator !== undefined && (indicator === true || ts.isMetaProperty(indicator));
-}
-
-function setParent(child: ts.Node, parent: ts.Node): void {
-  (child as { parent: ts.Node }).parent = parent;
 }
 
 /** `text` with every character inside the ranges made a space, line breaks kept (so lines and columns stay). */
