@@ -1,7 +1,8 @@
-// The TypeScript/JavaScript extractor's entry point: parse one file (TypeScript's parser, bodies
-// blanked, then typescript-estree's converter) and hand the ESTree to the Extractor. Split out of
-// src/contract/typescript.ts (issue 22) so that the parsing, the row walk and the printer are
-// each one file; src/contract/typescript.ts re-exports this module's API.
+// The TypeScript/JavaScript extractor's entry point: parse one file (TypeScript's parser, once;
+// bodies emptied in its tree and blanked in its text; then typescript-estree's converter) and
+// hand the ESTree to the Extractor. Split out of src/contract/typescript.ts (issue 22) so that
+// the parsing, the row walk and the printer are each one file; src/contract/typescript.ts
+// re-exports this module's API.
 
 import ts from 'typescript';
 import { TSError, parseAndGenerateServices, type TSESTree } from '@typescript-eslint/typescript-estree';
