@@ -681,3 +681,22 @@ t.test('function bodies are skipped for speed, but a syntax error in one still r
   t.throws(() => extractTypeScript('export abstract class A { abstract m(): void {} }\n', 'src/a.ts'), ContractParseError);
   t.same(rows('export function f(): void { try { g(); } catch (e = 1) {} }\n'), ['function f(): void']);
 });
+
+t.test('one TypeScript parse: bodies emptied in the tree, blanked in the text the rows are printed from', async t => {
+  // A default value printed from the file's text (JSX goes through the token fallback): the
+  // body inside it is blanked, so what the body holds never reaches the row.
+  const jsx = (body: string) => rows(`export function C(p = <div>{() => { ${body} }}</div>): void {}\n`, 'src/c.tsx');
+  t.same(jsx('return <b/>;'), ['function C(p = <div>{()=>{}}</div>): void']);
+  t.same(jsx('const s = "}"; return <i>{s}</i>;'), jsx('return <b/>;'));
+  // Line breaks inside a body (CRLF, U+2028) are kept: an error typescript-estree finds after
+  // it, in the tree whose bodies were emptied, is at the file's own line and column.
+  const e = t.throws(() => extractTypeScript('export function a(): void {\r\n  one();\u2028two();\r\n}\nexport abstract class A { abstract m(): void {} }\n', 'src/ls.ts'));
+  t.ok(e instanceof ContractParseError && e.line === 5 && e.column === 36, `line 5 col 36: ${String(e)}`);
+  // A file that is a module only through an `import.meta` in a body takes the second parse of
+  // the blanked text; its rows are those of any other body.
+  const meta = (body: string) => rows(`function g() { ${body} }\nmodule.exports = { g, v: 1 };\n`, 'src/cjs.js');
+  t.same(meta('return import.meta.url;'), ['export = { g, v }', 'exports.v = 1', 'function g()']);
+  t.same(meta('return 1;'), meta('return import.meta.url;'));
+  t.same(rows('export const f = function () { return import.meta.url; };\nexport class K { m(a = `${(() => { return 1; })()}`) { return import.meta; } }\n', 'src/m.js'),
+    ['class K', 'class K.m(a = `${(() => …)()}`)', 'const f: function() {…}']);
+});

@@ -1,7 +1,8 @@
-// The TypeScript/JavaScript extractor's entry point: parse one file (TypeScript's parser, bodies
-// blanked, then typescript-estree's converter) and hand the ESTree to the Extractor. Split out of
-// src/contract/typescript.ts (issue 22) so that the parsing, the row walk and the printer are
-// each one file; src/contract/typescript.ts re-exports this module's API.
+// The TypeScript/JavaScript extractor's entry point: parse one file (TypeScript's parser, once;
+// bodies emptied in its tree and blanked in its text; then typescript-estree's converter) and
+// hand the ESTree to the Extractor. Split out of src/contract/typescript.ts (issue 22) so that
+// the parsing, the row walk and the printer are each one file; src/contract/typescript.ts
+// re-exports this module's API.
 
 import ts from 'typescript';
 import { TSError, parseAndGenerateServices, type TSESTree } from '@typescript-eslint/typescript-estree';
@@ -36,33 +37,51 @@ function sourceFile(path: string, text: string, kind: ts.ScriptKind, parents: bo
 /**
  * The `{ ... }` bodies of functions, methods, accessors, constructors and static blocks that
  * no other such body contains. A body can declare nothing public, so its inside never reaches
- * a row; only its braces are kept.
+ * a row; only its braces are kept. The walk also links every node outside those bodies (and the
+ * bodies' blocks) to its parent, which the converter needs: the file is parsed without parent
+ * links, so nothing is spent linking the insides of bodies that nobody reads.
  */
-function outerBodies(sf: ts.SourceFile): Array<[number, number]> {
-  const out: Array<[number, number]> = [];
-  const visit = (n: ts.Node): void => {
-    const body = ts.isFunctionLike(n) && 'body' in n ? (n as { body?: ts.Node }).body : ts.isClassStaticBlockDeclaration(n) ? n.body : undefined;
-    if (body && ts.isBlock(body)) {
-      out.push([body.getStart(sf) + 1, body.end - 1]);
-      // Parameters and types may hold further functions (default values); their bodies count too.
-      n.forEachChild((c) => (c === body ? undefined : visit(c)));
-      return;
-    }
-    n.forEachChild(visit);
+function outerBodies(sf: ts.SourceFile): ts.Block[] {
+  const out: ts.Block[] = [];
+  let parent: ts.Node = sf;
+  let skip: ts.Node | undefined; // the body whose node is being walked: linked, not entered
+  const visit = (n: ts.Node): undefined => {
+    (n as { parent: ts.Node }).parent = parent;
+    if (n === skip) return undefined;
+    const body = ts.isFunctionLike(n) || ts.isClassStaticBlockDeclaration(n) ? (n as { body?: ts.Node }).body : undefined;
+    const parent0 = parent;
+    const skip0 = skip;
+    parent = n;
+    // Parameters and types may hold further functions (default values); their bodies count too.
+    if (body !== undefined && ts.isBlock(body)) out.push((skip = body));
+    ts.forEachChild(n, visit);
+    parent = parent0;
+    skip = skip0;
+    return undefined;
   };
-  visit(sf);
+  ts.forEachChild(sf, visit);
   return out;
+}
+
+/**
+ * True when TypeScript took the file for a module because of an `import.meta` (rather than a
+ * top-level import or export, which no body can hold).
+ */
+function importMetaModule(sf: ts.SourceFile): boolean {
+  const indicator = (sf as unknown as { externalModuleIndicator?: ts.Node | true }).externalModuleIndicator;
+  return indicator !== undefined && (indicator === true || ts.isMetaProperty(indicator));
 }
 
 /** `text` with every character inside the ranges made a space, line breaks kept (so lines and columns stay). */
 function blank(text: string, ranges: Array<[number, number]>): string {
-  let out = '';
+  const parts: string[] = [];
   let at = 0;
   for (const [from, to] of ranges.sort((a, b) => a[0] - b[0])) {
-    out += text.slice(at, from) + text.slice(from, to).replace(/[^\r\n\u2028\u2029]/g, ' ');
+    parts.push(text.slice(at, from), text.slice(from, to).replace(/[^\r\n\u2028\u2029]+/g, (run) => ' '.repeat(run.length)));
     at = to;
   }
-  return out + text.slice(at);
+  parts.push(text.slice(at));
+  return parts.join('');
 }
 
 /**
@@ -71,7 +90,9 @@ function blank(text: string, ranges: Array<[number, number]>): string {
  * Speed: converting a whole file to ESTree costs several times TypeScript's own parse, and
  * most of a file is function bodies, which carry no public signature. So TypeScript parses the
  * file once (any syntax error anywhere refuses, through typescript-estree's own error), the
- * bodies are blanked, and typescript-estree converts only what is left.
+ * bodies are emptied in that same tree (and blanked in its text), and typescript-estree converts
+ * only what is left. The tree and text it sees are the ones a parse of the blanked text would
+ * give, save for the nodes inside bodies, which it never reaches.
  */
 export function extractTypeScript(source: string, path: string): string[] {
   const jsx = /\.(tsx|jsx|js|mjs|cjs)$/.test(path);
@@ -83,8 +104,23 @@ export function extractTypeScript(source: string, path: string): string[] {
     // A syntax error: typescript-estree turns TypeScript's first diagnostic into its error.
     const hasErrors = ((sf as unknown as { parseDiagnostics?: unknown[] }).parseDiagnostics?.length ?? 0) > 0;
     if (!hasErrors) {
-      text = blank(source, outerBodies(sf));
-      sf = sourceFile(path, text, kind, true); // the converter needs parent links
+      const bodies = outerBodies(sf);
+      text = blank(source, bodies.map((b) => [b.getStart(sf) + 1, b.end - 1]));
+      if (importMetaModule(sf)) {
+        // The file is a module only through an `import.meta`, which may sit in a body: whether
+        // the blanked text is still a module (and how TypeScript parsed its top level) is
+        // TypeScript's to say, so parse the blanked text again.
+        sf = sourceFile(path, text, kind, true);
+      } else {
+        for (const b of bodies) {
+          // As a parse of `{ <spaces> }` makes it: no statements, the list just after the `{`.
+          const inner = b.getStart(sf) + 1;
+          (b as { statements: ts.NodeArray<ts.Statement> }).statements = ts.setTextRange(ts.factory.createNodeArray<ts.Statement>([]), { pos: inner, end: inner });
+        }
+        // The converter reads literals' raw text from the file's text: it gets the blanked one,
+        // the same outside bodies and the same length.
+        (sf as { text: string }).text = text;
+      }
     }
     // parseAndGenerateServices takes a ts.SourceFile; with no project it only converts it.
     ast = parseAndGenerateServices(sf, {
