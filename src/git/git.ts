@@ -50,46 +50,51 @@ export interface GitOptions {
 /** How long one fetch or push of the checkpoint ref may take. */
 const REMOTE_REF_TIMEOUT_MS = 60_000;
 
-/** How many tree entries a repository's Git keeps parsed for readTree (about 1-2 MB; a push reads a few folders). */
-const TREE_MEMO_ENTRIES = 8192;
+/** How many tree entries (and commit headers) a repository's Git keeps parsed (about 1-2 MB; a push reads a few folders). */
+const OBJECT_MEMO_ENTRIES = 8192;
+/** A full object id: only those are kept (a ref name or `rev:path` names different objects over time). */
+const OBJECT_ID_RE = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 
 /**
- * Parsed tree objects by id, the most recently read kept up to TREE_MEMO_ENTRIES entries in
- * all. A tree never changes under its id, and a push's walks (the commit diff, the contract
- * digest, the fixture folders) and the next push open the same folders: each is read once.
- * Sharing it between a push's reader and the repository's store is sound because git checks
- * that a push's objects are all there (connectivity) before any hook runs, and an id names
- * one content wherever it is stored. A read that failed is not kept.
+ * Parsed trees and commit headers by object id, the most recently read kept up to
+ * OBJECT_MEMO_ENTRIES entries in all. An object never changes under its id, and a push's walks
+ * (the line of pushed commits, the carried commits, the commit diff, the contract digest, the
+ * fixture folders) and the next push read the same ones: each is read once. Sharing it between
+ * a push's reader and the repository's store is sound because git checks that a push's objects
+ * are all there (connectivity) before any hook runs, and an id names one content wherever it
+ * is stored. A read that failed, or found nothing, is not kept.
  */
-export class TreeMemo {
-  private readonly map = new Map<string, { entries: Promise<RawTreeEntry[]>; size: number }>();
+export class ObjectMemo {
+  private readonly map = new Map<string, { value: Promise<unknown>; size: number }>();
   private total = 0;
 
-  async get(id: string, read: () => Promise<RawTreeEntry[]>): Promise<RawTreeEntry[]> {
-    const memo = this.map.get(id);
+  async get<T>(key: string, read: () => Promise<T>, size: (v: T) => number): Promise<T> {
+    const memo = this.map.get(key);
     if (memo) {
-      this.map.delete(id);
-      this.map.set(id, memo);
+      this.map.delete(key);
+      this.map.set(key, memo);
       // A read another reader started may fail for its own reasons (its push was cancelled
       // and its reader closed): this caller then reads for itself.
-      return memo.entries.catch(read);
+      return (memo.value as Promise<T>).catch(read);
     }
-    const slot = { entries: read(), size: 0 };
-    this.map.set(id, slot);
+    const slot = { value: read() as Promise<unknown>, size: 0 };
+    this.map.set(key, slot);
     try {
-      const list = await slot.entries;
-      if (this.map.get(id) === slot && slot.size === 0) {
-        slot.size = list.length + 1;
+      const v = (await slot.value) as T;
+      if (v === null || v === undefined) {
+        if (this.map.get(key) === slot) this.map.delete(key);
+      } else if (this.map.get(key) === slot && slot.size === 0) {
+        slot.size = size(v);
         this.total += slot.size;
-        for (const [k, v] of this.map) {
-          if (this.total <= TREE_MEMO_ENTRIES || v === slot) break;
+        for (const [k, e] of this.map) {
+          if (this.total <= OBJECT_MEMO_ENTRIES || e === slot) break;
           this.map.delete(k);
-          this.total -= v.size;
+          this.total -= e.size;
         }
       }
-      return list;
+      return v;
     } catch (err) {
-      if (this.map.get(id) === slot) this.map.delete(id);
+      if (this.map.get(key) === slot) this.map.delete(key);
       throw err;
     }
   }
@@ -102,14 +107,14 @@ export class Git {
   private batch: CatFileBatch | null = null;
   private format: ObjectFormat | null = null;
   private readonly store: Git | null;
-  /** Trees read lately, shared with the store's Git (so with every push to its repository). */
-  readonly trees: TreeMemo;
+  /** Trees and commit headers read lately, shared with the store's Git (so with every push to its repository). */
+  readonly objects: ObjectMemo;
 
   constructor(opts: GitOptions) {
     this.dir = opts.dir;
     this.bare = opts.bare ?? false;
     this.store = opts.store ?? null;
-    this.trees = this.store?.trees ?? new TreeMemo();
+    this.objects = this.store?.objects ?? new ObjectMemo();
     this.env = gitEnv(opts.env);
   }
 
@@ -214,9 +219,12 @@ export class Git {
    * that look like header lines.
    */
   async commitHeader(id: string): Promise<CommitHeader | null> {
-    const r = await this.batchReader().read(id);
-    if (!r || r.type !== 'commit') return null;
-    return parseCommitHeader(id, r.data);
+    const read = async (): Promise<CommitHeader | null> => {
+      const r = await this.batchReader().read(id);
+      if (!r || r.type !== 'commit') return null;
+      return parseCommitHeader(id, r.data);
+    };
+    return OBJECT_ID_RE.test(id) ? this.objects.get(`commit ${id}`, read, () => 1) : read();
   }
 
   /** The root tree id of a commit. */
@@ -298,11 +306,12 @@ export class Git {
    * reader: no process per call. Names are bytes in git; they are decoded as UTF-8.
    */
   async readTree(id: string): Promise<RawTreeEntry[]> {
-    return this.trees.get(id, async () => {
+    const read = async (): Promise<RawTreeEntry[]> => {
       const r = await this.batchReader().read(id);
       if (!r || r.type !== 'tree') throw new GitError(['cat-file', '--batch'], 0, `${id} is not a tree`);
       return parseTree(id, r.data);
-    });
+    };
+    return OBJECT_ID_RE.test(id) ? this.objects.get(`tree ${id}`, read, (es) => es.length + 1) : read();
   }
 
 

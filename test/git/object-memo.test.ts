@@ -1,11 +1,11 @@
-// Git.readTree keeps recently read trees (src/git/git.ts TreeMemo), shared between a push's
+// Git.readTree and Git.commitHeader keep recently read objects (src/git/git.ts ObjectMemo), shared between a push's
 // reader and its repository's store: a push reads each folder once, and the next push to the
 // repository finds the folders it shares with the last one. These tests check that what the
 // memo answers is what git stores, that a failed read is not kept, that a reader which
 // fails does not fail another that waited on it, and that the memo stays within its bound.
 
 import t from 'tap';
-import { Git, TreeMemo } from '../../src/git/git.js';
+import { Git, ObjectMemo } from '../../src/git/git.js';
 import type { RawTreeEntry } from '../../src/git/trees.js';
 import { TestRepo } from '../helpers/repo.js';
 
@@ -21,7 +21,7 @@ t.test('readTree answers what git stores, once per tree, shared with the store',
   const store = new Git({ dir: repo.dir });
   const push = new Git({ dir: repo.dir, store });
   t.teardown(() => (store.close(), push.close()));
-  t.equal(push.trees, store.trees, "a push's Git uses its store's memo");
+  t.equal(push.objects, store.objects, "a push's Git uses its store's memo");
 
   const names = (es: RawTreeEntry[]) => es.map((e) => e.name);
   t.same(names(await push.readTree(root)), lsTree(repo, root));
@@ -35,15 +35,26 @@ t.test('readTree answers what git stores, once per tree, shared with the store',
   const blob = repo.git('rev-parse', 'HEAD:README.md');
   await t.rejects(push.readTree(blob), /is not a tree/);
   await t.rejects(push.readTree(blob), /is not a tree/);
+
+  // Commit headers too; a name that is not an object id (a ref moves) is never kept.
+  const head = repo.head();
+  t.equal(await push.commitHeader(head), await store.commitHeader(head), 'one parsed header for both');
+  t.equal((await push.commitHeader(head))!.tree, root);
+  t.not(await store.commitHeader('HEAD'), await store.commitHeader('HEAD'), 'a ref name is read each time');
+  const next = repo.commit('two', { 'src/a.ts': 'export const a = 3;\n' });
+  t.equal((await store.commitHeader('HEAD'))!.parents[0], head, 'and follows the ref');
+  t.not(next, head);
+  t.equal(await store.commitHeader(blob), null, 'a blob is not a commit (and that is not kept)');
 });
 
 t.test("a waiter reads for itself when the read it waited on fails", async (t) => {
-  const memo = new TreeMemo();
+  const memo = new ObjectMemo();
   const entry = { mode: '100644', rawMode: '100644', kind: 'regular', name: 'x', raw: Buffer.from('x'), id: 'b'.repeat(40) } as RawTreeEntry;
   let release!: (e: Error) => void;
-  const first = memo.get('a'.repeat(40), () => new Promise((_, reject) => (release = reject)));
+  const size = (es: RawTreeEntry[]) => es.length + 1;
+  const first = memo.get('a'.repeat(40), () => new Promise<RawTreeEntry[]>((_, reject) => (release = reject)), size);
   let ownReads = 0;
-  const second = memo.get('a'.repeat(40), async () => (ownReads++, [entry]));
+  const second = memo.get('a'.repeat(40), async () => (ownReads++, [entry]), size);
   release(new Error('its reader was closed'));
   await t.rejects(first, /its reader was closed/);
   t.same((await second).map((e) => e.name), ['x'], 'the waiter got the tree from its own read');
@@ -51,10 +62,10 @@ t.test("a waiter reads for itself when the read it waited on fails", async (t) =
 });
 
 t.test('the memo keeps at most its bound of entries, dropping the least recently read', async (t) => {
-  const memo = new TreeMemo();
+  const memo = new ObjectMemo();
   const tree = (n: number) => Array.from({ length: n }, (_, i) => ({ mode: '100644', rawMode: '100644', kind: 'regular', name: `f${i}`, raw: Buffer.from(`f${i}`), id: 'c'.repeat(40) }) as RawTreeEntry);
   let reads = 0;
-  const get = (id: string, n: number) => memo.get(id.padEnd(40, '0'), async () => (reads++, tree(n)));
+  const get = (id: string, n: number) => memo.get(id.padEnd(40, '0'), async () => (reads++, tree(n)), (es) => es.length + 1);
   await get('1', 3000);
   await get('2', 3000);
   await get('1', 3000); // read lately: kept ahead of '2'
