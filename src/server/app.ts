@@ -54,6 +54,8 @@ export interface ServerOptions {
   limits?: Partial<RequestLimits>;
   /** Test seam passed to the hook daemon. */
   beforeJudge?: () => Promise<void>;
+  /** Pushes judged at once (default: two per core; PATCHGATE_JUDGE_SLOTS). */
+  judgeSlots?: number;
   /** How long an upstream fetch is reused (ms; default src/upstream/remote.ts FRESH_MS). */
   upstreamFreshMs?: number;
   /** A push's long work says so on `remote:` after this long (default 2000 ms; HookService). */
@@ -168,7 +170,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     undo.push(() => disk.close());
     const cache = new ContentCache(disk);
     metrics.watchCache(cache);
-    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge, dataDir, upstreamFreshMs: opts.upstreamFreshMs, ...(opts.remoteProgressDelayMs !== undefined ? { remoteProgressDelayMs: opts.remoteProgressDelayMs } : {}), ...(opts.gc ? { gc: opts.gc } : {}), ...(opts.log || opts.logger ? {} : { progress: stderrProgress() }), onTimeout: () => metrics.hookTimeouts.inc(), log, ...(opts.notifyUrl ? { notifyUrl: opts.notifyUrl, notify: opts.notify } : {}) });
+    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge, ...(opts.judgeSlots !== undefined ? { judgeSlots: opts.judgeSlots } : {}), dataDir, upstreamFreshMs: opts.upstreamFreshMs, ...(opts.remoteProgressDelayMs !== undefined ? { remoteProgressDelayMs: opts.remoteProgressDelayMs } : {}), ...(opts.gc ? { gc: opts.gc } : {}), ...(opts.log || opts.logger ? {} : { progress: stderrProgress() }), onTimeout: () => metrics.hookTimeouts.inc(), log, ...(opts.notifyUrl ? { notifyUrl: opts.notifyUrl, notify: opts.notify } : {}) });
     undo.push(() => hooks.stop());
     await hooks.start();
     // Pushes the last run left unsettled (killed, or its log was down): compared with the real

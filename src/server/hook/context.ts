@@ -23,6 +23,8 @@ export interface HookServiceOptions {
   cache: Map<string, unknown>;
   /** Test seam: runs before the engine, e.g. to stop the daemon mid-push. */
   beforeJudge?: () => Promise<void>;
+  /** Pushes judged at once (default ./slots.ts defaultJudgeSlots; 0: no bound). */
+  judgeSlots?: number;
   /** Rate limit of the `auth` rows the endpoint writes (tests shorten it). */
   authRows?: AuthRowLimits;
   /**

@@ -13,11 +13,16 @@ import { runCancellable } from '../../cancel.js';
 import type { RefDecision, RefUpdate } from '../../policy/types.js';
 import type { HookContext } from './context.js';
 import type { PushSession } from './session.js';
+import { defaultJudgeSlots, Slots } from './slots.js';
 
 export class Judge {
   private judges = 0;
+  /** Judgements that run at once (./slots.ts); the others wait in arrival order. */
+  readonly slots: Slots;
 
-  constructor(private readonly ctx: HookContext) {}
+  constructor(private readonly ctx: HookContext) {
+    this.slots = new Slots(ctx.opts.judgeSlots ?? defaultJudgeSlots());
+  }
 
   /** Judgements still running, including cancelled ones that have not stopped yet (for tests). */
   get judging(): number {
@@ -31,21 +36,27 @@ export class Judge {
     const onGone = () => cancel.abort(gone.reason);
     gone.addEventListener('abort', onGone, { once: true });
     this.judges++;
+    let started = false;
     const work = runCancellable(cancel.signal, async () => {
-      if (this.ctx.opts.beforeJudge) await this.ctx.opts.beforeJudge();
-      const t0 = performance.now();
-      const store = this.ctx.stores.get(s.repoDir);
-      // One policy for the whole push: every ref is judged against the same trusted tip.
-      const { trustedTip, trustedBranch, policy } = await trustedState(store, s.trustedBranch);
-      // Where a push's time goes, kept in the audit row (ms): setup = trusted tip and policy.
-      timings.setup = Math.round(performance.now() - t0);
-      const out: RefDecision[] = [];
-      for (const u of updates) {
-        if (cancel.signal.aborted) break;
-        out.push(await judgeUpdate({ git, role: s.role === 'agent' ? 'agent' : 'human', mode: 'push', trustedTip, trustedBranch, policy, cache: this.ctx.opts.cache, mainStore: store, ...(s.pushTarget ? { pushTarget: s.pushTarget } : {}), ...(remote ? { progress: remote } : {}) }, u));
+      const waited = performance.now();
+      // A wait past the remote-progress delay says so on `remote:` (nothing silent for long).
+      const ahead = this.slots.waiting;
+      let said = false;
+      const say = remote ? setTimeout(() => {
+        said = true;
+        remote.write(`patchgate: waiting for its turn (pushes judged at once: ${this.slots.size}; waiting before this one: ${ahead})\n`);
+      }, remote.delayMs ?? 2000) : undefined;
+      const release = await this.slots.acquire(cancel.signal).finally(() => clearTimeout(say));
+      if (said) remote!.write(`patchgate: its turn came after ${((performance.now() - waited) / 1000).toFixed(1)} s; judging\n`);
+      started = true;
+      // Where a push's time goes, kept in the audit row (ms): queued = waiting for a slot.
+      const queued = Math.round(performance.now() - waited);
+      if (queued > 0) timings.queued = queued;
+      try {
+        return await this.judgeUpdates(git, s, updates, timings, cancel.signal, remote);
+      } finally {
+        release();
       }
-      timings.refs = Math.round(performance.now() - t0) - timings.setup;
-      return out;
     }).finally(() => {
       this.judges--;
     });
@@ -55,7 +66,7 @@ export class Judge {
         const parsing = parsePool.pathsOf(cancel.signal);
         this.ctx.opts.onTimeout?.();
         cancel.abort(new Error(`the hook time limit of ${limitMs} ms passed`));
-        resolve(updates.map((u) => timedOut(u, limitMs, parsing, s.timeoutMessage)));
+        resolve(updates.map((u) => (started ? timedOut(u, limitMs, parsing, s.timeoutMessage) : busy(u, limitMs, this.slots.size))));
       }, limitMs);
     });
     try {
@@ -67,6 +78,24 @@ export class Judge {
       clearTimeout(timer);
       gone.removeEventListener('abort', onGone);
     }
+  }
+
+  /** The engine per ref, against one trusted tip and policy read once (inside a slot). */
+  private async judgeUpdates(git: Git, s: PushSession, updates: RefUpdate[], timings: Record<string, number>, signal: AbortSignal, remote?: SlowPhaseOptions): Promise<RefDecision[]> {
+    if (this.ctx.opts.beforeJudge) await this.ctx.opts.beforeJudge();
+    const t0 = performance.now();
+    const store = this.ctx.stores.get(s.repoDir);
+    // One policy for the whole push: every ref is judged against the same trusted tip.
+    const { trustedTip, trustedBranch, policy } = await trustedState(store, s.trustedBranch);
+    // Where a push's time goes, kept in the audit row (ms): setup = trusted tip and policy.
+    timings.setup = Math.round(performance.now() - t0);
+    const out: RefDecision[] = [];
+    for (const u of updates) {
+      if (signal.aborted) break;
+      out.push(await judgeUpdate({ git, role: s.role === 'agent' ? 'agent' : 'human', mode: 'push', trustedTip, trustedBranch, policy, cache: this.ctx.opts.cache, mainStore: store, ...(s.pushTarget ? { pushTarget: s.pushTarget } : {}), ...(remote ? { progress: remote } : {}) }, u));
+    }
+    timings.refs = Math.round(performance.now() - t0) - timings.setup;
+    return out;
   }
 }
 
@@ -84,6 +113,12 @@ function timedOut(u: RefUpdate, ms: number, parsing: string[] = [], lead = ''): 
   const d = errorDecision(u, new Error(`${lead}the policy did not finish within ${ms} ms: still parsing ${files.join(', ')} (the parse was stopped)`), Date.now());
   if (d.reasons[0]) d.reasons[0] = { ...d.reasons[0], path: files[0]! };
   return { ...d, remediation: `split or simplify ${files.join(', ')} so each parses quickly (or move generated code out of the contract roots), commit, and push again` };
+}
+
+/** The limit passed before a slot was free: nothing of this push was judged. */
+function busy(u: RefUpdate, ms: number, slots: number): RefDecision {
+  const d = errorDecision(u, new Error(`the gate was busy judging other pushes (${slots} at a time) for all of this push's ${ms} ms, so it was not judged`), Date.now());
+  return { ...d, remediation: 'nothing is wrong with the push: wait a minute and push again (git push)' };
 }
 
 function failed(u: RefUpdate, err: unknown): RefDecision {

@@ -1,0 +1,84 @@
+// Pushes are judged a few at a time (src/server/hook/slots.ts): the others wait their turn in
+// arrival order, and a push whose hook limit passes while it waits is refused as "busy" with
+// nothing judged and nothing moved. The line itself: FIFO, a cancelled waiter leaves it.
+
+import t from 'tap';
+import { Slots } from '../../src/server/hook/slots.js';
+import { TestRepo } from '../helpers/repo.js';
+import { bareDir, gitAsync, refIn, startGate } from '../helpers/gate.js';
+
+t.test('the line: first come, first served; a cancelled waiter leaves without a slot', async (t) => {
+  const slots = new Slots(1);
+  const order: string[] = [];
+  const first = await slots.acquire();
+  const gone = new AbortController();
+  const b = slots.acquire().then((release) => (order.push('b'), release));
+  const c = slots.acquire(gone.signal).then((release) => (order.push('c'), release), (err: Error) => (order.push(`c: ${err.message}`), null));
+  const d = slots.acquire().then((release) => (order.push('d'), release));
+  t.equal(slots.waiting, 3);
+  gone.abort(new Error('hung up'));
+  await c;
+  t.equal(slots.waiting, 2, 'the cancelled waiter left the line');
+  first();
+  first(); // a second release of the same slot changes nothing
+  (await b)();
+  (await d)();
+  t.same(order, ['c: hung up', 'b', 'd']);
+  t.equal(slots.busy, 0);
+  const unbounded = new Slots(0);
+  await Promise.all([unbounded.acquire(), unbounded.acquire(), unbounded.acquire()]);
+  t.equal(unbounded.busy, 3, 'size 0 has no bound');
+});
+
+async function twoPushes(t: Parameters<typeof startGate>[0], opts: { slots: number; holdMs: number; limitMs: number; progressMs?: number }) {
+  let inside = 0;
+  let most = 0;
+  const gate = await startGate(t, {
+    judgeSlots: opts.slots,
+    hookTimeoutMs: opts.limitMs,
+    ...(opts.progressMs !== undefined ? { remoteProgressDelayMs: opts.progressMs } : {}),
+    beforeJudge: async () => {
+      most = Math.max(most, ++inside);
+      await new Promise((r) => setTimeout(r, opts.holdMs));
+      inside--;
+    },
+  });
+  await gate.repo('app');
+  const agent = gate.token('agent-1', 'agent');
+  const w = TestRepo.init(t);
+  w.commit('base', { 'src/app.py': 'x = 1\n' });
+  const bare = bareDir(gate, 'app');
+  t.equal((await gitAsync(bare, ['fetch', '-q', w.dir, 'main:main'])).code, 0);
+  w.checkout('agent/one', true);
+  const one = w.commit('one', { 'src/app.py': 'x = 2\n' });
+  w.checkout('main');
+  w.checkout('agent/two', true);
+  const two = w.commit('two', { 'src/app.py': 'x = 3\n' });
+  const url = gate.remote('app', 'agent-1', agent);
+  const a = gitAsync(w.dir, ['push', url, 'agent/one']);
+  await new Promise((r) => setTimeout(r, 150));
+  const b = gitAsync(w.dir, ['push', url, 'agent/two']);
+  return { results: await Promise.all([a, b]), most: () => most, bare, one, two };
+}
+
+t.test('with one slot, two pushes at once are judged one after the other, and both land', async (t) => {
+  const r = await twoPushes(t as never, { slots: 1, holdMs: 1500, limitMs: 20_000, progressMs: 300 });
+  for (const x of r.results) t.equal(x.code, 0, x.stderr);
+  t.match(r.results[1]!.stderr, /remote: patchgate: waiting for its turn \(pushes judged at once: 1; waiting before this one: 0\)/, 'the wait is said on remote:');
+  t.match(r.results[1]!.stderr, /remote: patchgate: its turn came after \d+\.\d s; judging/, 'and its end');
+  t.notMatch(r.results[0]!.stderr, /waiting for its turn/, 'the first push did not wait');
+  t.equal(r.most(), 1, 'never two judgements at once');
+  t.equal(await refIn(r.bare, 'refs/heads/agent/one'), r.one);
+  t.equal(await refIn(r.bare, 'refs/heads/agent/two'), r.two);
+});
+
+t.test('a push whose limit passes while it waits for a slot is refused as busy, and nothing moves', async (t) => {
+  const r = await twoPushes(t as never, { slots: 1, holdMs: 2500, limitMs: 1500 });
+  const [first, second] = r.results;
+  t.not(first!.code, 0, 'the first push overran its limit in the judge');
+  t.not(second!.code, 0, 'the second never got a slot');
+  t.match(second!.stderr, /the gate was busy judging other pushes \(1 at a time\) for all of this push's 1500 ms, so it was not judged/);
+  t.match(second!.stderr, /wait a minute and push again/);
+  t.equal(await refIn(r.bare, 'refs/heads/agent/one'), null);
+  t.equal(await refIn(r.bare, 'refs/heads/agent/two'), null);
+});
