@@ -61,10 +61,13 @@ export function auditHealth(audit: AuditStore, dbPath: string, opened: FileIdent
 
 /**
  * The body of a healthy /healthz: `ok`, or while the contract cache warms (pushes are still
- * judged: healthy) `ok, warming: DONE/TOTAL files, N repositories queued` (issue 24).
+ * judged: healthy) `ok, warming: DONE/TOTAL files, N repositories queued` (issue 24), and
+ * while pushes wait for a judge slot `…, busy: N pushes waiting (S judged at once)`.
  */
 export function healthyBody(hooks: HookService): string {
   const w = hooks.warmingStatus();
-  if (!w) return 'ok';
-  return `ok, warming: ${w.done}${w.total === null ? '' : `/${w.total}`} files, ${w.repositories} repositor${w.repositories === 1 ? 'y' : 'ies'} queued`;
+  const j = hooks.judgingStatus();
+  const busy = j.waiting > 0 ? `busy: ${j.waiting} push${j.waiting === 1 ? '' : 'es'} waiting (${j.slots} judged at once)` : '';
+  if (!w) return busy ? `ok, ${busy}` : 'ok';
+  return `ok, warming: ${w.done}${w.total === null ? '' : `/${w.total}`} files, ${w.repositories} repositor${w.repositories === 1 ? 'y' : 'ies'} queued${busy ? `, ${busy}` : ''}`;
 }

@@ -135,6 +135,12 @@ export class HookService {
   }
 
   /** While warm-ups are queued or running: how many, and the running one's files done of its total (null: none). */
+  /** Pushes waiting for a judge slot, and how many are judged at once (src/server/hook/slots.ts). */
+  judgingStatus(): { busy: number; waiting: number; slots: number } {
+    const sl = this.parts.judge.slots;
+    return { busy: sl.busy, waiting: sl.waiting, slots: sl.size };
+  }
+
   warmingStatus(): { repositories: number; done: number; total: number | null } | null {
     return this.warmer.warmingStatus();
   }

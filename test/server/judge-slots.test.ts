@@ -58,7 +58,10 @@ async function twoPushes(t: Parameters<typeof startGate>[0], opts: { slots: numb
   const a = gitAsync(w.dir, ['push', url, 'agent/one']);
   await new Promise((r) => setTimeout(r, 150));
   const b = gitAsync(w.dir, ['push', url, 'agent/two']);
-  return { results: await Promise.all([a, b]), most: () => most, bare, one, two };
+  // /healthz while the second waits (the first holds the one slot for holdMs).
+  await new Promise((r) => setTimeout(r, Math.min(600, opts.holdMs / 2)));
+  const health = await fetch(`http://127.0.0.1:${gate.srv.port}/healthz`).then((res) => res.text());
+  return { results: await Promise.all([a, b]), most: () => most, bare, one, two, health };
 }
 
 t.test('with one slot, two pushes at once are judged one after the other, and both land', async (t) => {
@@ -67,6 +70,7 @@ t.test('with one slot, two pushes at once are judged one after the other, and bo
   t.match(r.results[1]!.stderr, /remote: patchgate: waiting for its turn \(pushes judged at once: 1; waiting before this one: 0\)/, 'the wait is said on remote:');
   t.match(r.results[1]!.stderr, /remote: patchgate: its turn came after \d+\.\d s; judging/, 'and its end');
   t.notMatch(r.results[0]!.stderr, /waiting for its turn/, 'the first push did not wait');
+  t.match(r.health, /^ok, busy: 1 push waiting \(1 judged at once\)/, '/healthz says a push waits');
   t.equal(r.most(), 1, 'never two judgements at once');
   t.equal(await refIn(r.bare, 'refs/heads/agent/one'), r.one);
   t.equal(await refIn(r.bare, 'refs/heads/agent/two'), r.two);
