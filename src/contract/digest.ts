@@ -2,6 +2,9 @@
 // of one revision, read from git blobs (never checked out or run), and a digest over them.
 // Rows are cached per blob id, v1 digests per tree id (a Merkle digest that follows git's
 // trees), so an unchanged `src/` is a lookup and a one-file change rehashes one path.
+// A never-seen tree is streamed (issue 24): a bounded number of files are read and parsed at
+// once, each file's rows go to the cache and are dropped, and the contract keeps only keys to
+// read them back by, so a 50k-file first push does not hold the whole tree's rows.
 
 import { createHash } from 'node:crypto';
 import { isFileKind, type EntryKind, type Git, type TreeEntry } from '../git/git.js';
@@ -12,6 +15,7 @@ import { initPython, isPrivateModule, PY_EXTRACTOR_VERSION, seedDigest, seedOrde
 import { parsePool } from './parse-pool.js';
 import { splitLinks } from './extract.js';
 import { EMPTY_INDEX, isPyIndex, isPyLinks, mergeIndex, resolveReexports, type PyIndex } from './py-reexport.js';
+import { APPROX_BYTES } from '../cache/content-cache.js';
 
 export type ContractFormat = 'v1' | 'seed';
 
@@ -84,11 +88,44 @@ async function fileRows(git: Git, cache: Map<string, unknown>, e: TreeEntry, for
     if (!info) throw new Error(`blob ${e.id} for ${e.path} is missing`);
     if (info.size > max) throw new ContractSizeError(e.path, info.size, max);
   }
-  const version = format === 'seed' || e.path.endsWith('.py') ? PY_EXTRACTOR_VERSION : TS_EXTRACTOR_VERSION;
-  const key = `rows:${format}:${version}:${e.id}:${e.path}`;
-  const hit = cache.get(key) as string[] | undefined;
+  const hit = cache.get(rowsKey(format, e.id, e.path)) as string[] | undefined;
   if (hit) return hit;
   return (await parseFile(git, cache, e, format)).rows;
+}
+
+/** The cache key of one file's rows. */
+function rowsKey(format: ContractFormat, blob: string, path: string): string {
+  const version = format === 'seed' || path.endsWith('.py') ? PY_EXTRACTOR_VERSION : TS_EXTRACTOR_VERSION;
+  return `rows:${format}:${version}:${blob}:${path}`;
+}
+
+/** A v1 file's rows read back from the cache (memory or disk); RowsNotLoaded when the cache no longer has them. */
+function cachedRows(cache: Map<string, unknown>, key: string, path: string): string[] {
+  const v = cache.get(key);
+  if (Array.isArray(v) && v.every((r) => typeof r === 'string')) return v as string[];
+  throw new RowsNotLoaded(`rows of ${path} are not in the cache`);
+}
+
+/**
+ * Files read and parsed at once, over every contract computed in this process: each holds its
+ * blob, its decoded text and its parse, so the bound is the bound on a cold tree's working
+ * memory (a 50k-file tree walked with no bound read and queued every file at once).
+ */
+const FILES_IN_FLIGHT = 32;
+let filesRunning = 0;
+const fileWaiters: Array<() => void> = [];
+
+async function inFileSlot<T>(fn: () => Promise<T>): Promise<T> {
+  if (filesRunning >= FILES_IN_FLIGHT) await new Promise<void>((resolve) => fileWaiters.push(resolve));
+  else filesRunning++;
+  try {
+    throwIfCancelled();
+    return await fn();
+  } finally {
+    const next = fileWaiters.shift();
+    if (next) next(); // the slot passes to the next waiter as is
+    else filesRunning--;
+  }
 }
 
 /** The cache key of a v1 .py file's re-export links (python.ts PyLinks). */
@@ -97,9 +134,12 @@ function linksKey(blob: string, path: string): string {
 }
 
 /** Reads, decodes and parses one file; caches its rows (and, v1 .py, its links). */
-async function parseFile(git: Git, cache: Map<string, unknown>, e: TreeEntry, format: ContractFormat): Promise<{ rows: string[]; links: PyLinks | null }> {
-  const version = format === 'seed' || e.path.endsWith('.py') ? PY_EXTRACTOR_VERSION : TS_EXTRACTOR_VERSION;
-  const key = `rows:${format}:${version}:${e.id}:${e.path}`;
+function parseFile(git: Git, cache: Map<string, unknown>, e: TreeEntry, format: ContractFormat): Promise<{ rows: string[]; links: PyLinks | null }> {
+  return inFileSlot(() => parseFileNow(git, cache, e, format));
+}
+
+async function parseFileNow(git: Git, cache: Map<string, unknown>, e: TreeEntry, format: ContractFormat): Promise<{ rows: string[]; links: PyLinks | null }> {
+  const key = rowsKey(format, e.id, e.path);
   const blob = await git.readBlob(e.id);
   if (!blob) throw new Error(`blob ${e.id} for ${e.path} is missing`);
   throwIfCancelled();
@@ -176,7 +216,11 @@ const inflight = new WeakMap<Map<string, unknown>, Map<string, Promise<Contract>
 interface TreeContract {
   /** sha256 over the tree's entries that carry rows: `F name sha256(file rows)` or `T name digest`. */
   digest: string;
-  /** The rows, in path order; built on first use (only a refusal's diff needs them). */
+  /**
+   * The rows, in path order, built on each read from the per-file rows in the cache (only a
+   * refusal's diff needs them, and a cold 50k-file tree's rows are not held in memory);
+   * RowsNotLoaded when the cache no longer has some (contractRows then walks the trees again).
+   */
   readonly rows: string[];
   /** Files under the tree that carry rows. */
   files: number;
@@ -184,11 +228,18 @@ interface TreeContract {
   py: PyIndex;
 }
 
-/** A value computed on first read and kept. */
+/** Rows built on each read: a contract does not keep them (see TreeContract.rows). */
 function lazyRows(build: () => string[]): { readonly rows: string[] } {
-  let rows: string[] | null = null;
-  return { get rows() { return (rows ??= build()); } };
+  return { get rows() { return build(); } };
 }
+
+/** Approximate memory of one in-memory tree contract (ContentCache's bound): its digest, its parts' row thunks, its Python index. */
+function treeBytes(parts: number, py: PyIndex): number {
+  return 256 + parts * 200 + (py.x.length + py.p.length) * 160;
+}
+
+/** Tree contracts being computed, per cache: a tree shared by two revisions (a push and a warm-up of its base) is walked once. */
+const treesInflight = new WeakMap<Map<string, unknown>, Map<string, Promise<TreeContract>>>();
 
 /** A regular file in a language the v1 contract reads. */
 function isContractFile(kind: EntryKind, path: string): boolean {
@@ -222,10 +273,36 @@ async function treeContract(git: Git, treeId: string, prefix: string, cache: Map
         throw new RowsNotLoaded(`rows of tree ${treeId} (${prefix || '/'}) are not in memory`);
       },
     };
+    Object.defineProperty(known, APPROX_BYTES, { value: treeBytes(0, known.py) });
     cache.set(key, known);
     lim.onFile?.(known.files);
     return known;
   }
+  let pending = treesInflight.get(cache);
+  if (!pending) treesInflight.set(cache, (pending = new Map()));
+  const running = pending.get(key);
+  if (running) {
+    try {
+      const tc = await running;
+      lim.onFile?.(tc.files);
+      return tc;
+    } catch (err) {
+      // A verdict of the content is the same for us; anything else (the first walker's push was
+      // cancelled, its git went away, a worker overran) is computed again with ours.
+      if (err instanceof ContractParseError || err instanceof ContractSizeError) throw err;
+      throwIfCancelled();
+    }
+  }
+  const work = walkTree(git, treeId, prefix, cache, lim, key, storedKey);
+  pending.set(key, work);
+  try {
+    return await work;
+  } finally {
+    if (pending.get(key) === work) pending.delete(key);
+  }
+}
+
+async function walkTree(git: Git, treeId: string, prefix: string, cache: Map<string, unknown>, lim: Lim, key: string, storedKey: string): Promise<TreeContract> {
   const entries = await git.readTree(treeId);
   type Part = { line: string; rows: () => string[]; files: number; py: PyIndex };
   const parts = await Promise.all(entries.map(async (e): Promise<Part | null> => {
@@ -251,11 +328,14 @@ async function treeContract(git: Git, treeId: string, prefix: string, cache: Map
   }));
   const kept = parts.filter((p): p is Part => p !== null);
   const lined = kept.filter((p) => p.line);
-  const tc: TreeContract = Object.assign(lazyRows(() => lined.flatMap((p) => p.rows())), {
+  // Only the row thunks are kept (not the Merkle lines, not the parts).
+  const thunks = lined.map((p) => p.rows);
+  const tc: TreeContract = Object.assign(lazyRows(() => thunks.flatMap((rows) => rows())), {
     digest: sha256(lined.map((p) => p.line).join('\n')),
     files: lined.reduce((n, p) => n + p.files, 0),
     py: mergeIndex(kept.map((p) => p.py)),
   });
+  Object.defineProperty(tc, APPROX_BYTES, { value: treeBytes(thunks.length, tc.py) });
   cache.set(key, tc);
   cache.set(storedKey, { digest: tc.digest, files: tc.files, py: tc.py });
   return tc;
@@ -271,13 +351,16 @@ async function fileLine(git: Git, cache: Map<string, unknown>, e: { mode: string
     if (typeof known === 'string' && (known === '' || known.startsWith(`F ${e.name} `))) {
       lim.onFile?.(1);
       if (!known) return null;
-      return { line: known, rows: () => { throw new RowsNotLoaded(`rows of ${path} are not in memory`); }, files: 1, py: EMPTY_INDEX };
+      const rk = rowsKey('v1', e.id, path);
+      return { line: known, rows: () => cachedRows(cache, rk, path), files: 1, py: EMPTY_INDEX };
     }
     const rows = await fileRows(git, cache, { mode: e.mode, kind: e.kind, type: 'blob', id: e.id, path }, 'v1', lim.max);
     const line = rows.length ? `F ${e.name} ${sha256(rows.join('\n'))}` : '';
     cache.set(lineKey, line);
     lim.onFile?.(1);
-    return line ? { line, rows: () => rows, files: 1, py: EMPTY_INDEX } : null;
+    // The rows themselves are not kept here: they are in the cache (memory, or its disk).
+    const rk = rowsKey('v1', e.id, path);
+    return line ? { line, rows: () => cachedRows(cache, rk, path), files: 1, py: EMPTY_INDEX } : null;
 }
 
 /**
@@ -352,11 +435,14 @@ async function computeContract(git: Git, rev: string, useRoots: string[], trees:
     // over each root after the per-file step, and one more line of the digest.
     const re = await reexportsOf(git, trees, useRoots, cache, lim);
     const digest = sha256(`patchgate-contract-v1\n${useRoots.map((r, i) => `${normRoot(r)} ${per[i]!.digest}`).join('\n')}${re.line}`);
-    return Object.assign(lazyRows(() => {
+    const c: Contract = Object.assign(lazyRows(() => {
       if (per.length === 1 && !re.rows.length) return per[0]!.rows;
       const seen = new Set<string>();
       return [...per.flatMap((p) => p.rows), ...re.rows].filter((x) => (seen.has(x) ? false : (seen.add(x), true)));
     }), { format, digest, files: per.reduce((n, p) => n + p.files, 0) });
+    // Its trees are counted under their own keys; its re-export rows are its own.
+    Object.defineProperty(c, APPROX_BYTES, { value: 512 + re.rows.reduce((n, r) => n + r.length + 3, 0) });
+    return c;
   }
   // seed: the Python files of the first root, in the order Python 3.11's sorted(rglob) gives.
   const files = trees[0] ? (await rootFiles(git, rev, useRoots[0]!)).filter((e) => e.path.endsWith('.py')) : [];
@@ -367,7 +453,9 @@ async function computeContract(git: Git, rev: string, useRoots: string[], trees:
     rows.push(...(await fileRows(git, cache, e, 'seed', lim.max)));
     lim.onFile?.(1);
   }
-  return { format, rows, digest: seedDigest(rows), files: ordered.length };
+  const c: Contract = { format, rows, digest: seedDigest(rows), files: ordered.length };
+  Object.defineProperty(c, APPROX_BYTES, { value: 512 + rows.reduce((n, r) => n + r.length + 3, 0) });
+  return c;
 }
 
 export interface ContractDiff {
