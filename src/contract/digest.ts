@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import { isFileKind, type EntryKind, type Git, type TreeEntry } from '../git/git.js';
 import { ContractParseError, ContractSizeError } from '../errors.js';
-import { throwIfCancelled } from '../cancel.js';
+import { cancelledBy, currentSignal, throwIfCancelled } from '../cancel.js';
 import { isTypeScriptPath, TS_EXTRACTOR_VERSION } from './typescript.js';
 import { initPython, isPrivateModule, PY_EXTRACTOR_VERSION, seedDigest, seedOrder, type PyLinks } from './python.js';
 import { parsePool } from './parse-pool.js';
@@ -26,12 +26,75 @@ export interface ContractLimits {
   onFile?: (n: number) => void;
 }
 
-type Lim = { max: number; tag: string; onFile?: (n: number) => void };
+/** One walk's limits, its progress callback, and its file queue (FileQueue: each walk has its own). */
+type Lim = { max: number; tag: string; onFile?: (n: number) => void; files: FileQueue };
 
-/** The byte limit as a number (Infinity: none) and the tag it adds to cache keys. */
+/** The byte limit as a number (Infinity: none), the tag it adds to cache keys, and a new file queue. */
 function limitOf(limits: ContractLimits): Lim {
   const max = limits.maxSourceBytes ?? Infinity;
-  return { max, tag: Number.isFinite(max) ? `max${max}` : 'nomax', ...(limits.onFile ? { onFile: limits.onFile } : {}) };
+  return { max, tag: Number.isFinite(max) ? `max${max}` : 'nomax', ...(limits.onFile ? { onFile: limits.onFile } : {}), files: new FileQueue() };
+}
+
+/**
+ * Files of one walk worked on at once (cache lookups, size header, read, parse): each holds its
+ * blob, its decoded text and its parse. The rest wait as small closures, not as suspended calls:
+ * a 50k-file tree walked with one Promise.all over every file held about 2.5 KB per file
+ * before the first was parsed. Per walk, so a push's few files never queue behind a warm-up's.
+ */
+const FILES_IN_FLIGHT = 32;
+
+class FileQueue {
+  private jobs: Array<(() => Promise<void>) | undefined> = [];
+  private head = 0;
+  private running = 0;
+
+  /** Runs `jobs` (at most FILES_IN_FLIGHT of this queue's at once); the first failure rejects, and the batch's jobs not yet started are skipped. */
+  all(jobs: Array<() => Promise<void>>): Promise<void> {
+    if (!jobs.length) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      let left = jobs.length;
+      let failed = false;
+      for (const job of jobs) {
+        this.jobs.push(async () => {
+          if (failed) return;
+          try {
+            await job();
+          } catch (err) {
+            if (!failed) {
+              failed = true;
+              reject(err);
+            }
+            return;
+          }
+          if (--left === 0) resolve();
+        });
+      }
+      this.pump();
+    });
+  }
+
+  /** One job through the queue, with its result. */
+  async one<T>(fn: () => Promise<T>): Promise<T> {
+    let out: T | undefined;
+    await this.all([async () => void (out = await fn())]);
+    return out as T;
+  }
+
+  private pump(): void {
+    while (this.running < FILES_IN_FLIGHT && this.head < this.jobs.length) {
+      const job = this.jobs[this.head]!;
+      this.jobs[this.head++] = undefined;
+      if (this.head >= 1024 && this.head * 2 >= this.jobs.length) {
+        this.jobs = this.jobs.slice(this.head);
+        this.head = 0;
+      }
+      this.running++;
+      void job().finally(() => {
+        this.running--;
+        this.pump();
+      });
+    }
+  }
 }
 
 /** How many contract files (TS/JS and Python, or the seed's Python files) the roots hold at `rev`: a warm-up's total. One ls-tree per root. */
@@ -106,28 +169,6 @@ function cachedRows(cache: Map<string, unknown>, key: string, path: string): str
   throw new RowsNotLoaded(`rows of ${path} are not in the cache`);
 }
 
-/**
- * Files read and parsed at once, over every contract computed in this process: each holds its
- * blob, its decoded text and its parse, so the bound is the bound on a cold tree's working
- * memory (a 50k-file tree walked with no bound read and queued every file at once).
- */
-const FILES_IN_FLIGHT = 32;
-let filesRunning = 0;
-const fileWaiters: Array<() => void> = [];
-
-async function inFileSlot<T>(fn: () => Promise<T>): Promise<T> {
-  if (filesRunning >= FILES_IN_FLIGHT) await new Promise<void>((resolve) => fileWaiters.push(resolve));
-  else filesRunning++;
-  try {
-    throwIfCancelled();
-    return await fn();
-  } finally {
-    const next = fileWaiters.shift();
-    if (next) next(); // the slot passes to the next waiter as is
-    else filesRunning--;
-  }
-}
-
 /** The cache key of a v1 .py file's re-export links (python.ts PyLinks). */
 function linksKey(blob: string, path: string): string {
   return `pylinks:${PY_EXTRACTOR_VERSION}:${blob}:${path}`;
@@ -135,8 +176,28 @@ function linksKey(blob: string, path: string): string {
 
 /** Reads, decodes and parses one file; caches its rows (and, v1 .py, its links). */
 function parseFile(git: Git, cache: Map<string, unknown>, e: TreeEntry, format: ContractFormat): Promise<{ rows: string[]; links: PyLinks | null }> {
-  return inFileSlot(() => parseFileNow(git, cache, e, format));
+  // A file in two folders being walked at once (the changed folder of a push and of its base) is parsed once.
+  const key = rowsKey(format, e.id, e.path);
+  let pending = filesInflight.get(cache);
+  if (!pending) filesInflight.set(cache, (pending = new Map()));
+  const running = pending.get(key);
+  if (running) {
+    return cancellable(running).catch((err: unknown) => {
+      if (err instanceof ContractParseError) throw err;
+      throwIfCancelled();
+      return parseFileNow(git, cache, e, format);
+    });
+  }
+  const work = parseFileNow(git, cache, e, format);
+  pending.set(key, work);
+  const done = (): void => {
+    if (pending.get(key) === work) pending.delete(key);
+  };
+  work.then(done, done);
+  return work;
 }
+
+const filesInflight = new WeakMap<Map<string, unknown>, Map<string, Promise<{ rows: string[]; links: PyLinks | null }>>>();
 
 async function parseFileNow(git: Git, cache: Map<string, unknown>, e: TreeEntry, format: ContractFormat): Promise<{ rows: string[]; links: PyLinks | null }> {
   const key = rowsKey(format, e.id, e.path);
@@ -193,7 +254,7 @@ export async function contractOf(git: Git, rev: string, roots: string[], format:
   const running = pending.get(treeKey);
   if (running) {
     try {
-      return await running;
+      return await cancellable(running);
     } catch (err) {
       if (err instanceof ContractParseError) throw err;
       // The first caller's git went away (its push timed out or was cancelled): compute with ours below.
@@ -212,6 +273,21 @@ export async function contractOf(git: Git, rev: string, roots: string[], format:
 }
 
 const inflight = new WeakMap<Map<string, unknown>, Map<string, Promise<Contract>>>();
+
+/** Another walk's promise, given up (CancelledError) when the current judgement is cancelled: its own checks are not ours. */
+function cancellable<T>(work: Promise<T>): Promise<T> {
+  const signal = currentSignal();
+  if (!signal) return work;
+  if (signal.aborted) return Promise.reject(cancelledBy(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(cancelledBy(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (v) => (signal.removeEventListener('abort', onAbort), resolve(v)),
+      (e: unknown) => (signal.removeEventListener('abort', onAbort), reject(e)),
+    );
+  });
+}
 
 interface TreeContract {
   /** sha256 over the tree's entries that carry rows: `F name sha256(file rows)` or `T name digest`. */
@@ -283,7 +359,7 @@ async function treeContract(git: Git, treeId: string, prefix: string, cache: Map
   const running = pending.get(key);
   if (running) {
     try {
-      const tc = await running;
+      const tc = await cancellable(running);
       lim.onFile?.(tc.files);
       return tc;
     } catch (err) {
@@ -304,28 +380,22 @@ async function treeContract(git: Git, treeId: string, prefix: string, cache: Map
 
 async function walkTree(git: Git, treeId: string, prefix: string, cache: Map<string, unknown>, lim: Lim, key: string, storedKey: string): Promise<TreeContract> {
   const entries = await git.readTree(treeId);
-  type Part = { line: string; rows: () => string[]; files: number; py: PyIndex };
-  const parts = await Promise.all(entries.map(async (e): Promise<Part | null> => {
+  // Subtrees are walked at once (their own files join this walk's queue); files go through the queue.
+  const parts: Array<Part | null> = entries.map(() => null);
+  const subtrees: Array<Promise<void>> = [];
+  const files: Array<() => Promise<void>> = [];
+  entries.forEach((e, i) => {
     const path = prefix + e.name;
     if (e.kind === 'tree') {
-      const sub = await treeContract(git, e.id, `${path}/`, cache, lim);
-      if (sub.files) return { line: `T ${e.name} ${sub.digest}`, rows: () => sub.rows, files: sub.files, py: sub.py };
-      return sub.py.p.length || sub.py.x.length ? { line: '', rows: () => [], files: 0, py: sub.py } : null;
+      subtrees.push(treeContract(git, e.id, `${path}/`, cache, lim).then((sub) => {
+        if (sub.files) parts[i] = { line: `T ${e.name} ${sub.digest}`, rows: () => sub.rows, files: sub.files, py: sub.py };
+        else if (sub.py.p.length || sub.py.x.length) parts[i] = { line: '', rows: () => [], files: 0, py: sub.py };
+      }));
+    } else if (isContractFile(e.kind, path)) {
+      files.push(async () => void (parts[i] = await filePart(git, cache, e, path, lim)));
     }
-    if (!isContractFile(e.kind, path)) return null;
-    const part = await fileLine(git, cache, e, path, lim);
-    if (!path.endsWith('.py')) return part;
-    // Python: a private module is indexed by blob id (its links are read only if a public
-    // module re-exports from it); a public module by what it re-exports from where.
-    let py = EMPTY_INDEX;
-    if (isPrivateModule(path)) py = { x: [], p: [[path, e.id]] };
-    else {
-      const exports = (await fileLinks(git, cache, path, e.id, lim.max)).exports ?? [];
-      if (exports.length) py = { x: exports.map(([n, spec, orig]) => [path, n, spec, orig]), p: [] };
-    }
-    if (part) return { ...part, py };
-    return py === EMPTY_INDEX ? null : { line: '', rows: () => [], files: 0, py };
-  }));
+  });
+  await Promise.all([...subtrees, lim.files.all(files)]);
   const kept = parts.filter((p): p is Part => p !== null);
   const lined = kept.filter((p) => p.line);
   // Only the row thunks are kept (not the Merkle lines, not the parts).
@@ -339,6 +409,24 @@ async function walkTree(git: Git, treeId: string, prefix: string, cache: Map<str
   cache.set(key, tc);
   cache.set(storedKey, { digest: tc.digest, files: tc.files, py: tc.py });
   return tc;
+}
+
+type Part = { line: string; rows: () => string[]; files: number; py: PyIndex };
+
+/** One contract file's part of its tree: its Merkle line and, for Python, its re-export index entries. */
+async function filePart(git: Git, cache: Map<string, unknown>, e: { mode: string; kind: EntryKind; id: string; name: string }, path: string, lim: Lim): Promise<Part | null> {
+  const part = await fileLine(git, cache, e, path, lim);
+  if (!path.endsWith('.py')) return part;
+  // Python: a private module is indexed by blob id (its links are read only if a public
+  // module re-exports from it); a public module by what it re-exports from where.
+  let py = EMPTY_INDEX;
+  if (isPrivateModule(path)) py = { x: [], p: [[path, e.id]] };
+  else {
+    const exports = (await fileLinks(git, cache, path, e.id, lim.max)).exports ?? [];
+    if (exports.length) py = { x: exports.map(([n, spec, orig]) => [path, n, spec, orig]), p: [] };
+  }
+  if (part) return { ...part, py };
+  return py === EMPTY_INDEX ? null : { line: '', rows: () => [], files: 0, py };
 }
 
 /** One file's Merkle line (`F name sha256(rows)`), cached per blob; null for a file without rows. */
@@ -372,7 +460,7 @@ async function rootReexports(git: Git, treeId: string, prefix: string, cache: Ma
   const hit = cache.get(key);
   if (Array.isArray(hit) && hit.every((r) => typeof r === 'string')) return hit as string[];
   const tc = await treeContract(git, treeId, prefix, cache, lim);
-  const rows = await resolveReexports(tc.py, prefix, (path, blob) => fileLinks(git, cache, path, blob, lim.max));
+  const rows = await resolveReexports(tc.py, prefix, (path, blob) => lim.files.one(() => fileLinks(git, cache, path, blob, lim.max)));
   cache.set(key, rows);
   return rows;
 }
@@ -389,14 +477,17 @@ async function reexportsOf(git: Git, trees: Array<string | null>, roots: string[
 }
 
 /** Rows of every contract file under a tree, in path order, from the per-file cache. */
-async function collectRows(git: Git, treeId: string, prefix: string, cache: Map<string, unknown>, max: number): Promise<string[]> {
+async function collectRows(git: Git, treeId: string, prefix: string, cache: Map<string, unknown>, lim: Lim): Promise<string[]> {
   const entries = await git.readTree(treeId);
-  const parts = await Promise.all(entries.map(async (e): Promise<string[]> => {
+  const parts: string[][] = entries.map(() => []);
+  const subtrees: Array<Promise<void>> = [];
+  const files: Array<() => Promise<void>> = [];
+  entries.forEach((e, i) => {
     const path = prefix + e.name;
-    if (e.kind === 'tree') return collectRows(git, e.id, `${path}/`, cache, max);
-    if (!isContractFile(e.kind, path)) return [];
-    return fileRows(git, cache, { mode: e.mode, kind: e.kind, type: 'blob', id: e.id, path }, 'v1', max);
-  }));
+    if (e.kind === 'tree') subtrees.push(collectRows(git, e.id, `${path}/`, cache, lim).then((rows) => void (parts[i] = rows)));
+    else if (isContractFile(e.kind, path)) files.push(async () => void (parts[i] = await fileRows(git, cache, { mode: e.mode, kind: e.kind, type: 'blob', id: e.id, path }, 'v1', lim.max)));
+  });
+  await Promise.all([...subtrees, lim.files.all(files)]);
   return parts.flat();
 }
 
@@ -411,15 +502,16 @@ export async function contractRows(git: Git, c: Contract, rev: string, roots: st
   } catch (err) {
     if (!(err instanceof RowsNotLoaded)) throw err;
   }
+  const lim = limitOf(limits);
   const per: string[][] = [];
   const trees: Array<string | null> = [];
   for (const root of roots) {
     const tree = await rootTree(git, rev, root);
     trees.push(tree);
     const r = normRoot(root);
-    per.push(tree ? await collectRows(git, tree, r ? `${r}/` : '', cache, limitOf(limits).max) : []);
+    per.push(tree ? await collectRows(git, tree, r ? `${r}/` : '', cache, lim) : []);
   }
-  per.push((await reexportsOf(git, trees, roots, cache, limitOf(limits))).rows);
+  per.push((await reexportsOf(git, trees, roots, cache, lim)).rows);
   const seen = new Set<string>();
   return per.flat().filter((x) => (seen.has(x) ? false : (seen.add(x), true)));
 }
