@@ -2,16 +2,20 @@
 // of one revision, read from git blobs (never checked out or run), and a digest over them.
 // Rows are cached per blob id, v1 digests per tree id (a Merkle digest that follows git's
 // trees), so an unchanged `src/` is a lookup and a one-file change rehashes one path.
+// A never-seen tree is streamed (issue 24): a bounded number of files are read and parsed at
+// once, each file's rows go to the cache and are dropped, and the contract keeps only keys to
+// read them back by, so a 50k-file first push does not hold the whole tree's rows.
 
 import { createHash } from 'node:crypto';
 import { isFileKind, type EntryKind, type Git, type TreeEntry } from '../git/git.js';
 import { ContractParseError, ContractSizeError } from '../errors.js';
-import { throwIfCancelled } from '../cancel.js';
+import { cancelledBy, currentSignal, throwIfCancelled } from '../cancel.js';
 import { isTypeScriptPath, TS_EXTRACTOR_VERSION } from './typescript.js';
 import { initPython, isPrivateModule, PY_EXTRACTOR_VERSION, seedDigest, seedOrder, type PyLinks } from './python.js';
 import { parsePool } from './parse-pool.js';
 import { splitLinks } from './extract.js';
 import { EMPTY_INDEX, isPyIndex, isPyLinks, mergeIndex, resolveReexports, type PyIndex } from './py-reexport.js';
+import { APPROX_BYTES } from '../cache/content-cache.js';
 
 export type ContractFormat = 'v1' | 'seed';
 
@@ -22,12 +26,75 @@ export interface ContractLimits {
   onFile?: (n: number) => void;
 }
 
-type Lim = { max: number; tag: string; onFile?: (n: number) => void };
+/** One walk's limits, its progress callback, and its file queue (FileQueue: each walk has its own). */
+type Lim = { max: number; tag: string; onFile?: (n: number) => void; files: FileQueue };
 
-/** The byte limit as a number (Infinity: none) and the tag it adds to cache keys. */
+/** The byte limit as a number (Infinity: none), the tag it adds to cache keys, and a new file queue. */
 function limitOf(limits: ContractLimits): Lim {
   const max = limits.maxSourceBytes ?? Infinity;
-  return { max, tag: Number.isFinite(max) ? `max${max}` : 'nomax', ...(limits.onFile ? { onFile: limits.onFile } : {}) };
+  return { max, tag: Number.isFinite(max) ? `max${max}` : 'nomax', ...(limits.onFile ? { onFile: limits.onFile } : {}), files: new FileQueue() };
+}
+
+/**
+ * Files of one walk worked on at once (cache lookups, size header, read, parse): each holds its
+ * blob, its decoded text and its parse. The rest wait as small closures, not as suspended calls:
+ * a 50k-file tree walked with one Promise.all over every file held about 2.5 KB per file
+ * before the first was parsed. Per walk, so a push's few files never queue behind a warm-up's.
+ */
+const FILES_IN_FLIGHT = 32;
+
+class FileQueue {
+  private jobs: Array<(() => Promise<void>) | undefined> = [];
+  private head = 0;
+  private running = 0;
+
+  /** Runs `jobs` (at most FILES_IN_FLIGHT of this queue's at once); the first failure rejects, and the batch's jobs not yet started are skipped. */
+  all(jobs: Array<() => Promise<void>>): Promise<void> {
+    if (!jobs.length) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      let left = jobs.length;
+      let failed = false;
+      for (const job of jobs) {
+        this.jobs.push(async () => {
+          if (failed) return;
+          try {
+            await job();
+          } catch (err) {
+            if (!failed) {
+              failed = true;
+              reject(err);
+            }
+            return;
+          }
+          if (--left === 0) resolve();
+        });
+      }
+      this.pump();
+    });
+  }
+
+  /** One job through the queue, with its result. */
+  async one<T>(fn: () => Promise<T>): Promise<T> {
+    let out: T | undefined;
+    await this.all([async () => void (out = await fn())]);
+    return out as T;
+  }
+
+  private pump(): void {
+    while (this.running < FILES_IN_FLIGHT && this.head < this.jobs.length) {
+      const job = this.jobs[this.head]!;
+      this.jobs[this.head++] = undefined;
+      if (this.head >= 1024 && this.head * 2 >= this.jobs.length) {
+        this.jobs = this.jobs.slice(this.head);
+        this.head = 0;
+      }
+      this.running++;
+      void job().finally(() => {
+        this.running--;
+        this.pump();
+      });
+    }
+  }
 }
 
 /** How many contract files (TS/JS and Python, or the seed's Python files) the roots hold at `rev`: a warm-up's total. One ls-tree per root. */
@@ -84,11 +151,22 @@ async function fileRows(git: Git, cache: Map<string, unknown>, e: TreeEntry, for
     if (!info) throw new Error(`blob ${e.id} for ${e.path} is missing`);
     if (info.size > max) throw new ContractSizeError(e.path, info.size, max);
   }
-  const version = format === 'seed' || e.path.endsWith('.py') ? PY_EXTRACTOR_VERSION : TS_EXTRACTOR_VERSION;
-  const key = `rows:${format}:${version}:${e.id}:${e.path}`;
-  const hit = cache.get(key) as string[] | undefined;
+  const hit = cache.get(rowsKey(format, e.id, e.path)) as string[] | undefined;
   if (hit) return hit;
   return (await parseFile(git, cache, e, format)).rows;
+}
+
+/** The cache key of one file's rows. */
+function rowsKey(format: ContractFormat, blob: string, path: string): string {
+  const version = format === 'seed' || path.endsWith('.py') ? PY_EXTRACTOR_VERSION : TS_EXTRACTOR_VERSION;
+  return `rows:${format}:${version}:${blob}:${path}`;
+}
+
+/** A v1 file's rows read back from the cache (memory or disk); RowsNotLoaded when the cache no longer has them. */
+function cachedRows(cache: Map<string, unknown>, key: string, path: string): string[] {
+  const v = cache.get(key);
+  if (Array.isArray(v) && v.every((r) => typeof r === 'string')) return v as string[];
+  throw new RowsNotLoaded(`rows of ${path} are not in the cache`);
 }
 
 /** The cache key of a v1 .py file's re-export links (python.ts PyLinks). */
@@ -97,9 +175,32 @@ function linksKey(blob: string, path: string): string {
 }
 
 /** Reads, decodes and parses one file; caches its rows (and, v1 .py, its links). */
-async function parseFile(git: Git, cache: Map<string, unknown>, e: TreeEntry, format: ContractFormat): Promise<{ rows: string[]; links: PyLinks | null }> {
-  const version = format === 'seed' || e.path.endsWith('.py') ? PY_EXTRACTOR_VERSION : TS_EXTRACTOR_VERSION;
-  const key = `rows:${format}:${version}:${e.id}:${e.path}`;
+function parseFile(git: Git, cache: Map<string, unknown>, e: TreeEntry, format: ContractFormat): Promise<{ rows: string[]; links: PyLinks | null }> {
+  // A file in two folders being walked at once (the changed folder of a push and of its base) is parsed once.
+  const key = rowsKey(format, e.id, e.path);
+  let pending = filesInflight.get(cache);
+  if (!pending) filesInflight.set(cache, (pending = new Map()));
+  const running = pending.get(key);
+  if (running) {
+    return cancellable(running).catch((err: unknown) => {
+      if (err instanceof ContractParseError) throw err;
+      throwIfCancelled();
+      return parseFileNow(git, cache, e, format);
+    });
+  }
+  const work = parseFileNow(git, cache, e, format);
+  pending.set(key, work);
+  const done = (): void => {
+    if (pending.get(key) === work) pending.delete(key);
+  };
+  work.then(done, done);
+  return work;
+}
+
+const filesInflight = new WeakMap<Map<string, unknown>, Map<string, Promise<{ rows: string[]; links: PyLinks | null }>>>();
+
+async function parseFileNow(git: Git, cache: Map<string, unknown>, e: TreeEntry, format: ContractFormat): Promise<{ rows: string[]; links: PyLinks | null }> {
+  const key = rowsKey(format, e.id, e.path);
   const blob = await git.readBlob(e.id);
   if (!blob) throw new Error(`blob ${e.id} for ${e.path} is missing`);
   throwIfCancelled();
@@ -153,7 +254,7 @@ export async function contractOf(git: Git, rev: string, roots: string[], format:
   const running = pending.get(treeKey);
   if (running) {
     try {
-      return await running;
+      return await cancellable(running);
     } catch (err) {
       if (err instanceof ContractParseError) throw err;
       // The first caller's git went away (its push timed out or was cancelled): compute with ours below.
@@ -173,10 +274,29 @@ export async function contractOf(git: Git, rev: string, roots: string[], format:
 
 const inflight = new WeakMap<Map<string, unknown>, Map<string, Promise<Contract>>>();
 
+/** Another walk's promise, given up (CancelledError) when the current judgement is cancelled: its own checks are not ours. */
+function cancellable<T>(work: Promise<T>): Promise<T> {
+  const signal = currentSignal();
+  if (!signal) return work;
+  if (signal.aborted) return Promise.reject(cancelledBy(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(cancelledBy(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (v) => (signal.removeEventListener('abort', onAbort), resolve(v)),
+      (e: unknown) => (signal.removeEventListener('abort', onAbort), reject(e)),
+    );
+  });
+}
+
 interface TreeContract {
   /** sha256 over the tree's entries that carry rows: `F name sha256(file rows)` or `T name digest`. */
   digest: string;
-  /** The rows, in path order; built on first use (only a refusal's diff needs them). */
+  /**
+   * The rows, in path order, built on each read from the per-file rows in the cache (only a
+   * refusal's diff needs them, and a cold 50k-file tree's rows are not held in memory);
+   * RowsNotLoaded when the cache no longer has some (contractRows then walks the trees again).
+   */
   readonly rows: string[];
   /** Files under the tree that carry rows. */
   files: number;
@@ -184,11 +304,18 @@ interface TreeContract {
   py: PyIndex;
 }
 
-/** A value computed on first read and kept. */
+/** Rows built on each read: a contract does not keep them (see TreeContract.rows). */
 function lazyRows(build: () => string[]): { readonly rows: string[] } {
-  let rows: string[] | null = null;
-  return { get rows() { return (rows ??= build()); } };
+  return { get rows() { return build(); } };
 }
+
+/** Approximate memory of one in-memory tree contract (ContentCache's bound): its digest, its parts' row thunks, its Python index. */
+function treeBytes(parts: number, py: PyIndex): number {
+  return 256 + parts * 200 + (py.x.length + py.p.length) * 160;
+}
+
+/** Tree contracts being computed, per cache: a tree shared by two revisions (a push and a warm-up of its base) is walked once. */
+const treesInflight = new WeakMap<Map<string, unknown>, Map<string, Promise<TreeContract>>>();
 
 /** A regular file in a language the v1 contract reads. */
 function isContractFile(kind: EntryKind, path: string): boolean {
@@ -222,43 +349,84 @@ async function treeContract(git: Git, treeId: string, prefix: string, cache: Map
         throw new RowsNotLoaded(`rows of tree ${treeId} (${prefix || '/'}) are not in memory`);
       },
     };
+    Object.defineProperty(known, APPROX_BYTES, { value: treeBytes(0, known.py) });
     cache.set(key, known);
     lim.onFile?.(known.files);
     return known;
   }
+  let pending = treesInflight.get(cache);
+  if (!pending) treesInflight.set(cache, (pending = new Map()));
+  const running = pending.get(key);
+  if (running) {
+    try {
+      const tc = await cancellable(running);
+      lim.onFile?.(tc.files);
+      return tc;
+    } catch (err) {
+      // A verdict of the content is the same for us; anything else (the first walker's push was
+      // cancelled, its git went away, a worker overran) is computed again with ours.
+      if (err instanceof ContractParseError || err instanceof ContractSizeError) throw err;
+      throwIfCancelled();
+    }
+  }
+  const work = walkTree(git, treeId, prefix, cache, lim, key, storedKey);
+  pending.set(key, work);
+  try {
+    return await work;
+  } finally {
+    if (pending.get(key) === work) pending.delete(key);
+  }
+}
+
+async function walkTree(git: Git, treeId: string, prefix: string, cache: Map<string, unknown>, lim: Lim, key: string, storedKey: string): Promise<TreeContract> {
   const entries = await git.readTree(treeId);
-  type Part = { line: string; rows: () => string[]; files: number; py: PyIndex };
-  const parts = await Promise.all(entries.map(async (e): Promise<Part | null> => {
+  // Subtrees are walked at once (their own files join this walk's queue); files go through the queue.
+  const parts: Array<Part | null> = entries.map(() => null);
+  const subtrees: Array<Promise<void>> = [];
+  const files: Array<() => Promise<void>> = [];
+  entries.forEach((e, i) => {
     const path = prefix + e.name;
     if (e.kind === 'tree') {
-      const sub = await treeContract(git, e.id, `${path}/`, cache, lim);
-      if (sub.files) return { line: `T ${e.name} ${sub.digest}`, rows: () => sub.rows, files: sub.files, py: sub.py };
-      return sub.py.p.length || sub.py.x.length ? { line: '', rows: () => [], files: 0, py: sub.py } : null;
+      subtrees.push(treeContract(git, e.id, `${path}/`, cache, lim).then((sub) => {
+        if (sub.files) parts[i] = { line: `T ${e.name} ${sub.digest}`, rows: () => sub.rows, files: sub.files, py: sub.py };
+        else if (sub.py.p.length || sub.py.x.length) parts[i] = { line: '', rows: () => [], files: 0, py: sub.py };
+      }));
+    } else if (isContractFile(e.kind, path)) {
+      files.push(async () => void (parts[i] = await filePart(git, cache, e, path, lim)));
     }
-    if (!isContractFile(e.kind, path)) return null;
-    const part = await fileLine(git, cache, e, path, lim);
-    if (!path.endsWith('.py')) return part;
-    // Python: a private module is indexed by blob id (its links are read only if a public
-    // module re-exports from it); a public module by what it re-exports from where.
-    let py = EMPTY_INDEX;
-    if (isPrivateModule(path)) py = { x: [], p: [[path, e.id]] };
-    else {
-      const exports = (await fileLinks(git, cache, path, e.id, lim.max)).exports ?? [];
-      if (exports.length) py = { x: exports.map(([n, spec, orig]) => [path, n, spec, orig]), p: [] };
-    }
-    if (part) return { ...part, py };
-    return py === EMPTY_INDEX ? null : { line: '', rows: () => [], files: 0, py };
-  }));
+  });
+  await Promise.all([...subtrees, lim.files.all(files)]);
   const kept = parts.filter((p): p is Part => p !== null);
   const lined = kept.filter((p) => p.line);
-  const tc: TreeContract = Object.assign(lazyRows(() => lined.flatMap((p) => p.rows())), {
+  // Only the row thunks are kept (not the Merkle lines, not the parts).
+  const thunks = lined.map((p) => p.rows);
+  const tc: TreeContract = Object.assign(lazyRows(() => thunks.flatMap((rows) => rows())), {
     digest: sha256(lined.map((p) => p.line).join('\n')),
     files: lined.reduce((n, p) => n + p.files, 0),
     py: mergeIndex(kept.map((p) => p.py)),
   });
+  Object.defineProperty(tc, APPROX_BYTES, { value: treeBytes(thunks.length, tc.py) });
   cache.set(key, tc);
   cache.set(storedKey, { digest: tc.digest, files: tc.files, py: tc.py });
   return tc;
+}
+
+type Part = { line: string; rows: () => string[]; files: number; py: PyIndex };
+
+/** One contract file's part of its tree: its Merkle line and, for Python, its re-export index entries. */
+async function filePart(git: Git, cache: Map<string, unknown>, e: { mode: string; kind: EntryKind; id: string; name: string }, path: string, lim: Lim): Promise<Part | null> {
+  const part = await fileLine(git, cache, e, path, lim);
+  if (!path.endsWith('.py')) return part;
+  // Python: a private module is indexed by blob id (its links are read only if a public
+  // module re-exports from it); a public module by what it re-exports from where.
+  let py = EMPTY_INDEX;
+  if (isPrivateModule(path)) py = { x: [], p: [[path, e.id]] };
+  else {
+    const exports = (await fileLinks(git, cache, path, e.id, lim.max)).exports ?? [];
+    if (exports.length) py = { x: exports.map(([n, spec, orig]) => [path, n, spec, orig]), p: [] };
+  }
+  if (part) return { ...part, py };
+  return py === EMPTY_INDEX ? null : { line: '', rows: () => [], files: 0, py };
 }
 
 /** One file's Merkle line (`F name sha256(rows)`), cached per blob; null for a file without rows. */
@@ -271,13 +439,16 @@ async function fileLine(git: Git, cache: Map<string, unknown>, e: { mode: string
     if (typeof known === 'string' && (known === '' || known.startsWith(`F ${e.name} `))) {
       lim.onFile?.(1);
       if (!known) return null;
-      return { line: known, rows: () => { throw new RowsNotLoaded(`rows of ${path} are not in memory`); }, files: 1, py: EMPTY_INDEX };
+      const rk = rowsKey('v1', e.id, path);
+      return { line: known, rows: () => cachedRows(cache, rk, path), files: 1, py: EMPTY_INDEX };
     }
     const rows = await fileRows(git, cache, { mode: e.mode, kind: e.kind, type: 'blob', id: e.id, path }, 'v1', lim.max);
     const line = rows.length ? `F ${e.name} ${sha256(rows.join('\n'))}` : '';
     cache.set(lineKey, line);
     lim.onFile?.(1);
-    return line ? { line, rows: () => rows, files: 1, py: EMPTY_INDEX } : null;
+    // The rows themselves are not kept here: they are in the cache (memory, or its disk).
+    const rk = rowsKey('v1', e.id, path);
+    return line ? { line, rows: () => cachedRows(cache, rk, path), files: 1, py: EMPTY_INDEX } : null;
 }
 
 /**
@@ -289,7 +460,7 @@ async function rootReexports(git: Git, treeId: string, prefix: string, cache: Ma
   const hit = cache.get(key);
   if (Array.isArray(hit) && hit.every((r) => typeof r === 'string')) return hit as string[];
   const tc = await treeContract(git, treeId, prefix, cache, lim);
-  const rows = await resolveReexports(tc.py, prefix, (path, blob) => fileLinks(git, cache, path, blob, lim.max));
+  const rows = await resolveReexports(tc.py, prefix, (path, blob) => lim.files.one(() => fileLinks(git, cache, path, blob, lim.max)));
   cache.set(key, rows);
   return rows;
 }
@@ -306,14 +477,17 @@ async function reexportsOf(git: Git, trees: Array<string | null>, roots: string[
 }
 
 /** Rows of every contract file under a tree, in path order, from the per-file cache. */
-async function collectRows(git: Git, treeId: string, prefix: string, cache: Map<string, unknown>, max: number): Promise<string[]> {
+async function collectRows(git: Git, treeId: string, prefix: string, cache: Map<string, unknown>, lim: Lim): Promise<string[]> {
   const entries = await git.readTree(treeId);
-  const parts = await Promise.all(entries.map(async (e): Promise<string[]> => {
+  const parts: string[][] = entries.map(() => []);
+  const subtrees: Array<Promise<void>> = [];
+  const files: Array<() => Promise<void>> = [];
+  entries.forEach((e, i) => {
     const path = prefix + e.name;
-    if (e.kind === 'tree') return collectRows(git, e.id, `${path}/`, cache, max);
-    if (!isContractFile(e.kind, path)) return [];
-    return fileRows(git, cache, { mode: e.mode, kind: e.kind, type: 'blob', id: e.id, path }, 'v1', max);
-  }));
+    if (e.kind === 'tree') subtrees.push(collectRows(git, e.id, `${path}/`, cache, lim).then((rows) => void (parts[i] = rows)));
+    else if (isContractFile(e.kind, path)) files.push(async () => void (parts[i] = await fileRows(git, cache, { mode: e.mode, kind: e.kind, type: 'blob', id: e.id, path }, 'v1', lim.max)));
+  });
+  await Promise.all([...subtrees, lim.files.all(files)]);
   return parts.flat();
 }
 
@@ -328,15 +502,16 @@ export async function contractRows(git: Git, c: Contract, rev: string, roots: st
   } catch (err) {
     if (!(err instanceof RowsNotLoaded)) throw err;
   }
+  const lim = limitOf(limits);
   const per: string[][] = [];
   const trees: Array<string | null> = [];
   for (const root of roots) {
     const tree = await rootTree(git, rev, root);
     trees.push(tree);
     const r = normRoot(root);
-    per.push(tree ? await collectRows(git, tree, r ? `${r}/` : '', cache, limitOf(limits).max) : []);
+    per.push(tree ? await collectRows(git, tree, r ? `${r}/` : '', cache, lim) : []);
   }
-  per.push((await reexportsOf(git, trees, roots, cache, limitOf(limits))).rows);
+  per.push((await reexportsOf(git, trees, roots, cache, lim)).rows);
   const seen = new Set<string>();
   return per.flat().filter((x) => (seen.has(x) ? false : (seen.add(x), true)));
 }
@@ -352,11 +527,14 @@ async function computeContract(git: Git, rev: string, useRoots: string[], trees:
     // over each root after the per-file step, and one more line of the digest.
     const re = await reexportsOf(git, trees, useRoots, cache, lim);
     const digest = sha256(`patchgate-contract-v1\n${useRoots.map((r, i) => `${normRoot(r)} ${per[i]!.digest}`).join('\n')}${re.line}`);
-    return Object.assign(lazyRows(() => {
+    const c: Contract = Object.assign(lazyRows(() => {
       if (per.length === 1 && !re.rows.length) return per[0]!.rows;
       const seen = new Set<string>();
       return [...per.flatMap((p) => p.rows), ...re.rows].filter((x) => (seen.has(x) ? false : (seen.add(x), true)));
     }), { format, digest, files: per.reduce((n, p) => n + p.files, 0) });
+    // Its trees are counted under their own keys; its re-export rows are its own.
+    Object.defineProperty(c, APPROX_BYTES, { value: 512 + re.rows.reduce((n, r) => n + r.length + 3, 0) });
+    return c;
   }
   // seed: the Python files of the first root, in the order Python 3.11's sorted(rglob) gives.
   const files = trees[0] ? (await rootFiles(git, rev, useRoots[0]!)).filter((e) => e.path.endsWith('.py')) : [];
@@ -367,7 +545,9 @@ async function computeContract(git: Git, rev: string, useRoots: string[], trees:
     rows.push(...(await fileRows(git, cache, e, 'seed', lim.max)));
     lim.onFile?.(1);
   }
-  return { format, rows, digest: seedDigest(rows), files: ordered.length };
+  const c: Contract = { format, rows, digest: seedDigest(rows), files: ordered.length };
+  Object.defineProperty(c, APPROX_BYTES, { value: 512 + rows.reduce((n, r) => n + r.length + 3, 0) });
+  return c;
 }
 
 export interface ContractDiff {

@@ -1,10 +1,11 @@
 // The persistent cache survives a restart, and a corrupt entry is detected and recomputed:
-// the contract digest with a tampered cache equals the digest with no cache at all.
+// the contract digest with a tampered cache equals the digest with no cache at all. Writes are
+// queued and flushed in batches (readable before and after), and memory is bounded by bytes.
 
 import t from 'tap';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { ContentCache, PersistentCache } from '../../src/cache/content-cache.js';
+import { APPROX_BYTES, approxBytes, ContentCache, PersistentCache } from '../../src/cache/content-cache.js';
 import { contractOf } from '../../src/contract/digest.js';
 import { Git } from '../../src/git/git.js';
 import { TestRepo, tempDir } from '../helpers/repo.js';
@@ -37,6 +38,7 @@ t.test('a tampered cache cannot change a contract digest', async (t) => {
   const disk = new PersistentCache(path);
   const first = await contractOf(git, 'HEAD', ['src/'], 'v1', new ContentCache(disk));
   t.equal(first.digest, truth.digest);
+  disk.flush(); // writes are queued: on disk now, for the forgery below
   // Forge every cached value (rows and digests) while keeping valid JSON; checksums no longer match.
   const raw = new Database(path);
   const n = raw.prepare(`UPDATE kv SET value = '{"format":"v1","digest":"${'0'.repeat(64)}","rows":[],"files":0}'`).run().changes;
@@ -67,4 +69,115 @@ t.test('the tree walk gives rows in the byte order of their paths, and a Merkle 
   t.equal((await contractOf(git, 'HEAD', ['src/'], 'v1', new Map())).digest, walked.digest, 'a file with no rows does not count');
   r.commit('an export', { 'src/a/notes.ts': 'export const x = 1;\n' });
   t.not((await contractOf(git, 'HEAD', ['src/'], 'v1', new Map())).digest, walked.digest);
+});
+
+t.test('queued writes: readable before and after the flush, in one transaction per batch, and after a reopen', async (t) => {
+  const dir = tempDir('pg-cache-');
+  const path = join(dir, 'cache.db');
+  const disk = new PersistentCache(path, () => {}, { batchEntries: 100, flushMs: 60_000 });
+  const raw = new Database(path, { readonly: true });
+  t.teardown(() => raw.close());
+  const onDisk = () => (raw.prepare('SELECT count(*) AS n FROM kv').get() as { n: number }).n;
+  const cache = new ContentCache(disk);
+  cache.set('rows:a', ['a::x']);
+  cache.setMany([['rows:b', ['b::y']], ['mem:c', { big: true }]]);
+  t.equal(onDisk(), 0, 'nothing written yet: the writes wait in the queue');
+  t.equal(disk.queuedEntries, 2, 'the mem: key is not queued');
+  t.same(disk.get('rows:a'), ['a::x'], 'the disk layer reads its queue');
+  t.same([...disk.getMany(['rows:a', 'rows:b', 'rows:none'])], [['rows:a', ['a::x']], ['rows:b', ['b::y']]], 'getMany too');
+  cache.clear();
+  t.same(cache.get('rows:b'), ['b::y'], 'a value dropped from memory is read back from the queue');
+  disk.flush();
+  t.equal(onDisk(), 2, 'one flush wrote both');
+  t.equal(disk.flushes, 1);
+  t.equal(disk.queuedEntries, 0);
+  t.same(disk.get('rows:a'), ['a::x'], 'readable after the flush');
+  // A full batch flushes by itself, in one transaction.
+  for (let i = 0; i < 100; i++) disk.set(`rows:n${i}`, [`n${i}::z`]);
+  t.equal(onDisk(), 102, 'the 100th entry flushed the batch');
+  t.equal(disk.flushes, 2, 'in one transaction');
+  disk.set('rows:last', ['last::w']);
+  disk.close();
+  t.equal(onDisk(), 103, 'close flushed the rest');
+  disk.set('rows:late', ['late']);
+  const again = new PersistentCache(path);
+  t.teardown(() => again.close());
+  t.same(again.get('rows:last'), ['last::w'], 'a reopened cache sees what was flushed at close');
+  t.same(again.get('rows:n99'), ['n99::z']);
+  t.equal(again.get('rows:late'), undefined, 'a set after close is dropped, not an error');
+  t.equal(new ContentCache(again).get('mem:c'), undefined, 'mem: keys never reach the disk');
+});
+
+t.test('a queued write that cannot be written is a miss later, not an error', async (t) => {
+  const dir = tempDir('pg-cache-');
+  const path = join(dir, 'cache.db');
+  const lines: string[] = [];
+  const disk = new PersistentCache(path, (l) => lines.push(l), { flushMs: 60_000 });
+  t.teardown(() => disk.close());
+  // Another connection holds the write lock: the flush fails (busy), the batch is dropped.
+  const other = new Database(path);
+  other.pragma('busy_timeout = 0');
+  other.exec('BEGIN IMMEDIATE');
+  (disk as unknown as { db: Database.Database }).db.pragma('busy_timeout = 0');
+  const cache = new ContentCache(disk);
+  cache.set('rows:x', ['x::1']);
+  t.doesNotThrow(() => disk.flush());
+  other.exec('ROLLBACK');
+  other.close();
+  t.equal(disk.failedWrites, 1);
+  t.match(lines.join('\n'), /could not write 1 cache entries/);
+  t.same(cache.get('rows:x'), ['x::1'], 'memory still answers');
+  cache.clear();
+  t.equal(cache.get('rows:x'), undefined, 'the disk does not: a miss, computed again');
+});
+
+t.test('memory is bounded by approximate bytes; what it drops is read back from disk', async (t) => {
+  const dir = tempDir('pg-cache-');
+  const disk = new PersistentCache(join(dir, 'cache.db'));
+  t.teardown(() => disk.close());
+  const cap = 64 * 1024;
+  const cache = new ContentCache(disk, { maxBytes: cap });
+  const value = (i: number) => Array.from({ length: 20 }, (_, j) => `src/f${i}.ts::function f${i}_${j}(a: number): string`);
+  let max = 0;
+  for (let i = 0; i < 500; i++) {
+    cache.set(`rows:${i}`, value(i));
+    max = Math.max(max, cache.memBytes);
+  }
+  t.ok(max <= cap, `memory never went over the cap (max ${max} of ${cap})`);
+  t.ok(cache.size < 500 && cache.size > 10, `only part of the entries are in memory (${cache.size})`);
+  t.ok(cache.evicted > 0);
+  const before = cache.hits;
+  for (let i = 0; i < 500; i += 7) t.same(cache.get(`rows:${i}`), value(i), `rows:${i} readable`);
+  t.equal(cache.hits - before, Math.ceil(500 / 7), 'every one a hit, from memory or disk');
+  t.ok(cache.memBytes <= cap, 'reading back stays under the cap');
+  const many = cache.getMany(Array.from({ length: 500 }, (_, i) => `rows:${i}`));
+  t.equal(many.size, 500, 'getMany reads the rest from disk');
+  t.ok(cache.memBytes <= cap);
+  // mem: keys: memory only, bounded too (their size is APPROX_BYTES when they carry one).
+  for (let i = 0; i < 100; i++) cache.set(`mem:tree:${i}`, Object.defineProperty({ i }, APPROX_BYTES, { value: 4096 }));
+  t.ok(cache.memBytes <= cap);
+  t.equal(cache.get('mem:tree:0'), undefined, 'an old mem: value is gone (computed again), never read from disk');
+  t.same(cache.get('mem:tree:99'), { i: 99 }, 'a recent one is kept');
+  cache.set('mem:huge', Object.defineProperty({}, APPROX_BYTES, { value: cap * 2 }));
+  t.equal(cache.get('mem:huge'), undefined, 'a value larger than the whole cap is not kept');
+  t.equal(approxBytes(['ab', 'c']), 2 + 5 + 4);
+});
+
+t.test('a cold contract through a small memory cap: rows read back from disk, the same digest and rows', async (t) => {
+  const r = TestRepo.init(t);
+  const files: Record<string, string> = {};
+  for (let d = 0; d < 8; d++) for (let i = 0; i < 10; i++) files[`src/d${d}/f${i}.ts`] = `export function f${d}_${i}(a: number, b: string): string { return b + a; }\nexport const k${d}_${i} = ${i};\n`;
+  r.commit('base', files);
+  const git = new Git({ dir: r.dir });
+  t.teardown(() => git.close());
+  const truth = await contractOf(git, 'HEAD', ['src/'], 'v1', new Map());
+  const disk = new PersistentCache(join(tempDir('pg-cache-'), 'cache.db'));
+  t.teardown(() => disk.close());
+  const cache = new ContentCache(disk, { maxBytes: 4096 });
+  const c = await contractOf(git, 'HEAD', ['src/'], 'v1', cache);
+  t.equal(c.digest, truth.digest);
+  t.ok(cache.evicted > 0, 'the cap dropped entries during the walk');
+  t.ok(cache.memBytes <= 4096);
+  t.same(c.rows, truth.rows, 'the rows, read back from the cache');
+  t.equal(c.rows.length, 160);
 });

@@ -11,6 +11,12 @@ import { runCancellable } from '../../cancel.js';
 import type { HookContext } from './context.js';
 import { trustedState } from './judge.js';
 
+/** Writes a cache's queued entries to disk, when it has a disk (ContentCache); a plain Map has nothing to write. */
+function flushCache(cache: Map<string, unknown>): void {
+  const f = (cache as { flush?: unknown }).flush;
+  if (typeof f === 'function') (f as () => void).call(cache);
+}
+
 export class Warmer {
   private warming: Promise<void> = Promise.resolve();
   /** Warm-ups queued or running, and the running one's progress (for /healthz). */
@@ -68,6 +74,8 @@ export class Warmer {
         if (!(err instanceof ContractParseError)) throw err; // a trusted tree that does not parse: nothing to warm
         note = 'the trusted tip does not parse (nothing more cached)';
       });
+      // The cache queues its disk writes (src/cache/content-cache.ts): a finished warm-up is on disk now.
+      flushCache(this.ctx.opts.cache);
       progress.end(note);
     } finally {
       this.warmProgress = null;
