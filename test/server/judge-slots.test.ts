@@ -4,8 +4,7 @@
 
 import t from 'tap';
 import { Slots } from '../../src/server/hook/slots.js';
-import { TestRepo } from '../helpers/repo.js';
-import { bareDir, gitAsync, refIn, startGate } from '../helpers/gate.js';
+import { gitAsync, refIn, seededGate, startGate } from '../helpers/gate.js';
 
 t.test('the line: first come, first served; a cancelled waiter leaves without a slot', async (t) => {
   const slots = new Slots(1);
@@ -33,22 +32,19 @@ t.test('the line: first come, first served; a cancelled waiter leaves without a 
 async function twoPushes(t: Parameters<typeof startGate>[0], opts: { slots: number; holdMs: number; limitMs: number; progressMs?: number }) {
   let inside = 0;
   let most = 0;
-  const gate = await startGate(t, {
+  let hold = false; // not while a person seeds main
+  const { gate, agent, w, bare } = await seededGate(t, { 'src/app.py': 'x = 1\n' }, {
     judgeSlots: opts.slots,
     hookTimeoutMs: opts.limitMs,
     ...(opts.progressMs !== undefined ? { remoteProgressDelayMs: opts.progressMs } : {}),
     beforeJudge: async () => {
+      if (!hold) return;
       most = Math.max(most, ++inside);
       await new Promise((r) => setTimeout(r, opts.holdMs));
       inside--;
     },
   });
-  await gate.repo('app');
-  const agent = gate.token('agent-1', 'agent');
-  const w = TestRepo.init(t);
-  w.commit('base', { 'src/app.py': 'x = 1\n' });
-  const bare = bareDir(gate, 'app');
-  t.equal((await gitAsync(bare, ['fetch', '-q', w.dir, 'main:main'])).code, 0);
+  hold = true;
   w.checkout('agent/one', true);
   const one = w.commit('one', { 'src/app.py': 'x = 2\n' });
   w.checkout('main');
@@ -77,11 +73,12 @@ t.test('with one slot, two pushes at once are judged one after the other, and bo
 });
 
 t.test('a push whose limit passes while it waits for a slot is refused as busy, and nothing moves', async (t) => {
-  const r = await twoPushes(t as never, { slots: 1, holdMs: 2500, limitMs: 1500 });
+  // 3 s: the seeding push (tree-sitter's start included) must fit in it on a loaded machine.
+  const r = await twoPushes(t as never, { slots: 1, holdMs: 4500, limitMs: 3000 });
   const [first, second] = r.results;
   t.not(first!.code, 0, 'the first push overran its limit in the judge');
   t.not(second!.code, 0, 'the second never got a slot');
-  t.match(second!.stderr, /the gate was busy judging other pushes \(1 at a time\) for all of this push's 1500 ms, so it was not judged/);
+  t.match(second!.stderr, /the gate was busy judging other pushes \(1 at a time\) for all of this push's 3000 ms, so it was not judged/);
   t.match(second!.stderr, /wait a minute and push again/);
   t.equal(await refIn(r.bare, 'refs/heads/agent/one'), null);
   t.equal(await refIn(r.bare, 'refs/heads/agent/two'), null);
