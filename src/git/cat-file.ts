@@ -36,7 +36,7 @@ export class CatFileBatch {
   private chunkBytes = 0;
   /** Bytes `buf` must hold before the next answer can be parsed (0: try at every chunk). */
   private need = 0;
-  /** Requests of this tick, written to git's stdin in one write (a push asks for hundreds of objects at once). */
+  /** Requests made in this turn of the event loop, written to git's stdin in one write (setImmediate). */
   private out = '';
   private stderr = '';
 
@@ -118,7 +118,7 @@ export class CatFileBatch {
   }
 
   close(): void {
-    this.flush(); // requests of this tick are still answered, as before the end of stdin
+    this.flush(); // requests not written yet are still answered, as before the end of stdin
     this.dead = true;
     this.proc.stdin.end();
   }
