@@ -124,7 +124,9 @@ t.test('a git host (generic): the daemon gcs a repository its shim gates once it
   const b = await gitWithEnv(w.dir, ['push', bare, 'agent/a'], env);
   t.equal(b.code, 0, b.stderr);
   await d.hooks.gc.settled();
-  const runs = d.hooks.gc.runs.map((x) => x.outcome);
-  t.ok(runs.length >= 1 && runs.every((o) => o === 'done'), `the daemon's gc ran once the repository was quiet (${runs.join(', ')})`);
+  // A run that came due while the second push was still judged (a slow machine) is skipped as
+  // busy and comes again once the repository is quiet: a done, never a failure.
+  const runs = d.hooks.gc.runs.map((x) => `${x.outcome}${x.detail ? ` (${x.detail})` : ''}`);
+  t.ok(runs.includes('done') && runs.every((o) => o === 'done' || /^skipped \((busy|busy or stopping)\)$/.test(o)), `the daemon's gc ran once the repository was quiet (${runs.join(', ')})`);
   t.equal(packs(bare), 1);
 });
