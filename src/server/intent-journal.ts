@@ -37,10 +37,14 @@ function isEntry(e: unknown): e is IntentEntry {
   return !!o && typeof o.pushId === 'string' && typeof o.repoDir === 'string' && typeof o.repo === 'string';
 }
 
-/** The entries still open in a journal text; lines that do not parse are named in `bad` (a torn last line is `torn`). */
-export function replay(text: string): { open: Map<string, IntentEntry>; bad: string[]; torn: string | null } {
+/**
+ * The entries still open in a journal text; lines that do not parse are named in `bad` and
+ * kept as they are in `badLines` (a torn last line is `torn`).
+ */
+export function replay(text: string): { open: Map<string, IntentEntry>; bad: string[]; badLines: string[]; torn: string | null } {
   const open = new Map<string, IntentEntry>();
   const bad: string[] = [];
+  const badLines: string[] = [];
   let torn: string | null = null;
   const lines = text.split('\n');
   // The text after the last newline: an append that a crash cut short. Its fdatasync never
@@ -56,9 +60,10 @@ export function replay(text: string): { open: Map<string, IntentEntry>; bad: str
       else throw new Error('neither an open nor a settle line');
     } catch (err) {
       bad.push(`${JOURNAL_FILE} line ${i + 1}: ${errorMessage(err)}`);
+      badLines.push(l);
     }
   });
-  return { open, bad, torn };
+  return { open, bad, badLines, torn };
 }
 
 /** The folder of unsettled pushes. An entry is durable (appended and fdatasync'd) before `open` resolves. */
@@ -157,7 +162,7 @@ export class IntentJournal {
   /** Every unsettled push, oldest first; an unreadable line or entry is named in `bad`. */
   list(): { entries: IntentEntry[]; bad: string[]; torn: string | null } {
     if (!existsSync(this.dir)) return { entries: [], bad: [], torn: null };
-    const { open, bad, torn } = existsSync(this.path) ? replay(readFileSync(this.path, 'utf8')) : { open: new Map<string, IntentEntry>(), bad: [], torn: null };
+    const { open, bad, torn } = existsSync(this.path) ? replay(readFileSync(this.path, 'utf8')) : { open: new Map<string, IntentEntry>(), bad: [] as string[], torn: null };
     const legacy = new Set<string>();
     for (const f of readdirSync(this.dir).filter((n) => LEGACY_RE.test(n))) {
       try {
@@ -182,8 +187,7 @@ export class IntentJournal {
    */
   compact(): void {
     if (!existsSync(this.path) || this.writing > 0) return;
-    const { open, bad } = replay(readFileSync(this.path, 'utf8'));
-    const badLines = bad.length ? readFileSync(this.path, 'utf8').split('\n').filter((l, i) => bad.some((b) => b.startsWith(`${JOURNAL_FILE} line ${i + 1}:`))) : [];
+    const { open, badLines } = replay(readFileSync(this.path, 'utf8'));
     const text = [...[...open.values()].map((e) => JSON.stringify({ open: e })), ...badLines].map((l) => l + '\n').join('');
     const tmp = `${this.path}.tmp`;
     writeFileSync(tmp, text, { mode: 0o600 });
