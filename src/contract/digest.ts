@@ -177,27 +177,10 @@ function linksKey(blob: string, path: string): string {
 /** Reads, decodes and parses one file; caches its rows (and, v1 .py, its links). */
 function parseFile(git: Git, cache: Map<string, unknown>, e: TreeEntry, format: ContractFormat): Promise<{ rows: string[]; links: PyLinks | null }> {
   // A file in two folders being walked at once (the changed folder of a push and of its base) is parsed once.
-  const key = rowsKey(format, e.id, e.path);
-  let pending = filesInflight.get(cache);
-  if (!pending) filesInflight.set(cache, (pending = new Map()));
-  const running = pending.get(key);
-  if (running) {
-    return cancellable(running).catch((err: unknown) => {
-      if (err instanceof ContractParseError) throw err;
-      throwIfCancelled();
-      return parseFileNow(git, cache, e, format);
-    });
-  }
-  const work = parseFileNow(git, cache, e, format);
-  pending.set(key, work);
-  const done = (): void => {
-    if (pending.get(key) === work) pending.delete(key);
-  };
-  work.then(done, done);
-  return work;
+  return shared(filesInflight, cache, rowsKey(format, e.id, e.path), () => parseFileNow(git, cache, e, format));
 }
 
-const filesInflight = new WeakMap<Map<string, unknown>, Map<string, Promise<{ rows: string[]; links: PyLinks | null }>>>();
+const filesInflight: Inflight<{ rows: string[]; links: PyLinks | null }> = new WeakMap();
 
 async function parseFileNow(git: Git, cache: Map<string, unknown>, e: TreeEntry, format: ContractFormat): Promise<{ rows: string[]; links: PyLinks | null }> {
   const key = rowsKey(format, e.id, e.path);
@@ -249,30 +232,47 @@ export async function contractOf(git: Git, rev: string, roots: string[], format:
   const hit = cache.get(treeKey) as Contract | undefined;
   if (hit) return hit;
   // Concurrent pushes of one repo ask for the same contract: compute it once.
-  let pending = inflight.get(cache);
-  if (!pending) inflight.set(cache, (pending = new Map()));
-  const running = pending.get(treeKey);
+  return shared(inflight, cache, treeKey, async () => {
+    const contract = await computeContract(git, rev, useRoots, trees, format, cache, lim);
+    cache.set(treeKey, contract);
+    return contract;
+  });
+}
+
+const inflight: Inflight<Contract> = new WeakMap();
+
+/** Work being done per cache and key (contracts, tree contracts, file parses). */
+type Inflight<T> = WeakMap<Map<string, unknown>, Map<string, Promise<T>>>;
+
+/**
+ * One computation per cache and key at a time: a walk that asks for what another walk is
+ * computing (concurrent pushes of one repository, a push and the warm-up of its base) awaits
+ * that one, and gives up when its own judgement is cancelled. A verdict on the content (a
+ * parse or size refusal) is the same for every walk; any other failure of the first walk (its
+ * push was cancelled, its git went away, a worker overran) is computed again with ours.
+ */
+async function shared<T>(table: Inflight<T>, cache: Map<string, unknown>, key: string, run: () => Promise<T>, onJoined?: (v: T) => void): Promise<T> {
+  let pending = table.get(cache);
+  if (!pending) table.set(cache, (pending = new Map()));
+  const running = pending.get(key);
   if (running) {
     try {
-      return await cancellable(running);
+      const v = await cancellable(running);
+      onJoined?.(v);
+      return v;
     } catch (err) {
-      if (err instanceof ContractParseError) throw err;
-      // The first caller's git went away (its push timed out or was cancelled): compute with ours below.
+      if (err instanceof ContractParseError || err instanceof ContractSizeError) throw err;
       throwIfCancelled();
     }
   }
-  const work = computeContract(git, rev, useRoots, trees, format, cache, lim);
-  pending.set(treeKey, work);
+  const work = run();
+  pending.set(key, work);
   try {
-    const contract = await work;
-    cache.set(treeKey, contract);
-    return contract;
+    return await work;
   } finally {
-    if (pending.get(treeKey) === work) pending.delete(treeKey);
+    if (pending.get(key) === work) pending.delete(key);
   }
 }
-
-const inflight = new WeakMap<Map<string, unknown>, Map<string, Promise<Contract>>>();
 
 /** Another walk's promise, given up (CancelledError) when the current judgement is cancelled: its own checks are not ours. */
 function cancellable<T>(work: Promise<T>): Promise<T> {
@@ -315,7 +315,7 @@ function treeBytes(parts: number, py: PyIndex): number {
 }
 
 /** Tree contracts being computed, per cache: a tree shared by two revisions (a push and a warm-up of its base) is walked once. */
-const treesInflight = new WeakMap<Map<string, unknown>, Map<string, Promise<TreeContract>>>();
+const treesInflight: Inflight<TreeContract> = new WeakMap();
 
 /** A regular file in a language the v1 contract reads. */
 function isContractFile(kind: EntryKind, path: string): boolean {
@@ -354,28 +354,8 @@ async function treeContract(git: Git, treeId: string, prefix: string, cache: Map
     lim.onFile?.(known.files);
     return known;
   }
-  let pending = treesInflight.get(cache);
-  if (!pending) treesInflight.set(cache, (pending = new Map()));
-  const running = pending.get(key);
-  if (running) {
-    try {
-      const tc = await cancellable(running);
-      lim.onFile?.(tc.files);
-      return tc;
-    } catch (err) {
-      // A verdict of the content is the same for us; anything else (the first walker's push was
-      // cancelled, its git went away, a worker overran) is computed again with ours.
-      if (err instanceof ContractParseError || err instanceof ContractSizeError) throw err;
-      throwIfCancelled();
-    }
-  }
-  const work = walkTree(git, treeId, prefix, cache, lim, key, storedKey);
-  pending.set(key, work);
-  try {
-    return await work;
-  } finally {
-    if (pending.get(key) === work) pending.delete(key);
-  }
+  // Walked by another walk: its files were counted in that walk's progress, so ours counts them here.
+  return shared(treesInflight, cache, key, () => walkTree(git, treeId, prefix, cache, lim, key, storedKey), (tc) => lim.onFile?.(tc.files));
 }
 
 async function walkTree(git: Git, treeId: string, prefix: string, cache: Map<string, unknown>, lim: Lim, key: string, storedKey: string): Promise<TreeContract> {
