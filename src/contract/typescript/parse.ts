@@ -105,18 +105,19 @@ export function extractTypeScript(source: string, path: string): string[] {
     const hasErrors = ((sf as unknown as { parseDiagnostics?: unknown[] }).parseDiagnostics?.length ?? 0) > 0;
     if (!hasErrors) {
       const bodies = outerBodies(sf);
-      text = blank(source, bodies.map((b) => [b.getStart(sf) + 1, b.end - 1]));
+      // Just after each body's `{` (getStart skips its leading trivia, so it is found once).
+      const inners = bodies.map((b) => b.getStart(sf) + 1);
+      text = blank(source, bodies.map((b, i) => [inners[i]!, b.end - 1]));
       if (importMetaModule(sf)) {
         // The file is a module only through an `import.meta`, which may sit in a body: whether
         // the blanked text is still a module (and how TypeScript parsed its top level) is
         // TypeScript's to say, so parse the blanked text again.
         sf = sourceFile(path, text, kind, true);
       } else {
-        for (const b of bodies) {
+        bodies.forEach((b, i) => {
           // As a parse of `{ <spaces> }` makes it: no statements, the list just after the `{`.
-          const inner = b.getStart(sf) + 1;
-          (b as { statements: ts.NodeArray<ts.Statement> }).statements = ts.setTextRange(ts.factory.createNodeArray<ts.Statement>([]), { pos: inner, end: inner });
-        }
+          (b as { statements: ts.NodeArray<ts.Statement> }).statements = ts.setTextRange(ts.factory.createNodeArray<ts.Statement>([]), { pos: inners[i]!, end: inners[i]! });
+        });
         // The converter reads literals' raw text from the file's text: it gets the blanked one,
         // the same outside bodies and the same length.
         (sf as { text: string }).text = text;
