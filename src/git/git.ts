@@ -83,7 +83,7 @@ export class ObjectMemo {
       const v = (await slot.value) as T;
       if (v === null || v === undefined) {
         if (this.map.get(key) === slot) this.map.delete(key);
-      } else if (this.map.get(key) === slot && slot.size === 0) {
+      } else if (this.map.get(key) === slot) {
         slot.size = size(v);
         this.total += slot.size;
         for (const [k, e] of this.map) {
@@ -313,7 +313,6 @@ export class Git {
     };
     return OBJECT_ID_RE.test(id) ? this.objects.get(`tree ${id}`, read, (es) => es.length + 1) : read();
   }
-
 
   // ---- objects (through the cat-file reader, cat-file.ts)
 
