@@ -364,6 +364,7 @@ async function walkTree(git: Git, treeId: string, prefix: string, cache: Map<str
   const parts: Array<Part | null> = entries.map(() => null);
   const subtrees: Array<Promise<void>> = [];
   const files: Array<() => Promise<void>> = [];
+  const fileIndexes: number[] = [];
   entries.forEach((e, i) => {
     const path = prefix + e.name;
     if (e.kind === 'tree') {
@@ -371,11 +372,22 @@ async function walkTree(git: Git, treeId: string, prefix: string, cache: Map<str
         if (sub.files) parts[i] = { line: `T ${e.name} ${sub.digest}`, rows: () => sub.rows, files: sub.files, py: sub.py };
         else if (sub.py.p.length || sub.py.x.length) parts[i] = { line: '', rows: () => [], files: 0, py: sub.py };
       }));
-    } else if (isContractFile(e.kind, path)) {
-      files.push(async () => void (parts[i] = await filePart(git, cache, e, path, lim)));
-    }
+    } else if (isContractFile(e.kind, path)) fileIndexes.push(i);
   });
+  // A wide folder's files are answered from its folder record where their blob is the same.
+  const wide = fileIndexes.length >= FOLDER_RECORD_MIN_FILES;
+  const record = wide ? folderRecord(cache, prefix, lim) : null;
+  for (const i of fileIndexes) {
+    const e = entries[i]!;
+    const path = prefix + e.name;
+    const known = record?.get(`${e.name}\0${e.id}`);
+    if (known) {
+      lim.onFile?.(1);
+      parts[i] = recordedPart(cache, e.id, path, known);
+    } else files.push(async () => void (parts[i] = await filePart(git, cache, e, path, lim)));
+  }
   await Promise.all([...subtrees, lim.files.all(files)]);
+  if (wide && files.length) saveFolderRecord(cache, prefix, lim, fileIndexes.map((i) => [entries[i]!, parts[i] ?? null]), files.length * 4 >= fileIndexes.length);
   const kept = parts.filter((p): p is Part => p !== null);
   const lined = kept.filter((p) => p.line);
   // Only the row thunks are kept (not the Merkle lines, not the parts).
@@ -392,6 +404,93 @@ async function walkTree(git: Git, treeId: string, prefix: string, cache: Map<str
 }
 
 type Part = { line: string; rows: () => string[]; files: number; py: PyIndex };
+
+/**
+ * Folders with at least this many contract files keep a folder record. A one-file change in a
+ * folder of 4,705 files (the bench's 50k tree) otherwise looked up every sibling's Merkle line
+ * on its own, from disk once memory had dropped them: about 10 ms of every push there.
+ */
+const FOLDER_RECORD_MIN_FILES = 64;
+
+/**
+ * What a folder record knows of one file, by name and blob id: its Merkle line ('' for no rows)
+ * and, for a public Python module, what it re-exports (PyLinks.exports).
+ */
+type Recorded = { line: string; exports: Array<[string, string, string]> };
+
+/**
+ * A wide folder's record, keyed by path (the folder's last walked tree), in memory and on disk:
+ * the line and re-exports of each file by name and blob id. Both are functions of the blob and
+ * the path only, as the per-file `file-line:` entries are, so a record written for any tree of
+ * that folder answers the files another tree shares with it; the others are looked up as usual.
+ */
+function folderRecordKey(prefix: string, lim: Lim): string {
+  return `folder-record:v1:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${lim.tag}:${prefix}`;
+}
+
+function isRecordedEntry(v: unknown): v is [string, string, string, Array<[string, string, string]>] {
+  return Array.isArray(v) && v.length === 4 && typeof v[0] === 'string' && typeof v[1] === 'string' && typeof v[2] === 'string'
+    && (v[2] === '' || v[2].startsWith(`F ${v[0]} `)) && Array.isArray(v[3])
+    && v[3].every((x: unknown) => Array.isArray(x) && x.length === 3 && x.every((s) => typeof s === 'string'));
+}
+
+/** The folder's record (memory first, then disk), or null; a stored value of the wrong shape counts as none. */
+function folderRecord(cache: Map<string, unknown>, prefix: string, lim: Lim): Map<string, Recorded> | null {
+  const key = folderRecordKey(prefix, lim);
+  const mem = cache.get(`mem:${key}`);
+  if (mem instanceof Map) return mem as Map<string, Recorded>;
+  const stored = cache.get(key);
+  if (!Array.isArray(stored) || !stored.every(isRecordedEntry)) return null;
+  const record = new Map<string, Recorded>();
+  let bytes = 0;
+  for (const [name, id, line, exports] of stored) {
+    record.set(`${name}\0${id}`, { line, exports });
+    bytes += 2 * (name.length + id.length + line.length) + exports.length * 160;
+  }
+  keepFolderRecord(cache, key, record, bytes);
+  return record;
+}
+
+function keepFolderRecord(cache: Map<string, unknown>, key: string, record: Map<string, Recorded>, bytes: number): void {
+  Object.defineProperty(record, APPROX_BYTES, { value: bytes + record.size * 64 });
+  cache.set(`mem:${key}`, record);
+}
+
+/**
+ * Keeps the folder's record from the parts of its files (null: a file without rows or
+ * re-exports): in memory always, on disk only when the walk looked up a quarter of the files
+ * or more (a cold walk, or the first after a restart), so a one-file push does not rewrite a
+ * record of thousands of files; the few files a stored record lacks are looked up one by one.
+ */
+function saveFolderRecord(cache: Map<string, unknown>, prefix: string, lim: Lim, files: Array<[{ name: string; id: string }, Part | null]>, persist: boolean): void {
+  const stored: Array<[string, string, string, Array<[string, string, string]>]> = [];
+  const record = new Map<string, Recorded>();
+  let bytes = 0;
+  for (const [e, part] of files) {
+    const exports = (part?.py.x ?? []).map(([, n, spec, orig]): [string, string, string] => [n, spec, orig]);
+    const line = part?.line ?? '';
+    stored.push([e.name, e.id, line, exports]);
+    record.set(`${e.name}\0${e.id}`, { line, exports });
+    bytes += 2 * (e.name.length + e.id.length + line.length) + exports.length * 160;
+  }
+  const key = folderRecordKey(prefix, lim);
+  if (persist) cache.set(key, stored);
+  keepFolderRecord(cache, key, record, bytes);
+}
+
+/** A file's part from its folder record: what filePart gives for the same blob and path. */
+function recordedPart(cache: Map<string, unknown>, id: string, path: string, known: Recorded): Part | null {
+  let py = EMPTY_INDEX;
+  if (path.endsWith('.py')) {
+    if (isPrivateModule(path)) py = { x: [], p: [[path, id]] };
+    else if (known.exports.length) py = { x: known.exports.map(([n, spec, orig]): [string, string, string, string] => [path, n, spec, orig]), p: [] };
+  }
+  if (known.line) {
+    const rk = rowsKey('v1', id, path);
+    return { line: known.line, rows: () => cachedRows(cache, rk, path), files: 1, py };
+  }
+  return py === EMPTY_INDEX ? null : { line: '', rows: () => [], files: 0, py };
+}
 
 /** One contract file's part of its tree: its Merkle line and, for Python, its re-export index entries. */
 async function filePart(git: Git, cache: Map<string, unknown>, e: { mode: string; kind: EntryKind; id: string; name: string }, path: string, lim: Lim): Promise<Part | null> {
