@@ -7,6 +7,7 @@ import yargs, { type Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { resolve } from 'node:path';
 import { errorMessage, PatchgateError } from './errors.js';
+import { tuneHeap } from './heap.js';
 
 // Command modules load on first use: `token list` should not pay for loading TypeScript.
 const check = () => import('./commands/check.js');
@@ -372,6 +373,14 @@ export function buildCli(argv: string[]): Argv {
     })
     .help()
     .version(packageVersion());
+}
+
+// The heap's growth step (src/heap.ts), before any command allocates; a bad setting stops here.
+try {
+  tuneHeap();
+} catch (err) {
+  process.stderr.write(`patchgate: ${err instanceof PatchgateError ? err.message : errorMessage(err)}\n`);
+  process.exit(2);
 }
 
 await buildCli(hideBin(process.argv)).parseAsync();
