@@ -16,6 +16,8 @@ import { parsePool } from './parse-pool.js';
 import { splitLinks } from './extract.js';
 import { EMPTY_INDEX, isPyIndex, isPyLinks, mergeIndex, resolveReexports, type PyIndex } from './py-reexport.js';
 import { APPROX_BYTES } from '../cache/content-cache.js';
+import { FileQueue } from './file-queue.js';
+import { folderRecord, saveFolderRecord, type Recorded, type StoredEntry } from './folder-record.js';
 
 export type ContractFormat = 'v1' | 'seed';
 
@@ -33,68 +35,6 @@ type Lim = { max: number; tag: string; onFile?: (n: number) => void; files: File
 function limitOf(limits: ContractLimits): Lim {
   const max = limits.maxSourceBytes ?? Infinity;
   return { max, tag: Number.isFinite(max) ? `max${max}` : 'nomax', ...(limits.onFile ? { onFile: limits.onFile } : {}), files: new FileQueue() };
-}
-
-/**
- * Files of one walk worked on at once (cache lookups, size header, read, parse): each holds its
- * blob, its decoded text and its parse. The rest wait as small closures, not as suspended calls:
- * a 50k-file tree walked with one Promise.all over every file held about 2.5 KB per file
- * before the first was parsed. Per walk, so a push's few files never queue behind a warm-up's.
- */
-const FILES_IN_FLIGHT = 32;
-
-class FileQueue {
-  private jobs: Array<(() => Promise<void>) | undefined> = [];
-  private head = 0;
-  private running = 0;
-
-  /** Runs `jobs` (at most FILES_IN_FLIGHT of this queue's at once); the first failure rejects, and the batch's jobs not yet started are skipped. */
-  all(jobs: Array<() => Promise<void>>): Promise<void> {
-    if (!jobs.length) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
-      let left = jobs.length;
-      let failed = false;
-      for (const job of jobs) {
-        this.jobs.push(async () => {
-          if (failed) return;
-          try {
-            await job();
-          } catch (err) {
-            if (!failed) {
-              failed = true;
-              reject(err);
-            }
-            return;
-          }
-          if (--left === 0) resolve();
-        });
-      }
-      this.pump();
-    });
-  }
-
-  /** One job through the queue, with its result. */
-  async one<T>(fn: () => Promise<T>): Promise<T> {
-    let out: T | undefined;
-    await this.all([async () => void (out = await fn())]);
-    return out as T;
-  }
-
-  private pump(): void {
-    while (this.running < FILES_IN_FLIGHT && this.head < this.jobs.length) {
-      const job = this.jobs[this.head]!;
-      this.jobs[this.head++] = undefined;
-      if (this.head >= 1024 && this.head * 2 >= this.jobs.length) {
-        this.jobs = this.jobs.slice(this.head);
-        this.head = 0;
-      }
-      this.running++;
-      void job().finally(() => {
-        this.running--;
-        this.pump();
-      });
-    }
-  }
 }
 
 /** How many contract files (TS/JS and Python, or the seed's Python files) the roots hold at `rev`: a warm-up's total. One ls-tree per root. */
@@ -376,7 +316,7 @@ async function walkTree(git: Git, treeId: string, prefix: string, cache: Map<str
   });
   // A wide folder's files are answered from its folder record where their blob is the same.
   const wide = fileIndexes.length >= FOLDER_RECORD_MIN_FILES;
-  const record = wide ? folderRecord(cache, prefix, lim) : null;
+  const record = wide ? folderRecord(cache, folderRecordKey(prefix, lim)) : null;
   for (const i of fileIndexes) {
     const e = entries[i]!;
     const path = prefix + e.name;
@@ -387,7 +327,7 @@ async function walkTree(git: Git, treeId: string, prefix: string, cache: Map<str
     } else files.push(async () => void (parts[i] = await filePart(git, cache, e, path, lim)));
   }
   await Promise.all([...subtrees, lim.files.all(files)]);
-  if (wide && files.length) saveFolderRecord(cache, prefix, lim, fileIndexes.map((i) => [entries[i]!, parts[i] ?? null]), files.length * 4 >= fileIndexes.length);
+  if (wide && files.length) recordFolder(cache, prefix, lim, fileIndexes.map((i) => [entries[i]!, parts[i] ?? null]), files.length * 4 >= fileIndexes.length);
   const kept = parts.filter((p): p is Part => p !== null);
   const lined = kept.filter((p) => p.line);
   // Only the row thunks are kept (not the Merkle lines, not the parts).
@@ -413,12 +353,6 @@ type Part = { line: string; rows: () => string[]; files: number; py: PyIndex };
 const FOLDER_RECORD_MIN_FILES = 64;
 
 /**
- * What a folder record knows of one file, by name and blob id: its Merkle line ('' for no rows)
- * and, for a public Python module, what it re-exports (PyLinks.exports).
- */
-type Recorded = { line: string; exports: Array<[string, string, string]> };
-
-/**
  * A wide folder's record, keyed by path (the folder's last walked tree), in memory and on disk:
  * the line and re-exports of each file by name and blob id. Both are functions of the blob and
  * the path only, as the per-file `file-line:` entries are, so a record written for any tree of
@@ -428,54 +362,10 @@ function folderRecordKey(prefix: string, lim: Lim): string {
   return `folder-record:v1:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${lim.tag}:${prefix}`;
 }
 
-function isRecordedEntry(v: unknown): v is [string, string, string, Array<[string, string, string]>] {
-  return Array.isArray(v) && v.length === 4 && typeof v[0] === 'string' && typeof v[1] === 'string' && typeof v[2] === 'string'
-    && (v[2] === '' || v[2].startsWith(`F ${v[0]} `)) && Array.isArray(v[3])
-    && v[3].every((x: unknown) => Array.isArray(x) && x.length === 3 && x.every((s) => typeof s === 'string'));
-}
-
-/** The folder's record (memory first, then disk), or null; a stored value of the wrong shape counts as none. */
-function folderRecord(cache: Map<string, unknown>, prefix: string, lim: Lim): Map<string, Recorded> | null {
-  const key = folderRecordKey(prefix, lim);
-  const mem = cache.get(`mem:${key}`);
-  if (mem instanceof Map) return mem as Map<string, Recorded>;
-  const stored = cache.get(key);
-  if (!Array.isArray(stored) || !stored.every(isRecordedEntry)) return null;
-  const record = new Map<string, Recorded>();
-  let bytes = 0;
-  for (const [name, id, line, exports] of stored) {
-    record.set(`${name}\0${id}`, { line, exports });
-    bytes += 2 * (name.length + id.length + line.length) + exports.length * 160;
-  }
-  keepFolderRecord(cache, key, record, bytes);
-  return record;
-}
-
-function keepFolderRecord(cache: Map<string, unknown>, key: string, record: Map<string, Recorded>, bytes: number): void {
-  Object.defineProperty(record, APPROX_BYTES, { value: bytes + record.size * 64 });
-  cache.set(`mem:${key}`, record);
-}
-
-/**
- * Keeps the folder's record from the parts of its files (null: a file without rows or
- * re-exports): in memory always, on disk only when the walk looked up a quarter of the files
- * or more (a cold walk, or the first after a restart), so a one-file push does not rewrite a
- * record of thousands of files; the few files a stored record lacks are looked up one by one.
- */
-function saveFolderRecord(cache: Map<string, unknown>, prefix: string, lim: Lim, files: Array<[{ name: string; id: string }, Part | null]>, persist: boolean): void {
-  const stored: Array<[string, string, string, Array<[string, string, string]>]> = [];
-  const record = new Map<string, Recorded>();
-  let bytes = 0;
-  for (const [e, part] of files) {
-    const exports = (part?.py.x ?? []).map(([, n, spec, orig]): [string, string, string] => [n, spec, orig]);
-    const line = part?.line ?? '';
-    stored.push([e.name, e.id, line, exports]);
-    record.set(`${e.name}\0${e.id}`, { line, exports });
-    bytes += 2 * (e.name.length + e.id.length + line.length) + exports.length * 160;
-  }
-  const key = folderRecordKey(prefix, lim);
-  if (persist) cache.set(key, stored);
-  keepFolderRecord(cache, key, record, bytes);
+/** Keeps the folder's record from the parts of its files (null: a file without rows or re-exports); see saveFolderRecord. */
+function recordFolder(cache: Map<string, unknown>, prefix: string, lim: Lim, files: Array<[{ name: string; id: string }, Part | null]>, persist: boolean): void {
+  saveFolderRecord(cache, folderRecordKey(prefix, lim), files.map(([e, part]): StoredEntry =>
+    [e.name, e.id, part?.line ?? '', (part?.py.x ?? []).map(([, n, spec, orig]): [string, string, string] => [n, spec, orig])]), persist);
 }
 
 /** A file's part from its folder record: what filePart gives for the same blob and path. */

@@ -43,6 +43,7 @@ import { inside, type HookRequest } from './hook/request.js';
 import type { PushSession } from './hook/session.js';
 import { MainStores } from './hook/stores.js';
 import { Warmer } from './hook/warm.js';
+import { warmParsers, type ParserWarmResult } from './hook/parser-warm.js';
 
 export type { HookServiceOptions } from './hook/context.js';
 export type { HookRequest } from './hook/request.js';
@@ -111,7 +112,12 @@ export class HookService {
     // take at most the hook time limit (a push would be refused by then anyway).
     parsePool.isolate({ jobTimeoutMs: this.opts.timeoutMs });
     await this.endpoint.listen();
+    // The parsers' JIT warm-up (./hook/parser-warm.ts): background, once per process, giving way to pushes.
+    this.parserWarm = warmParsers({ signal: this.stopping.signal, busy: () => this.judging > 0 });
   }
+
+  /** The parsers' warm-up, once start() ran (for tests and the benchmark). */
+  parserWarm: Promise<ParserWarmResult> | null = null;
 
   async stop(): Promise<void> {
     this.stopping.abort(new Error('the server is stopping'));
