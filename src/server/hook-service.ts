@@ -113,7 +113,8 @@ export class HookService {
     parsePool.isolate({ jobTimeoutMs: this.opts.timeoutMs });
     await this.endpoint.listen();
     // The parsers' JIT warm-up (./hook/parser-warm.ts): background, once per process, giving way to pushes.
-    this.parserWarm = warmParsers({ signal: this.stopping.signal, busy: () => this.judging > 0 });
+    // Busy: a receive-pack is running (its pack streams through this loop) or a hook is being answered.
+    this.parserWarm = warmParsers({ signal: this.stopping.signal, busy: () => this.sessions.size > 0 || this.judging > 0 || this.endpoint.busy > 0 });
   }
 
   /** The parsers' warm-up, once start() ran (for tests and the benchmark). */

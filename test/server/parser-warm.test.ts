@@ -31,7 +31,7 @@ t.test('it waits while a push is judged, and stops when the server stops', async
   let busy = true;
   const stop = new AbortController();
   let finished = false;
-  const run = runWarm({ signal: stop.signal, busy: () => busy, maxFiles: 30, root: ROOT }).then((r) => ((finished = true), r));
+  const run = runWarm({ signal: stop.signal, busy: () => busy, maxFiles: 30, root: ROOT, startDelayMs: 0 }).then((r) => ((finished = true), r));
   await new Promise((r) => setTimeout(r, 300));
   t.notOk(finished, 'nothing is parsed while busy');
   busy = false;
@@ -39,7 +39,7 @@ t.test('it waits while a push is judged, and stops when the server stops', async
   t.equal(r.files, 30, 'then every file');
   t.ok(r.ms > 0);
 
-  const stopped = runWarm({ signal: stop.signal, busy: () => false, maxFiles: 30, root: ROOT });
+  const stopped = runWarm({ signal: stop.signal, busy: () => false, maxFiles: 30, root: ROOT, startDelayMs: 0 });
   stop.abort();
   t.ok((await stopped).files <= 1, 'an aborted warm-up stops at once');
   t.equal((await runWarm({ signal: new AbortController().signal, busy: () => false, maxFiles: 0, root: ROOT })).files, 0, '0 files: none');

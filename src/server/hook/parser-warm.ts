@@ -4,7 +4,7 @@
 // process, 1.7 ms after 100 other files and 1.0 ms after 400 (issue 24). Once per process, in
 // the background, this runs the same code (the contract extractor and the tamper scans) over
 // patchgate's own sources: never anything pushed, and no result is kept anywhere. A file at a
-// time, giving way to any push being judged; a failure only ends the warm-up.
+// time, giving way to any push being received or judged; a failure only ends the warm-up.
 
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
@@ -22,14 +22,32 @@ const PACKAGE_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '
 export interface ParserWarmOptions {
   /** Ends the warm-up (the server is stopping). */
   signal: AbortSignal;
-  /** True while a push is being judged: the warm-up waits. */
+  /** True while a push is being received or judged: the warm-up waits. */
   busy: () => boolean;
   /** At most this many files (defaultWarmFiles: 400). */
   maxFiles?: number;
   /** At most this much time spent parsing, in ms (1500). */
   budgetMs?: number;
+  /** Wait this long before the first parse, in ms (1000). */
+  startDelayMs?: number;
   /** Where the sources are read (the package's root). */
   root?: string;
+}
+
+/** Files up to this size: larger ones are parsed on worker threads in the daemon (parse-pool.ts), and each is one longer stall here. */
+const WARM_MAX_BYTES = 16 * 1024;
+
+function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
 }
 
 export interface ParserWarmResult {
@@ -57,7 +75,7 @@ export function warmSources(root: string = PACKAGE_ROOT, max = 400): string[] {
         continue;
       }
       if (st.isDirectory()) walk(p);
-      else if (st.isFile() && st.size <= 64 * 1024 && (isTypeScriptPath(name) || name.endsWith('.py'))) out.push(p);
+      else if (st.isFile() && st.size <= WARM_MAX_BYTES && (isTypeScriptPath(name) || name.endsWith('.py'))) out.push(p);
     }
   };
   walk(join(root, 'src'));
@@ -89,14 +107,20 @@ export async function runWarm(opts: ParserWarmOptions): Promise<ParserWarmResult
   const py = sources.filter((f) => f.endsWith('.py'));
   const files = [...sources, ...Array.from({ length: 15 }, () => py).flat()].slice(0, max);
   if (!files.length) return { files: 0, ms: 0 };
-  await initPython();
+  // Not at once: a push that comes right at start is received before anything here runs.
+  await abortableSleep(opts.startDelayMs ?? 1000, opts.signal);
   let spent = 0;
   let done = 0;
-  for (const file of files) {
-    // Give way: to the event loop after every file, and to pushes while any is being judged.
+  /** Waits for a turn of the event loop, then while a push is received or judged; false: stop. */
+  const mayGo = async (): Promise<boolean> => {
     await turn();
-    while (opts.busy() && !opts.signal.aborted) await new Promise((r) => setTimeout(r, 50));
-    if (opts.signal.aborted || spent >= budget) break;
+    while (opts.busy() && !opts.signal.aborted) await abortableSleep(50, opts.signal);
+    return !opts.signal.aborted && spent < budget;
+  };
+  if (!(await mayGo())) return { files: 0, ms: 0 };
+  await initPython();
+  for (const file of files) {
+    if (!(await mayGo())) break;
     let text: string;
     try {
       text = readFileSync(file, 'utf8');
@@ -105,15 +129,21 @@ export async function runWarm(opts: ParserWarmOptions): Promise<ParserWarmResult
     }
     const path = relative(root, file);
     const lines = new Set(text.split('\n').map((_, i) => i + 1));
-    const t0 = performance.now();
-    try {
-      extractRows('v1', path, text);
-      if (path.endsWith('.py')) await scanPython(text, path, lines);
-      else scanTypeScript(text, path, lines);
-    } catch {
-      // A file of ours that does not parse only warms less.
+    // Two steps, each of one parse, with a chance to give way between them.
+    const steps: Array<() => unknown> = [
+      () => extractRows('v1', path, text),
+      () => (path.endsWith('.py') ? scanPython(text, path, lines) : scanTypeScript(text, path, lines)),
+    ];
+    for (const [i, step] of steps.entries()) {
+      if (i > 0 && !(await mayGo())) break;
+      const t0 = performance.now();
+      try {
+        await step();
+      } catch {
+        // A file of ours that does not parse only warms less.
+      }
+      spent += performance.now() - t0;
     }
-    spent += performance.now() - t0;
     done++;
   }
   return { files: done, ms: Math.round(spent) };
