@@ -31,7 +31,7 @@ t.test('it waits while a push is judged, and stops when the server stops', async
   let busy = true;
   const stop = new AbortController();
   let finished = false;
-  const run = runWarm({ signal: stop.signal, busy: () => busy, maxFiles: 30, root: ROOT, startDelayMs: 0 }).then((r) => ((finished = true), r));
+  const run = runWarm({ signal: stop.signal, busy: () => busy, maxFiles: 30, budgetMs: 120_000, root: ROOT, startDelayMs: 0 }).then((r) => ((finished = true), r));
   await new Promise((r) => setTimeout(r, 300));
   t.notOk(finished, 'nothing is parsed while busy');
   busy = false;
