@@ -17,7 +17,7 @@ import { splitLinks } from './extract.js';
 import { EMPTY_INDEX, isPyIndex, isPyLinks, mergeIndex, resolveReexports, type PyIndex } from './py-reexport.js';
 import { APPROX_BYTES } from '../cache/content-cache.js';
 import { FileQueue } from './file-queue.js';
-import { folderRecord, saveFolderRecord, type Recorded, type StoredEntry } from './folder-record.js';
+import { Earlier, keepWalk, lastWalk, saveFolderRecord, storedRecord, type StoredEntry } from './folder-record.js';
 
 export type ContractFormat = 'v1' | 'seed';
 
@@ -306,28 +306,36 @@ async function walkTree(git: Git, treeId: string, prefix: string, cache: Map<str
   const files: Array<() => Promise<void>> = [];
   const fileIndexes: number[] = [];
   entries.forEach((e, i) => {
-    const path = prefix + e.name;
     if (e.kind === 'tree') {
-      subtrees.push(treeContract(git, e.id, `${path}/`, cache, lim).then((sub) => {
+      subtrees.push(treeContract(git, e.id, `${prefix}${e.name}/`, cache, lim).then((sub) => {
         if (sub.files) parts[i] = { line: `T ${e.name} ${sub.digest}`, rows: () => sub.rows, files: sub.files, py: sub.py };
         else if (sub.py.p.length || sub.py.x.length) parts[i] = { line: '', rows: () => [], files: 0, py: sub.py };
       }));
-    } else if (isContractFile(e.kind, path)) fileIndexes.push(i);
+    } else if (isContractFile(e.kind, e.name)) fileIndexes.push(i);
   });
-  // A wide folder's files are answered from its folder record where their blob is the same.
+  // A wide folder's files are answered from its last walk (in memory) or its record (on disk)
+  // where their name and blob are the same; nothing is built per unchanged file.
   const wide = fileIndexes.length >= FOLDER_RECORD_MIN_FILES;
-  const record = wide ? folderRecord(cache, folderRecordKey(prefix, lim)) : null;
-  for (const i of fileIndexes) {
+  const recordKey = wide ? folderRecordKey(prefix, lim) : '';
+  const last = wide ? lastWalk<Part>(cache, recordKey) : null;
+  const stored = wide && !last ? storedRecord(cache, recordKey) : null;
+  const earlier = last ? new Earlier(last.names, last.ids) : stored ? new Earlier(stored.map((s) => s[0]), stored.map((s) => s[1])) : null;
+  for (let j = 0; j < fileIndexes.length; j++) {
+    const i = fileIndexes[j]!;
     const e = entries[i]!;
-    const path = prefix + e.name;
-    const known = record?.get(`${e.name}\0${e.id}`);
-    if (known) {
+    const k = earlier ? earlier.indexOf(j, e.name, e.id) : -1;
+    if (k >= 0) {
       lim.onFile?.(1);
-      parts[i] = recordedPart(cache, e.id, path, known);
-    } else files.push(async () => void (parts[i] = await filePart(git, cache, e, path, lim)));
+      parts[i] = last ? last.parts[k]! : recordedPart(cache, e.id, prefix + e.name, stored![k]!);
+    } else files.push(async () => void (parts[i] = await filePart(git, cache, e, prefix + e.name, lim)));
   }
   await Promise.all([...subtrees, lim.files.all(files)]);
-  if (wide && files.length) recordFolder(cache, prefix, lim, fileIndexes.map((i) => [entries[i]!, parts[i] ?? null]), files.length * 4 >= fileIndexes.length);
+  if (wide) {
+    // On disk only after a walk that looked up a quarter of the folder's files or more (a cold
+    // walk, or a folder that grew wide), so a one-file push does not rewrite thousands of lines.
+    if (files.length * 4 >= fileIndexes.length) recordFolder(cache, recordKey, fileIndexes.map((i) => [entries[i]!, parts[i] ?? null]));
+    keepWalk<Part>(cache, recordKey, { names: fileIndexes.map((i) => entries[i]!.name), ids: fileIndexes.map((i) => entries[i]!.id), parts: fileIndexes.map((i) => parts[i] ?? null) });
+  }
   const kept = parts.filter((p): p is Part => p !== null);
   const lined = kept.filter((p) => p.line);
   // Only the row thunks are kept (not the Merkle lines, not the parts).
@@ -353,32 +361,29 @@ type Part = { line: string; rows: () => string[]; files: number; py: PyIndex };
 const FOLDER_RECORD_MIN_FILES = 64;
 
 /**
- * A wide folder's record, keyed by path (the folder's last walked tree), in memory and on disk:
- * the line and re-exports of each file by name and blob id. Both are functions of the blob and
- * the path only, as the per-file `file-line:` entries are, so a record written for any tree of
- * that folder answers the files another tree shares with it; the others are looked up as usual.
+ * The key of a wide folder's last walk (in memory) and record (on disk), by path: what each
+ * file gave, by name and blob id. Both are functions of the blob and the path only, as the
+ * per-file `file-line:` entries are, so what was kept for any tree of that folder answers the
+ * files another tree shares with it; the others are looked up as usual.
  */
 function folderRecordKey(prefix: string, lim: Lim): string {
   return `folder-record:v1:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${lim.tag}:${prefix}`;
 }
 
-/** Keeps the folder's record from the parts of its files (null: a file without rows or re-exports); see saveFolderRecord. */
-function recordFolder(cache: Map<string, unknown>, prefix: string, lim: Lim, files: Array<[{ name: string; id: string }, Part | null]>, persist: boolean): void {
-  saveFolderRecord(cache, folderRecordKey(prefix, lim), files.map(([e, part]): StoredEntry =>
-    [e.name, e.id, part?.line ?? '', (part?.py.x ?? []).map(([, n, spec, orig]): [string, string, string] => [n, spec, orig])]), persist);
+/** Writes the folder's record from the parts of its files (null: a file without rows or re-exports); see saveFolderRecord. */
+function recordFolder(cache: Map<string, unknown>, key: string, files: Array<[{ name: string; id: string }, Part | null]>): void {
+  saveFolderRecord(cache, key, files.map(([e, part]): StoredEntry =>
+    [e.name, e.id, part?.line ?? '', (part?.py.x ?? []).map(([, n, spec, orig]): [string, string, string] => [n, spec, orig])]));
 }
 
-/** A file's part from its folder record: what filePart gives for the same blob and path. */
-function recordedPart(cache: Map<string, unknown>, id: string, path: string, known: Recorded): Part | null {
+/** A file's part from its folder's stored record: what filePart gives for the same blob and path. */
+function recordedPart(cache: Map<string, unknown>, id: string, path: string, [, , line, exports]: StoredEntry): Part | null {
   let py = EMPTY_INDEX;
   if (path.endsWith('.py')) {
     if (isPrivateModule(path)) py = { x: [], p: [[path, id]] };
-    else if (known.exports.length) py = { x: known.exports.map(([n, spec, orig]): [string, string, string, string] => [path, n, spec, orig]), p: [] };
+    else if (exports.length) py = { x: exports.map(([n, spec, orig]): [string, string, string, string] => [path, n, spec, orig]), p: [] };
   }
-  if (known.line) {
-    const rk = rowsKey('v1', id, path);
-    return { line: known.line, rows: () => cachedRows(cache, rk, path), files: 1, py };
-  }
+  if (line) return { line, rows: () => cachedRows(cache, rowsKey('v1', id, path), path), files: 1, py };
   return py === EMPTY_INDEX ? null : { line: '', rows: () => [], files: 0, py };
 }
 

@@ -1,17 +1,13 @@
-// A wide folder's record for the contract digest (issue 24): each file's Merkle line and
-// Python re-exports by name and blob id, in memory and in cache.db, so a one-file change in a
-// folder of thousands of files does not look up every sibling's line on its own. Split out of
-// src/contract/digest.ts, which owns the keys and decides when a record is read and written.
+// A wide folder's memory for the contract digest (issue 24): what its files gave last time,
+// by name and blob id, so a one-file change in a folder of thousands of files neither looks up
+// every sibling's line on its own nor rebuilds anything per sibling. Two forms: the last walk
+// of the folder, in memory (its parts, reused as they are), and a record of each file's Merkle
+// line and Python re-exports in cache.db (for the first walk after a restart). Split out of
+// src/contract/digest.ts, which owns the keys and decides when each is read and written.
 
 import { APPROX_BYTES } from '../cache/content-cache.js';
 
-/**
- * What a folder record knows of one file, by name and blob id: its Merkle line ('' for no rows)
- * and, for a public Python module, what it re-exports (PyLinks.exports).
- */
-export type Recorded = { line: string; exports: Array<[string, string, string]> };
-
-/** One file as stored: [name, blob id, line, re-exports]. */
+/** One file as stored: [name, blob id, Merkle line ('' for no rows), re-exports (PyLinks.exports)]. */
 export type StoredEntry = [string, string, string, Array<[string, string, string]>];
 
 function isStoredEntry(v: unknown): v is StoredEntry {
@@ -20,35 +16,55 @@ function isStoredEntry(v: unknown): v is StoredEntry {
     && v[3].every((x: unknown) => Array.isArray(x) && x.length === 3 && x.every((s) => typeof s === 'string'));
 }
 
-/** The record under `key` (memory first, then disk), or null; a stored value of the wrong shape counts as none. */
-export function folderRecord(cache: Map<string, unknown>, key: string): Map<string, Recorded> | null {
-  const mem = cache.get(`mem:${key}`);
-  if (mem instanceof Map) return mem as Map<string, Recorded>;
+/** The stored record under `key`, or null; a stored value of the wrong shape counts as none. */
+export function storedRecord(cache: Map<string, unknown>, key: string): StoredEntry[] | null {
   const stored = cache.get(key);
-  if (!Array.isArray(stored) || !stored.every(isStoredEntry)) return null;
-  return keep(cache, key, stored);
+  return Array.isArray(stored) && stored.every(isStoredEntry) ? stored : null;
 }
 
-/** The record of `stored` entries, kept in memory (`mem:`) with its approximate size. */
-function keep(cache: Map<string, unknown>, key: string, stored: StoredEntry[]): Map<string, Recorded> {
-  const record = new Map<string, Recorded>();
-  let bytes = 0;
-  for (const [name, id, line, exports] of stored) {
-    record.set(`${name}\0${id}`, { line, exports });
-    bytes += 2 * (name.length + id.length + line.length) + exports.length * 160 + 64;
-  }
-  Object.defineProperty(record, APPROX_BYTES, { value: bytes });
-  cache.set(`mem:${key}`, record);
-  return record;
+/** Writes a folder's record to the cache (and so to cache.db): done after a walk that looked up a quarter of the folder's files or more. */
+export function saveFolderRecord(cache: Map<string, unknown>, key: string, stored: StoredEntry[]): void {
+  cache.set(key, stored);
+}
+
+/** A folder's last walk in memory: its contract files' names and blob ids in tree order, and the part each gave. */
+export interface FolderWalk<P> {
+  names: string[];
+  ids: string[];
+  parts: Array<P | null>;
+}
+
+/** Keeps a folder's last walk in memory (a `mem:` key, so the cache's byte bound can drop it). */
+export function keepWalk<P>(cache: Map<string, unknown>, key: string, walk: FolderWalk<P>): void {
+  // Names and ids are the tree's own strings and the parts are shared with the tree contract: a few slots per file.
+  Object.defineProperty(walk, APPROX_BYTES, { value: 256 + walk.names.length * 48 });
+  cache.set(`mem:walk:${key}`, walk);
+}
+
+/** The folder's last walk, or null when memory no longer has it. */
+export function lastWalk<P>(cache: Map<string, unknown>, key: string): FolderWalk<P> | null {
+  const w = cache.get(`mem:walk:${key}`) as FolderWalk<P> | undefined;
+  return w && Array.isArray(w.names) && Array.isArray(w.ids) && Array.isArray(w.parts) ? w : null;
 }
 
 /**
- * Keeps a folder's record: in memory always, on disk only when `persist` (the walk looked up a
- * quarter of the folder's files or more: a cold walk, or the first after a restart), so a
- * one-file push does not rewrite a record of thousands of files; the few files a stored record
- * lacks are looked up one by one.
+ * Finds a file of a new walk in an earlier one (a last walk or a stored record) by name and
+ * blob id. Trees are sorted and a push changes few entries, so the same position is tried
+ * first, which costs two string compares and allocates nothing; a map by name is built only
+ * when a position disagrees (a file was added or removed before it).
  */
-export function saveFolderRecord(cache: Map<string, unknown>, key: string, stored: StoredEntry[], persist: boolean): void {
-  if (persist) cache.set(key, stored);
-  keep(cache, key, stored);
+export class Earlier {
+  private byName: Map<string, number> | null = null;
+
+  constructor(private readonly names: readonly string[], private readonly ids: readonly string[]) {}
+
+  /** The index in the earlier walk of file `j` of this one (named `name`, blob `id`), or -1 when it is not there with that blob. */
+  indexOf(j: number, name: string, id: string): number {
+    let k = this.names[j] === name ? j : -1;
+    if (k < 0) {
+      this.byName ??= new Map(this.names.map((n, i) => [n, i]));
+      k = this.byName.get(name) ?? -1;
+    }
+    return k >= 0 && this.ids[k] === id ? k : -1;
+  }
 }

@@ -40,26 +40,36 @@ export interface TreeEntry {
 }
 
 /**
- * One entry of a tree object; `raw` is the name's bytes (git orders by bytes). `mode` is the
- * mode as git reports it after reading, `rawMode` the stored digits, `kind` what checkout
- * makes of it: walkers decide on `kind`, never on the digits.
+ * One entry of a tree object. `mode` is the mode as git reports it after reading, `rawMode`
+ * the stored digits, `kind` what checkout makes of it: walkers decide on `kind`, never on the
+ * digits. `raw` holds the name's bytes (git orders by bytes) only when decoding them as UTF-8
+ * replaced some (the name holds U+FFFD); otherwise the name encodes back to exactly its bytes.
  */
 export interface RawTreeEntry {
   mode: string;
   rawMode: string;
   kind: EntryKind;
   name: string;
-  raw: Buffer;
+  raw?: Buffer;
   id: string;
 }
 
 const SLASH = Buffer.from('/');
 
+/** An entry's name as git orders it: its bytes, a tree's as if they ended in "/". */
+function orderBytes(e: RawTreeEntry): Buffer {
+  const raw = e.raw ?? Buffer.from(e.name, 'utf8');
+  return e.kind === 'tree' ? Buffer.concat([raw, SLASH]) : raw;
+}
+
 /** git's tree order: names compared as bytes, a tree's name as if it ended in "/". */
 function compareEntries(x: RawTreeEntry, y: RawTreeEntry): number {
-  const kx = x.kind === 'tree' ? Buffer.concat([x.raw, SLASH]) : x.raw;
-  const ky = y.kind === 'tree' ? Buffer.concat([y.raw, SLASH]) : y.raw;
-  return Buffer.compare(kx, ky);
+  // Two trees of one folder share nearly every name: equal names compare without a buffer.
+  if (x.name === y.name && !x.raw && !y.raw) {
+    const xt = x.kind === 'tree';
+    return xt === (y.kind === 'tree') ? 0 : xt ? 1 : -1;
+  }
+  return Buffer.compare(orderBytes(x), orderBytes(y));
 }
 
 /** The file-type family of a kind; a change of family is diff's T status. */
@@ -83,7 +93,10 @@ export function parseTree(id: string, d: Buffer): RawTreeEntry[] {
     if (sp < 0 || nul < 0 || nul + 1 + idLen > d.length || nul === sp + 1) throw new GitError(['cat-file', '--batch'], 0, `tree ${id} is malformed`);
     const rawMode = d.toString('latin1', i, sp);
     const cls = classifyMode(rawMode, `tree ${id}`);
-    out.push({ mode: cls.mode, rawMode, kind: cls.kind, name: d.toString('utf8', sp + 1, nul), raw: d.subarray(sp + 1, nul), id: d.toString('hex', nul + 1, nul + 1 + idLen) });
+    const name = d.toString('utf8', sp + 1, nul);
+    const entry: RawTreeEntry = { mode: cls.mode, rawMode, kind: cls.kind, name, id: d.toString('hex', nul + 1, nul + 1 + idLen) };
+    if (name.includes('\uFFFD')) entry.raw = Buffer.from(d.subarray(sp + 1, nul));
+    out.push(entry);
     i = nul + 1 + idLen;
   }
   return out;

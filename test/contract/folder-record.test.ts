@@ -117,3 +117,25 @@ t.test('Python re-exports in a wide folder come back from the record', async (t)
   t.same(h.rows, fresh.rows);
   t.ok(h.rows.some((row) => row.startsWith('src/pkg/__init__.py::') && row.includes('parse')), 'the re-export row of the private definition is there');
 });
+
+t.test('a wide folder that gains and loses files reuses its last walk for the rest', async (t) => {
+  const r = TestRepo.init(t);
+  const base = r.commit('base', wide(120));
+  // "a0.ts" sorts before every f*.ts, so each later file sits one place further on than last time.
+  const added = r.commit('one added first', { 'src/wide/a0.ts': 'export const a0 = 0;\n' });
+  const removed = r.commit('two removed', { 'src/wide/f5.ts': null, 'src/wide/f50.ts': null });
+  const changed = r.commit('one changed', { 'src/wide/f99.ts': 'export function f99(a: string): string { return a; }\n' });
+  const back = r.commit('two back as they were', { 'src/wide/f5.ts': wide(120)['src/wide/f5.ts']!, 'src/wide/f50.ts': wide(120)['src/wide/f50.ts']! });
+  const git = new Git({ dir: r.dir });
+  t.teardown(() => git.close());
+  const cache = new Counting();
+  await contractOf(git, base, ['src/'], 'v1', cache);
+  for (const [rev, lookups, what] of [[added, 1, 'the added file'], [removed, 0, 'nothing (two files left)'], [changed, 1, 'the changed file'], [back, 2, 'the two files back']] as const) {
+    cache.lineGets = 0;
+    const got = await contractOf(git, rev, ['src/'], 'v1', cache);
+    t.equal(cache.lineGets, lookups, `only ${what} is looked up`);
+    const fresh = await contractOf(git, rev, ['src/'], 'v1', new Map());
+    t.equal(got.digest, fresh.digest, `${what}: the digest a walk of its own gives`);
+    t.same(got.rows, fresh.rows, `${what}: the same rows`);
+  }
+});

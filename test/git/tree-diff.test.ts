@@ -262,3 +262,39 @@ t.test('commitDiff: an odd mode counts where the commit wrote it, not where a pa
   const root = await git.commitDiff({ id: c(odd), parents: [] });
   t.equal(root.oddModes.length, 2, 'a root commit wrote all its entries');
 });
+
+t.test('names that are not UTF-8 (and so decode alike) are still told apart by their bytes', async (t) => {
+  const repo = TestRepo.init(t);
+  const blob = (s: string): string => {
+    const f = join(repo.dir, `b-${s}`);
+    writeFileSync(f, `${s}\n`);
+    return repo.git('hash-object', '-w', f);
+  };
+  const [one, two] = [blob('one'), blob('two')];
+  // 0xfe, 0xff and the bytes of U+FFFD itself all decode to U+FFFD.
+  const names = [Buffer.from([0xfe]), Buffer.from([0xff]), Buffer.from('\uFFFD', 'utf8'), Buffer.from('plain')];
+  // Each side is [name index, blob] pairs: names present on one side only must come out as D and A.
+  const mk = (entries: Array<[number, string]>): string => execFileSync('git', ['mktree', '-z'], {
+    cwd: repo.dir,
+    input: Buffer.concat(entries.map(([n, id]) => Buffer.concat([Buffer.from(`100644 blob ${id}\t`), names[n]!, Buffer.from('\0')]))),
+  }).toString().trim();
+  const git = new Git({ dir: repo.dir });
+  t.teardown(() => git.close());
+  const pairs: Array<[Array<[number, string]>, Array<[number, string]>]> = [
+    [[[0, one], [3, one]], [[1, one], [3, one]]],
+    [[[0, one], [1, one], [3, one]], [[1, two], [2, one], [3, one]]],
+    [[[2, one]], [[0, one], [1, one]]],
+    [[[0, one], [1, two], [2, one], [3, two]], [[0, two], [1, one], [2, two], [3, one]]],
+  ];
+  const statuses = new Set<string>();
+  for (const [a, b] of pairs) {
+    const ta = mk(a);
+    const tb = mk(b);
+    const expected = await git.diffTree(ta, tb);
+    t.ok(expected.length > 0, 'git sees a change');
+    for (const c of expected) statuses.add(c.status);
+    t.same(await git.diffTrees(ta, tb), expected, `${JSON.stringify(a)} -> ${JSON.stringify(b)}`);
+    t.same(await git.diffTrees(tb, ta), await git.diffTree(tb, ta), 'and reversed');
+  }
+  t.ok(statuses.has('A') && statuses.has('D') && statuses.has('M'), 'additions, deletions and modifications were compared');
+});
