@@ -22,4 +22,6 @@ try {
 } finally {
   git.close();
 }
-parentPort!.postMessage([...cache.entries()]);
+// Only what a daemon keeps on disk: `mem:` entries (tree contracts, a folder's last walk) hold
+// closures, which cannot cross to the parent, and a restarted daemon would not have them anyway.
+parentPort!.postMessage([...cache.entries()].filter(([k]) => !k.startsWith('mem:')));
