@@ -254,6 +254,34 @@ function treeBytes(parts: number, py: PyIndex): number {
   return 256 + parts * 200 + (py.x.length + py.p.length) * 160;
 }
 
+/** A tree contract's key in memory (the whole object). */
+function treeMemKey(treeId: string, prefix: string, lim: Lim): string {
+  return `mem:tree-contract:v1:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${lim.tag}:${treeId}:${prefix}`;
+}
+
+/** A tree contract's key on disk (digest, file count, Python index). */
+function treeStoredKey(treeId: string, prefix: string, lim: Lim): string {
+  return `tree-digest:v1:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${lim.tag}:${treeId}:${prefix}`;
+}
+
+/** A file's Merkle line's key ('' for a file without rows). */
+function fileLineKey(blob: string, path: string, lim: Lim): string {
+  return `file-line:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${lim.tag}:${blob}:${path}`;
+}
+
+/**
+ * Reads from cache.db, in one batched read, what a folder's walk is about to look up one by one
+ * and memory does not hold: its subtrees' stored digests and its files' lines. After a restart
+ * each push opens a part of the tree memory has not seen, and a folder's siblings were one
+ * SQLite read each. Only a cache with a disk (ContentCache) has getMany; a plain Map is left alone.
+ */
+function prefetch(cache: Map<string, unknown>, keys: string[]): void {
+  const many = (cache as { getMany?: (keys: string[]) => Map<string, unknown> }).getMany;
+  if (typeof many !== 'function') return;
+  const missing = keys.filter((k) => !cache.has(k));
+  if (missing.length >= 2) many.call(cache, missing);
+}
+
 /** Tree contracts being computed, per cache: a tree shared by two revisions (a push and a warm-up of its base) is walked once. */
 const treesInflight: Inflight<TreeContract> = new WeakMap();
 
@@ -275,10 +303,10 @@ export class RowsNotLoaded extends Error {}
 async function treeContract(git: Git, treeId: string, prefix: string, cache: Map<string, unknown>, lim: Lim): Promise<TreeContract> {
   throwIfCancelled();
   // The byte limit is in every key: a tree digested under another limit is digested again.
-  const key = `mem:tree-contract:v1:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${lim.tag}:${treeId}:${prefix}`;
+  const key = treeMemKey(treeId, prefix, lim);
   const hit = cache.get(key) as TreeContract | undefined;
   if (hit) return hit;
-  const storedKey = `tree-digest:v1:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${lim.tag}:${treeId}:${prefix}`;
+  const storedKey = treeStoredKey(treeId, prefix, lim);
   const stored = cache.get(storedKey) as { digest?: unknown; files?: unknown; py?: unknown } | undefined;
   if (stored && typeof stored.digest === 'string' && /^[0-9a-f]{64}$/.test(stored.digest) && Number.isInteger(stored.files) && isPyIndex(stored.py)) {
     const known: TreeContract = {
@@ -305,13 +333,10 @@ async function walkTree(git: Git, treeId: string, prefix: string, cache: Map<str
   const subtrees: Array<Promise<void>> = [];
   const files: Array<() => Promise<void>> = [];
   const fileIndexes: number[] = [];
+  const treeIndexes: number[] = [];
   entries.forEach((e, i) => {
-    if (e.kind === 'tree') {
-      subtrees.push(treeContract(git, e.id, `${prefix}${e.name}/`, cache, lim).then((sub) => {
-        if (sub.files) parts[i] = { line: `T ${e.name} ${sub.digest}`, rows: () => sub.rows, files: sub.files, py: sub.py };
-        else if (sub.py.p.length || sub.py.x.length) parts[i] = { line: '', rows: () => [], files: 0, py: sub.py };
-      }));
-    } else if (isContractFile(e.kind, e.name)) fileIndexes.push(i);
+    if (e.kind === 'tree') treeIndexes.push(i);
+    else if (isContractFile(e.kind, e.name)) fileIndexes.push(i);
   });
   // A wide folder's files are answered from its last walk (in memory) or its record (on disk)
   // where their name and blob are the same; nothing is built per unchanged file.
@@ -320,6 +345,7 @@ async function walkTree(git: Git, treeId: string, prefix: string, cache: Map<str
   const last = wide ? lastWalk<Part>(cache, recordKey) : null;
   const stored = wide && !last ? storedRecord(cache, recordKey) : null;
   const earlier = last ? new Earlier(last.names, last.ids) : stored ? new Earlier(stored.map((s) => s[0]), stored.map((s) => s[1])) : null;
+  const unknown: number[] = [];
   for (let j = 0; j < fileIndexes.length; j++) {
     const i = fileIndexes[j]!;
     const e = entries[i]!;
@@ -327,7 +353,27 @@ async function walkTree(git: Git, treeId: string, prefix: string, cache: Map<str
     if (k >= 0) {
       lim.onFile?.(1);
       parts[i] = last ? last.parts[k]! : recordedPart(cache, e.id, prefix + e.name, stored![k]!);
-    } else files.push(async () => void (parts[i] = await filePart(git, cache, e, prefix + e.name, lim)));
+    } else unknown.push(i);
+  }
+  if (treeIndexes.length + unknown.length >= 2) {
+    const keys: string[] = [];
+    for (const i of treeIndexes) {
+      const e = entries[i]!;
+      if (!cache.has(treeMemKey(e.id, `${prefix}${e.name}/`, lim))) keys.push(treeStoredKey(e.id, `${prefix}${e.name}/`, lim));
+    }
+    for (const i of unknown) keys.push(fileLineKey(entries[i]!.id, prefix + entries[i]!.name, lim));
+    prefetch(cache, keys);
+  }
+  for (const i of treeIndexes) {
+    const e = entries[i]!;
+    subtrees.push(treeContract(git, e.id, `${prefix}${e.name}/`, cache, lim).then((sub) => {
+      if (sub.files) parts[i] = { line: `T ${e.name} ${sub.digest}`, rows: () => sub.rows, files: sub.files, py: sub.py };
+      else if (sub.py.p.length || sub.py.x.length) parts[i] = { line: '', rows: () => [], files: 0, py: sub.py };
+    }));
+  }
+  for (const i of unknown) {
+    const e = entries[i]!;
+    files.push(async () => void (parts[i] = await filePart(git, cache, e, prefix + e.name, lim)));
   }
   await Promise.all([...subtrees, lim.files.all(files)]);
   if (wide) {
@@ -408,7 +454,7 @@ async function fileLine(git: Git, cache: Map<string, unknown>, e: { mode: string
     // Each file's Merkle line is kept as well ("" for a file without rows): a change in a folder
     // of 200 files would otherwise load and hash every sibling's rows again (about 1 MB per push
     // on the bench's 10k repository), and a restarted daemon would read all of them from disk.
-    const lineKey = `file-line:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${lim.tag}:${e.id}:${path}`;
+    const lineKey = fileLineKey(e.id, path, lim);
     const known = cache.get(lineKey);
     if (typeof known === 'string' && (known === '' || known.startsWith(`F ${e.name} `))) {
       lim.onFile?.(1);
@@ -524,41 +570,5 @@ async function computeContract(git: Git, rev: string, useRoots: string[], trees:
   return c;
 }
 
-export interface ContractDiff {
-  added: string[];
-  removed: string[];
-  changed: Array<{ from: string; to: string }>;
-}
-
-/** The key a row is paired on: path and name, up to the signature. */
-function rowKey(row: string): string {
-  // A Python re-export row pairs on the name it is exported as, too.
-  const m = /^(.*?::(?:export \S+ -> )?[^(:<=\s]*)/.exec(row);
-  return m ? m[1]! : row;
-}
-
-export function diffContracts(before: string[], after: string[]): ContractDiff {
-  const b = new Set(before);
-  const a = new Set(after);
-  const removed = before.filter((r) => !a.has(r));
-  const added = after.filter((r) => !b.has(r));
-  const changed: ContractDiff['changed'] = [];
-  const addedLeft = [...added];
-  const removedLeft: string[] = [];
-  for (const r of removed) {
-    const i = addedLeft.findIndex((x) => rowKey(x) === rowKey(r));
-    if (i >= 0) changed.push({ from: r, to: addedLeft.splice(i, 1)[0]! });
-    else removedLeft.push(r);
-  }
-  return { added: addedLeft, removed: removedLeft, changed };
-}
-
-/** Digests listed in an allow file: one hex digest per line, `#` starts a comment. */
-export function parseAllowFile(text: string): Set<string> {
-  const out = new Set<string>();
-  for (const line of text.split(/\r?\n/)) {
-    const word = line.replace(/#.*/, '').trim().toLowerCase();
-    if (/^[0-9a-f]{64}$/.test(word)) out.add(word);
-  }
-  return out;
-}
+// A refusal's row diff and the allow file live in ./diff.ts; re-exported for the callers of this module.
+export { diffContracts, parseAllowFile, type ContractDiff } from './diff.js';

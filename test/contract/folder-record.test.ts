@@ -139,3 +139,34 @@ t.test('a wide folder that gains and loses files reuses its last walk for the re
     t.same(got.rows, fresh.rows, `${what}: the same rows`);
   }
 });
+
+t.test('after a restart, the siblings on a change\'s path come from cache.db in one batched read, not one read each', async (t) => {
+  const r = TestRepo.init(t);
+  const files: Record<string, string> = {};
+  // 30 sibling folders, and a folder of 40 files (under the folder-record width).
+  for (let d = 0; d < 30; d++) files[`src/pkg/d${d}/m.ts`] = `export const m${d} = ${d};\n`;
+  for (let i = 0; i < 40; i++) files[`src/pkg/d7/f${i}.ts`] = `export function f${i}(a: number): number { return a; }\n`;
+  const base = r.commit('base', files);
+  const head = r.commit('one change', { 'src/pkg/d7/f9.ts': 'export function f9(a: number, b = 2): number { return a; }\n' });
+  const git = new Git({ dir: r.dir });
+  t.teardown(() => git.close());
+  const dir = tempDir('pg-folder-batch-');
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const db = join(dir, 'cache.db');
+  const first = new PersistentCache(db);
+  await contractOf(git, base, ['src/'], 'v1', new ContentCache(first));
+  first.close();
+
+  const second = new PersistentCache(db);
+  t.teardown(() => second.close());
+  let single = 0;
+  let batched = 0;
+  const read = second.read.bind(second);
+  const readMany = second.readMany.bind(second);
+  second.read = (key: string) => (single++, read(key));
+  second.readMany = (keys: string[]) => (batched += keys.length, readMany(keys));
+  const h = await contractOf(git, head, ['src/'], 'v1', new ContentCache(second));
+  t.equal(h.digest, (await contractOf(git, head, ['src/'], 'v1', new Map())).digest, 'the digest a walk of its own gives');
+  t.ok(batched >= 29 + 39, `the 29 unchanged sibling folders and 39 unchanged files were asked for together (${batched} keys)`);
+  t.ok(single < 15, `few single reads are left (${single})`);
+});
