@@ -30,6 +30,17 @@ function wide(n: number): Record<string, string> {
   return files;
 }
 
+/** A cache.db left by a daemon that computed the contract of `rev` and stopped (a restart opens it). */
+async function cacheDbAfter(t: Tap.Test, git: Git, rev: string): Promise<string> {
+  const dir = tempDir('pg-folder-record-');
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const db = join(dir, 'cache.db');
+  const first = new PersistentCache(db);
+  await contractOf(git, rev, ['src/'], 'v1', new ContentCache(first));
+  first.close();
+  return db;
+}
+
 t.test('a one-file change in a wide folder looks up only that file', async (t) => {
   const r = TestRepo.init(t);
   const base = r.commit('base', wide(150));
@@ -60,12 +71,7 @@ t.test('the record comes back from cache.db after a restart; a damaged one is ig
   const head = r.commit('one change', { 'src/wide/f3.ts': 'export function f3(a: string): number { return 3; }\n' });
   const git = new Git({ dir: r.dir });
   t.teardown(() => git.close());
-  const dir = tempDir('pg-folder-record-');
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const db = join(dir, 'cache.db');
-  const first = new PersistentCache(db);
-  await contractOf(git, base, ['src/'], 'v1', new ContentCache(first));
-  first.close();
+  const db = await cacheDbAfter(t, git, base);
 
   const second = new PersistentCache(db);
   let reads = 0;
@@ -150,12 +156,7 @@ t.test('after a restart, the siblings on a change\'s path come from cache.db in 
   const head = r.commit('one change', { 'src/pkg/d7/f9.ts': 'export function f9(a: number, b = 2): number { return a; }\n' });
   const git = new Git({ dir: r.dir });
   t.teardown(() => git.close());
-  const dir = tempDir('pg-folder-batch-');
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const db = join(dir, 'cache.db');
-  const first = new PersistentCache(db);
-  await contractOf(git, base, ['src/'], 'v1', new ContentCache(first));
-  first.close();
+  const db = await cacheDbAfter(t, git, base);
 
   const second = new PersistentCache(db);
   t.teardown(() => second.close());
