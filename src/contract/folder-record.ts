@@ -36,8 +36,9 @@ export interface FolderWalk<P> {
 
 /** Keeps a folder's last walk in memory (a `mem:` key, so the cache's byte bound can drop it). */
 export function keepWalk<P>(cache: Map<string, unknown>, key: string, walk: FolderWalk<P>): void {
-  // Names and ids are the tree's own strings and the parts are shared with the tree contract: a few slots per file.
-  Object.defineProperty(walk, APPROX_BYTES, { value: 256 + walk.names.length * 48 });
+  // Names and ids are the tree's own strings; each file's part (an object and its row closure)
+  // outlives the tree contract that shares it once that is dropped, so it is counted here.
+  Object.defineProperty(walk, APPROX_BYTES, { value: 256 + walk.names.length * 160 });
   cache.set(`mem:walk:${key}`, walk);
 }
 
