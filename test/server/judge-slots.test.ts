@@ -63,9 +63,11 @@ async function twoPushes(t: Parameters<typeof startGate>[0], opts: { slots: numb
 t.test('with one slot, two pushes at once are judged one after the other, and both land', async (t) => {
   const r = await twoPushes(t as never, { slots: 1, holdMs: 1500, limitMs: 20_000, progressMs: 300 });
   for (const x of r.results) t.equal(x.code, 0, x.stderr);
-  t.match(r.results[1]!.stderr, /remote: patchgate: waiting for its turn \(pushes judged at once: 1; waiting before this one: 0\)/, 'the wait is said on remote:');
-  t.match(r.results[1]!.stderr, /remote: patchgate: its turn came after \d+\.\d s; judging/, 'and its end');
-  t.notMatch(r.results[0]!.stderr, /waiting for its turn/, 'the first push did not wait');
+  // Which of the two reaches the gate first is up to the client processes: exactly one waits.
+  const waited = r.results.filter((x) => /waiting for its turn/.test(x.stderr));
+  t.equal(waited.length, 1, 'one of the two pushes waited for its turn');
+  t.match(waited[0]?.stderr ?? '', /remote: patchgate: waiting for its turn \(pushes judged at once: 1; waiting before this one: 0\)/, 'the wait is said on remote:');
+  t.match(waited[0]?.stderr ?? '', /remote: patchgate: its turn came after \d+\.\d s; judging/, 'and its end');
   t.match(r.health, /^ok, busy: 1 push waiting \(1 judged at once\)/, '/healthz says a push waits');
   t.equal(r.most(), 1, 'never two judgements at once');
   t.equal(await refIn(r.bare, 'refs/heads/agent/one'), r.one);
