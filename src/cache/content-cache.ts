@@ -383,6 +383,23 @@ export class ContentCache extends Map<string, unknown> {
     return out;
   }
 
+  /**
+   * Reads into memory, in one batched read of the disk, those of `keys` that memory lacks, so
+   * the gets that follow are memory hits (a contract walk after a restart: src/contract/digest.ts).
+   * Not counted as lookups, since those gets are; a failing disk leaves memory as it was.
+   */
+  prefetch(keys: string[]): void {
+    if (!this.disk) return;
+    const rest = keys.filter((k) => !super.has(k) && !k.startsWith('mem:'));
+    // One key gains nothing from a batch: its get reads it.
+    if (rest.length < 2) return;
+    try {
+      for (const [k, v] of this.disk.readMany(rest)) this.remember(k, v.value, heapBytes(v.chars));
+    } catch {
+      // unreadable: each get tries again, and what is missing is computed again
+    }
+  }
+
   /** `set` for many entries (queued to disk together). */
   setMany(entries: Array<[string, unknown]>): void {
     for (const [k, v] of entries) this.set(k, v);

@@ -15,9 +15,9 @@ import { initPython, isPrivateModule, PY_EXTRACTOR_VERSION, seedDigest, seedOrde
 import { parsePool } from './parse-pool.js';
 import { splitLinks } from './extract.js';
 import { EMPTY_INDEX, isPyIndex, isPyLinks, mergeIndex, resolveReexports, type PyIndex } from './py-reexport.js';
-import { APPROX_BYTES } from '../cache/content-cache.js';
+import { APPROX_BYTES, ContentCache } from '../cache/content-cache.js';
 import { FileQueue } from './file-queue.js';
-import { Earlier, keepWalk, lastWalk, saveFolderRecord, storedRecord, type StoredEntry } from './folder-record.js';
+import { Earlier, keepWalk, lastWalk, storedRecord, type StoredEntry } from './folder-record.js';
 
 export type ContractFormat = 'v1' | 'seed';
 
@@ -269,19 +269,6 @@ function fileLineKey(blob: string, path: string, lim: Lim): string {
   return `file-line:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${lim.tag}:${blob}:${path}`;
 }
 
-/**
- * Reads from cache.db, in one batched read, what a folder's walk is about to look up one by one
- * and memory does not hold: its subtrees' stored digests and its files' lines. After a restart
- * each push opens a part of the tree memory has not seen, and a folder's siblings were one
- * SQLite read each. Only a cache with a disk (ContentCache) has getMany; a plain Map is left alone.
- */
-function prefetch(cache: Map<string, unknown>, keys: string[]): void {
-  const many = (cache as { getMany?: (keys: string[]) => Map<string, unknown> }).getMany;
-  if (typeof many !== 'function') return;
-  const missing = keys.filter((k) => !cache.has(k));
-  if (missing.length >= 2) many.call(cache, missing);
-}
-
 /** Tree contracts being computed, per cache: a tree shared by two revisions (a push and a warm-up of its base) is walked once. */
 const treesInflight: Inflight<TreeContract> = new WeakMap();
 
@@ -362,7 +349,9 @@ async function walkTree(git: Git, treeId: string, prefix: string, cache: Map<str
       if (!cache.has(treeMemKey(e.id, `${prefix}${e.name}/`, lim))) keys.push(treeStoredKey(e.id, `${prefix}${e.name}/`, lim));
     }
     for (const i of unknown) keys.push(fileLineKey(entries[i]!.id, prefix + entries[i]!.name, lim));
-    prefetch(cache, keys);
+    // After a restart each push opens a part of the tree memory has not seen: its siblings come
+    // from cache.db in one batched read, not one read each. A plain Map (the CLI, tests) has no disk.
+    if (cache instanceof ContentCache) cache.prefetch(keys);
   }
   for (const i of treeIndexes) {
     const e = entries[i]!;
@@ -416,9 +405,9 @@ function folderRecordKey(prefix: string, lim: Lim): string {
   return `folder-record:v1:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${lim.tag}:${prefix}`;
 }
 
-/** Writes the folder's record from the parts of its files (null: a file without rows or re-exports); see saveFolderRecord. */
+/** Writes the folder's record (to cache.db) from the parts of its files (null: a file without rows or re-exports); read back by storedRecord. */
 function recordFolder(cache: Map<string, unknown>, key: string, files: Array<[{ name: string; id: string }, Part | null]>): void {
-  saveFolderRecord(cache, key, files.map(([e, part]): StoredEntry =>
+  cache.set(key, files.map(([e, part]): StoredEntry =>
     [e.name, e.id, part?.line ?? '', (part?.py.x ?? []).map(([, n, spec, orig]): [string, string, string] => [n, spec, orig])]));
 }
 

@@ -22,11 +22,6 @@ export function storedRecord(cache: Map<string, unknown>, key: string): StoredEn
   return Array.isArray(stored) && stored.every(isStoredEntry) ? stored : null;
 }
 
-/** Writes a folder's record to the cache (and so to cache.db): done after a walk that looked up a quarter of the folder's files or more. */
-export function saveFolderRecord(cache: Map<string, unknown>, key: string, stored: StoredEntry[]): void {
-  cache.set(key, stored);
-}
-
 /** A folder's last walk in memory: its contract files' names and blob ids in tree order, and the part each gave. */
 export interface FolderWalk<P> {
   names: string[];

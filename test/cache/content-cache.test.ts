@@ -9,6 +9,7 @@ import { APPROX_BYTES, approxBytes, ContentCache, PersistentCache } from '../../
 import { contractOf } from '../../src/contract/digest.js';
 import { Git } from '../../src/git/git.js';
 import { TestRepo, tempDir } from '../helpers/repo.js';
+import { countDiskReads } from '../helpers/disk-reads.js';
 
 t.test('values survive a reopen; corrupt values are dropped', async (t) => {
   const dir = tempDir('pg-cache-');
@@ -180,4 +181,26 @@ t.test('a cold contract through a small memory cap: rows read back from disk, th
   t.ok(cache.memBytes <= 4096);
   t.same(c.rows, truth.rows, 'the rows, read back from the cache');
   t.equal(c.rows.length, 160);
+});
+
+t.test('prefetch: one batched read into memory, not counted as lookups; the gets after it read nothing more', async (t) => {
+  const dir = tempDir('pg-cache-prefetch-');
+  const path = join(dir, 'cache.db');
+  const a = new PersistentCache(path);
+  for (let i = 0; i < 5; i++) a.set(`rows:${i}`, [`r${i}`]);
+  a.close();
+  const disk = new PersistentCache(path);
+  t.teardown(() => disk.close());
+  const reads = countDiskReads(disk);
+  const cache = new ContentCache(disk);
+  cache.prefetch(['rows:0', 'rows:1', 'rows:2', 'rows:absent', 'mem:never']);
+  t.equal(reads.batches, 1, 'one batched read');
+  t.equal(cache.hits + cache.misses, 0, 'not counted as lookups');
+  for (let i = 0; i < 3; i++) t.same(cache.get(`rows:${i}`), [`r${i}`]);
+  t.equal(reads.single, 0, 'the prefetched keys are memory hits');
+  t.equal(cache.hits, 3);
+  t.equal(cache.get('rows:absent'), undefined, 'an absent key is still a miss');
+  cache.prefetch(['rows:0', 'rows:3']);
+  t.equal(reads.batches, 1, 'one key memory lacks is not worth a batch: its get reads it');
+  t.same(cache.get('rows:3'), ['r3']);
 });

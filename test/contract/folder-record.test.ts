@@ -11,6 +11,7 @@ import { contractOf, contractRows } from '../../src/contract/digest.js';
 import { ContentCache, PersistentCache } from '../../src/cache/content-cache.js';
 import Database from 'better-sqlite3';
 import { TestRepo, tempDir } from '../helpers/repo.js';
+import { countDiskReads } from '../helpers/disk-reads.js';
 
 /** A Map that counts lookups of per-file Merkle lines. */
 class Counting extends Map<string, unknown> {
@@ -74,17 +75,12 @@ t.test('the record comes back from cache.db after a restart; a damaged one is ig
   const db = await cacheDbAfter(t, git, base);
 
   const second = new PersistentCache(db);
-  let reads = 0;
-  const read = second.read.bind(second);
-  second.read = (key: string) => {
-    reads++;
-    return read(key);
-  };
+  const reads = countDiskReads(second);
   const restarted = new ContentCache(second);
   const h = await contractOf(git, head, ['src/'], 'v1', restarted);
   const fresh = await contractOf(git, head, ['src/'], 'v1', new Map());
   t.equal(h.digest, fresh.digest);
-  t.ok(reads < 20, `a restarted walk of a 101-file folder reads few entries from disk (${reads})`);
+  t.ok(reads.single < 20, `a restarted walk of a 101-file folder reads few entries from disk (${reads.single})`);
   // Its rows are walked again from the per-file entries (a refusal's diff).
   t.same(await contractRows(git, h, head, ['src/'], restarted), fresh.rows);
   second.close();
@@ -160,14 +156,9 @@ t.test('after a restart, the siblings on a change\'s path come from cache.db in 
 
   const second = new PersistentCache(db);
   t.teardown(() => second.close());
-  let single = 0;
-  let batched = 0;
-  const read = second.read.bind(second);
-  const readMany = second.readMany.bind(second);
-  second.read = (key: string) => (single++, read(key));
-  second.readMany = (keys: string[]) => (batched += keys.length, readMany(keys));
+  const reads = countDiskReads(second);
   const h = await contractOf(git, head, ['src/'], 'v1', new ContentCache(second));
   t.equal(h.digest, (await contractOf(git, head, ['src/'], 'v1', new Map())).digest, 'the digest a walk of its own gives');
-  t.ok(batched >= 29 + 39, `the 29 unchanged sibling folders and 39 unchanged files were asked for together (${batched} keys)`);
-  t.ok(single < 15, `few single reads are left (${single})`);
+  t.ok(reads.batchedKeys >= 29 + 39, `the 29 unchanged sibling folders and 39 unchanged files were asked for together (${reads.batchedKeys} keys)`);
+  t.ok(reads.single < 15, `few single reads are left (${reads.single})`);
 });
