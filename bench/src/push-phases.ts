@@ -10,9 +10,10 @@
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parseArgs } from 'node:util';
 import { generateRepo, makeEdits } from './gen.js';
 import { agentRepo, prepareGateData, pushOnce, startBaseline, startGate, type Baseline, type Gate } from './push.js';
-import { cleanup, median, Rng, stopServeChild, tempDir } from './util.js';
+import { cleanup, median, parseSize, Rng, stopServeChild, tempDir } from './util.js';
 
 interface Trace2Event {
   event: string;
@@ -36,7 +37,7 @@ export function receivePackPhases(events: readonly Trace2Event[]): { total: numb
     if (e.event === 'start' && e.argv?.some((a) => /receive-pack$/.test(a)) && !e.argv.includes('--advertise-refs')) packRuns.add(e.sid);
     else if (e.event === 'atexit' && packRuns.has(e.sid) && e.t_abs !== undefined) total.push(e.t_abs * 1000);
     else if (e.event === 'child_start' && packRuns.has(e.sid)) {
-      const name = e.hook_name ? `hook ${e.hook_name}` : (e.argv ?? []).slice(0, 2).filter((a) => !a.startsWith('--git-dir')).join(' ') || (e.argv ?? [])[2] || '?';
+      const name = e.hook_name ? `hook ${e.hook_name}` : (e.argv ?? []).filter((a) => !a.startsWith('--git-dir')).slice(0, 2).join(' ') || '?';
       started.set(`${e.sid}/${e.child_id}`, name);
     } else if (e.event === 'child_exit' && e.t_rel !== undefined) {
       const name = started.get(`${e.sid}/${e.child_id}`);
@@ -48,16 +49,17 @@ export function receivePackPhases(events: readonly Trace2Event[]): { total: numb
   return { total, children };
 }
 
-function arg(name: string, dflt: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 && process.argv[i + 1] ? process.argv[i + 1]! : dflt;
-}
-
 async function main(): Promise<void> {
-  const size = arg('size', '1k');
-  const files = Number(size.replace(/k$/, '')) * (size.endsWith('k') ? 1000 : 1);
-  const pushes = Number(arg('pushes', '12'));
-  if (!Number.isInteger(files) || files < 10 || !Number.isInteger(pushes) || pushes < 1) throw new Error('usage: push-phases.js [--size 1k|10k|N] [--pushes N]');
+  const usage = 'usage: node bench/dist/push-phases.js [--size 1k|10k|N] [--pushes N]';
+  let flags: { size: string; pushes: string };
+  try {
+    flags = parseArgs({ options: { size: { type: 'string', default: '1k' }, pushes: { type: 'string', default: '12' } }, strict: true }).values as { size: string; pushes: string };
+  } catch (err) {
+    throw new Error(`${err instanceof Error ? err.message : String(err)}; ${usage}`);
+  }
+  const files = parseSize(flags.size);
+  const pushes = Number(flags.pushes);
+  if (files < 10 || !Number.isInteger(pushes) || pushes < 1) throw new Error(usage);
   const gen = await generateRepo(tempDir('gen-'), files, 1);
   const data = tempDir('pgp-', tmpdir());
   const traceFile = join(tempDir('trace2-'), 'events.json');

@@ -18,7 +18,7 @@ import { generateRepo, type GeneratedRepo } from './gen.js';
 import { ghesBench, type GhesBenchResult } from './ghes.js';
 import { pushBench, type PushBenchResult } from './push.js';
 import { upstreamBench, type UpstreamBenchResult } from './upstream.js';
-import { cleanup, fmtBytes, fmtMs, keepDir, median, nowMs, REPO_TOP, round, run, tempDir } from './util.js';
+import { cleanup, fmtBytes, fmtMs, keepDir, median, nowMs, parseSize, REPO_TOP, round, run, tempDir } from './util.js';
 
 interface Flags {
   sizes: number[];
@@ -40,12 +40,6 @@ interface Flags {
 const USAGE = `usage: node bench/dist/run.js [--sizes 1k,10k,50k] [--quick] [--only 1,2,3,4,5,6,7,8] [--iterations N]
   [--agents N] [--pushes N] [--audit-rows N] [--digest-runs N] [--concurrency-size S] [--digest-size S]
   [--budget SECONDS] [--no-strace] [--keep]`;
-
-function parseSize(s: string): number {
-  const m = /^(\d+(?:\.\d+)?)([kKmM]?)$/.exec(s.trim());
-  if (!m) throw new Error(`not a size: ${s} (use e.g. 1k, 10k, 50k)`);
-  return Math.round(Number(m[1]) * (m[2]!.toLowerCase() === 'k' ? 1000 : m[2]!.toLowerCase() === 'm' ? 1e6 : 1));
-}
 
 export function label(n: number): string {
   return n % 1000 === 0 ? `${n / 1000}k` : String(n);

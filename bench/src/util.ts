@@ -1,4 +1,4 @@
-// Small helpers shared by the benchmark (`npm run bench`): statistics over samples, an async
+// Small helpers shared by the benchmark (`npm run bench`): statistics over samples, size flags, an async
 // process runner that times a child, the patchgate server as a child process (start, stop,
 // memory), a deterministic PRNG for the repository generator, git environment for the bench's
 // own git clients, and a registry of temp folders and child processes that are cleaned up
@@ -29,6 +29,13 @@ export function gitEnv(): NodeJS.ProcessEnv {
 }
 
 // ------------------------------------------------------------------ statistics
+
+/** A repository size as the bench's flags give it: 1k, 10k, 50k, 1.5k, 2m or a plain count. */
+export function parseSize(s: string): number {
+  const m = /^(\d+(?:\.\d+)?)([kKmM]?)$/.exec(s.trim());
+  if (!m) throw new Error(`not a size: ${s} (use e.g. 1k, 10k, 50k)`);
+  return Math.round(Number(m[1]) * (m[2]!.toLowerCase() === 'k' ? 1000 : m[2]!.toLowerCase() === 'm' ? 1e6 : 1));
+}
 
 export function median(xs: readonly number[]): number {
   return percentile(xs, 50);

@@ -55,8 +55,8 @@ async function twoPushes(t: Parameters<typeof startGate>[0], opts: { slots: numb
   await new Promise((r) => setTimeout(r, 150));
   const b = gitAsync(w.dir, ['push', url, 'agent/two']);
   // /healthz while the second waits (the first holds the one slot for holdMs). When the two
-  // clients reach the gate depends on the machine's load, so poll until one answer says a push
-  // waits or both pushes end; the answers are kept, and the test reads the busy one.
+  // clients reach the gate depends on the machine's load, so poll until an answer says a push
+  // waits or both pushes end; the last answer is returned (the busy one, if any came).
   let ended = false;
   const all = Promise.all([a, b]).finally(() => { ended = true; });
   let health = '';
