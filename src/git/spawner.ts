@@ -9,7 +9,10 @@
 // What the daemon gets is a ChildProcess-like object at once: stdio streams joined to those
 // sockets (stdin once git runs), `pid` when it is known (`pidReady`), 'exit' and 'close'
 // after the helper saw the child exit and its stdout ended. When the helper cannot be used
-// (not started, died, a request fails) the daemon's own spawn runs: slower, never different.
+// (not started, died) the daemon's own spawn runs: slower, never different. When its stdio
+// sockets cannot be made (the CI run of eda25fe: no connection within 5 s on a loaded machine)
+// the daemon starts that one program itself, behind the same object, and opens a new socket;
+// a helper that does not answer in time is killed and started again.
 
 import { spawn as nodeSpawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
@@ -20,6 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { pkt } from '../server/pkt-line.js';
 
 /** The helper's script; from TypeScript source (the tests) it runs with this process's loaders. */
 const FROM_SOURCE = import.meta.url.endsWith('.ts');
@@ -50,6 +54,9 @@ export class HelperChild extends EventEmitter {
   private stdoutEnded = false;
   private io: Socket | null = null;
   private outs: Socket[] = [];
+  /** Started by the daemon itself (adopt), not by the helper. */
+  private direct: ChildProcess | null = null;
+  private killSignal: NodeJS.Signals = 'SIGTERM';
 
   constructor(private readonly owner: GitSpawner, readonly id: number) {
     super();
@@ -59,8 +66,40 @@ export class HelperChild extends EventEmitter {
   kill(signal: NodeJS.Signals = 'SIGTERM'): boolean {
     if (this.exited) return false;
     this.killed = true;
-    this.owner.kill(this.id, signal);
+    this.killSignal = signal;
+    if (this.direct) this.direct.kill(signal);
+    else this.owner.kill(this.id, signal);
     return true;
+  }
+
+  /**
+   * @internal the helper could not be given this program's stdio: the daemon has started it
+   * itself (`cp`, with pipes), and this object stands for it as before. Nothing had been
+   * written to git yet; what the caller wrote to stdin so far waits in it and goes now.
+   */
+  adopt(cp: ChildProcess): void {
+    this.direct = cp;
+    if (this.killed) cp.kill(this.killSignal);
+    cp.once('spawn', () => {
+      if (cp.pid !== undefined) this.onSpawned(cp.pid);
+    });
+    cp.once('error', (err) => {
+      this.onError(err);
+      this.stdoutEnded = true;
+      this.maybeExit();
+    });
+    cp.stdin!.on('error', (e) => this.stdin.emit('error', e));
+    cp.stdin!.once('close', () => {
+      this.stdin.unpipe(cp.stdin!);
+      this.stdin.resume();
+    });
+    this.stdin.pipe(cp.stdin!);
+    cp.stdout!.pipe(this.stdout);
+    cp.stderr!.pipe(this.stderr);
+    cp.once('close', (code, signal) => {
+      this.stdoutEnded = true;
+      this.onExit(code, signal);
+    });
   }
 
   /**
@@ -169,6 +208,7 @@ class SocketPairs {
     const next = this.chain.then(() => new Promise<[Socket, Socket]>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiting = null;
+        mine.destroy();
         reject(new Error('no connection to the spawn socket within 5 s'));
       }, 5000);
       this.waiting = (theirs) => {
@@ -186,13 +226,18 @@ class SocketPairs {
     return next;
   }
 
+  /** @internal the socket's path (the tests remove it to see a spawn fall back). */
+  get socketPath(): string {
+    return this.path;
+  }
+
   close(): void {
     this.server.close();
     rmSync(this.dir, { recursive: true, force: true });
   }
 }
 
-/** How long the helper may take to say it started a program. */
+/** How long the helper may take, by default, to say it started a program. */
 const SPAWN_ANSWER_MS = 15_000;
 
 export class GitSpawner {
@@ -206,16 +251,21 @@ export class GitSpawner {
   private nextId = 1;
   private stopped = false;
 
-  constructor(private readonly log: (line: string) => void = () => {}) {}
+  private readonly answerMs: number;
+
+  constructor(private readonly log: (line: string) => void = () => {}, opts: { answerMs?: number } = {}) {
+    this.answerMs = opts.answerMs ?? SPAWN_ANSWER_MS;
+  }
+
+  /** @internal the current stdio socket's path, if one is open. */
+  get socketPath(): string | undefined {
+    return this.pairs?.socketPath;
+  }
 
   /** Start the helper now (while the daemon is still small) rather than at the first push. */
   start(): void {
     if (this.helper || this.stopped) return;
-    if (!this.pairs) {
-      const pairs = new SocketPairs();
-      this.pairs = pairs;
-      pairs.ready.then(() => (this.ready = true), (err: unknown) => this.log(`patchgate: spawn helper: no socket (${(err as Error).message}); git services start from the daemon`));
-    }
+    if (!this.pairs) this.openPairs();
     const h = nodeSpawn(process.execPath, [...(FROM_SOURCE ? process.execArgv : []), HELPER], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'json' });
     this.helper = h;
     this.helperReady = false;
@@ -224,6 +274,16 @@ export class GitSpawner {
     h.on('exit', (code, signal) => this.lost(h, new Error(`the spawn helper exited (${signal ?? code})`)));
     h.channel?.unref();
     h.unref();
+  }
+
+  /** A new stdio socket (in a new folder); spawns use the helper again once it listens. */
+  private openPairs(): void {
+    const pairs = new SocketPairs();
+    this.pairs = pairs;
+    this.ready = false;
+    pairs.ready.then(() => {
+      if (this.pairs === pairs) this.ready = true;
+    }, (err: unknown) => this.log(`patchgate: spawn helper: no socket (${(err as Error).message}); git services start from the daemon`));
   }
 
   /** Spawn a git service through the helper; null when the helper is not available (the caller spawns). */
@@ -249,8 +309,17 @@ export class GitSpawner {
           ends.push(p);
         }
       } catch (e) {
+        // Nothing was sent to the helper: the daemon starts this one itself. The socket is
+        // replaced, so a connection that arrives late is never taken for another spawn's.
         for (const s of made) s.destroy();
-        throw e;
+        this.forget(id);
+        if (this.pairs === pairs && !this.stopped) {
+          pairs.close();
+          this.openPairs();
+        }
+        this.log(`patchgate: spawn helper: ${(e as Error).message}; ${cmd} started from the daemon`);
+        child.adopt(nodeSpawn(cmd, [...args], { cwd, env }));
+        return;
       }
       const [[inMine, inTheirs], [outMine, outTheirs], [errMine, errTheirs]] = ends as [[Socket, Socket], [Socket, Socket], [Socket, Socket]];
       child.connect(inMine, outMine, errMine);
@@ -261,8 +330,16 @@ export class GitSpawner {
       h.send({ op: 'stdio', id, fd: 0 }, inTheirs, { keepOpen: false }, sent);
       h.send({ op: 'stdio', id, fd: 1 }, outTheirs, { keepOpen: false }, sent);
       h.send({ op: 'spawn', id, cmd, args: [...args], cwd, env }, errTheirs, { keepOpen: false }, sent);
-      // Never a wait without end: no answer within SPAWN_ANSWER_MS fails it (its push is refused).
-      const timer = setTimeout(() => this.fail(id, new Error(`the spawn helper did not start ${cmd} within ${SPAWN_ANSWER_MS / 1000} s`)), SPAWN_ANSWER_MS);
+      // Never a wait without end: no answer in time fails it (its push is refused), and a
+      // helper that does not answer is stopped; the next one serves (lost(), below).
+      const timer = setTimeout(() => {
+        const err = new Error(`the spawn helper did not start ${cmd} within ${this.answerMs / 1000} s`);
+        this.fail(id, err);
+        if (this.helper === h) {
+          this.lost(h, err);
+          h.kill('SIGKILL');
+        }
+      }, this.answerMs);
       timer.unref();
       void child.pidReady.then(() => clearTimeout(timer));
     })().catch((e: unknown) => this.fail(id, e as Error));
@@ -336,7 +413,13 @@ export function routeServiceSpawns(spawner: GitSpawner): () => void {
       const s = routed[routed.length - 1];
       if (s && SERVICES.has(cmd) && Array.isArray(args) && rest.length === 1) {
         const child = s.spawn(cmd, args as string[]);
-        if (child) return child as unknown as ChildProcess;
+        if (child) {
+          // A ref advertisement that cannot be made: git's ERR line, which the client prints as
+          // "remote error: …", rather than a cut-off answer it reports as a missing repository.
+          // (The listener is the first one: it writes before the child's output ends.)
+          if (args.includes('--advertise-refs')) child.once('error', (e: Error) => child.stdout.write(pkt(`ERR patchgate: the gate could not start ${cmd} (${e.message}); nothing was pushed or fetched: run the same git command again\n`)));
+          return child as unknown as ChildProcess;
+        }
       }
       return (original as (...a: unknown[]) => ChildProcess).call(this, cmd, ...rest);
     } as typeof cp.spawn;

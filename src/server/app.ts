@@ -246,6 +246,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       };
       action.accept();
     };
+    // Its info/refs answer reports a failed spawn of git on the server object itself: without
+    // a listener that error would end the daemon (the CI run of eda25fe, request-fuzz).
+    (gitServer as unknown as NodeJS.EventEmitter).on('error', onGitError);
     gitServer.on('push', onReceive);
     gitServer.on('tag', onReceive);
     gitServer.on('fetch', (a: any) => {

@@ -6,7 +6,7 @@
 import t from 'tap';
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { GitSpawner, HelperChild, routeServiceSpawns } from '../../src/git/spawner.js';
@@ -137,4 +137,85 @@ t.test("node-git-server's service spawns only are routed", async (t) => {
   const after = cp.spawn('git-receive-pack', ['--stateless-rpc', '--advertise-refs', repo]);
   t.notOk(after instanceof HelperChild, 'undone: the real spawn again');
   await new Promise((r) => (after as ChildProcess).once('exit', r));
+});
+
+t.test('no stdio socket: the daemon starts the program itself, every byte there; the next spawn uses the helper on a new socket', async (t) => {
+  const logs: string[] = [];
+  const sp = new GitSpawner((l) => logs.push(l));
+  t.teardown(() => sp.stop());
+  await started(sp);
+  const before = sp.socketPath!;
+  rmSync(before); // a connect now fails at once (ENOENT), as a stalled accept fails after 5 s
+  const c = sp.spawn('cat', [])!;
+  t.ok(c instanceof HelperChild, 'the caller still gets the helper-shaped child');
+  const head = randomBytes(64 * 1024);
+  c.stdin.write(head); // written before the fallback started it: held, then delivered
+  const done = collect(c);
+  const pid = (await c.pidReady)!;
+  t.ok(pid > 0, 'a pid');
+  t.equal(ppidOf(pid), process.pid, 'started by this process: the helper could not be given its stdio');
+  const rest = randomBytes(3 * 1024 * 1024);
+  c.stdin.end(rest);
+  const r = await done;
+  t.equal(r.code, 0);
+  const sent = Buffer.concat([head, rest]);
+  t.equal(createHash('sha256').update(r.out).digest('hex'), createHash('sha256').update(sent).digest('hex'), 'every byte came back, in order');
+  t.equal(r.outAtExit, sent.length, "all of it before 'exit'");
+  t.match(logs.join('\n'), /spawn helper: .*ENOENT.*; cat started from the daemon/, 'the fallback is logged');
+  t.not(sp.socketPath, before, 'a new socket in a new folder');
+  let again: HelperChild | null = null;
+  for (let i = 0; i < 100 && !again; i++) {
+    again = sp.spawn('sleep', ['0.3']);
+    if (!again) await new Promise((res) => setTimeout(res, 20));
+  }
+  t.ok(again, 'the helper serves again');
+  const p2 = (await again!.pidReady)!;
+  t.not(ppidOf(p2), process.pid, 'started by the helper, not by this process');
+  t.equal((await collect(again!)).code, 0);
+  rmSync(sp.socketPath!);
+  const code = sp.spawn('sh', ['-c', 'echo out; exit 4'])!;
+  const cr = await collect(code);
+  t.equal(cr.code, 4, 'a fallback child: its exit code comes through');
+  t.equal(cr.out.toString(), 'out\n');
+  rmSync(sp.socketPath!);
+  await t.rejects(collect(sp.spawn('/nonexistent/program', [])!), /ENOENT/, 'a fallback program that does not exist is an error event');
+});
+
+t.test('a helper that does not answer is stopped: its child fails, a new helper serves', async (t) => {
+  const logs: string[] = [];
+  const sp = new GitSpawner((l) => logs.push(l), { answerMs: 1000 });
+  t.teardown(() => sp.stop());
+  await started(sp);
+  const probe = sp.spawn('sleep', ['5'])!;
+  const helper = ppidOf((await probe.pidReady)!);
+  probe.kill();
+  await collect(probe).catch(() => undefined);
+  process.kill(helper, 'SIGSTOP');
+  t.teardown(() => {
+    try {
+      process.kill(helper, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  });
+  const stuck = sp.spawn('echo', ['never'])!;
+  await t.rejects(collect(stuck), /did not start echo within 1 s/, 'no answer in time: an error, not a wait');
+  let gone = false;
+  for (let i = 0; i < 100 && !gone; i++) {
+    try {
+      process.kill(helper, 0);
+      await new Promise((res) => setTimeout(res, 20));
+    } catch {
+      gone = true;
+    }
+  }
+  t.ok(gone, 'the helper that did not answer was killed');
+  let again: HelperChild | null = null;
+  for (let i = 0; i < 100 && !again; i++) {
+    await new Promise((res) => setTimeout(res, 50));
+    again = sp.spawn('echo', ['back']);
+  }
+  t.ok(again, 'a new helper serves');
+  t.equal((await collect(again!)).out.toString(), 'back\n');
+  t.match(logs.join('\n'), /did not start echo within 1 s/);
 });
