@@ -1,6 +1,6 @@
 // Process starts for the git services node-git-server runs (`git-receive-pack`,
 // `git-upload-pack`) and for each push's object reader (`git cat-file`, ./cat-file.ts), made
-// by a small helper process (./spawner-process.ts) instead of the daemon. A fork copies its parent's page tables: from a daemon of 200-300 MB each start
+// by a small helper process (./spawner-process.mjs) instead of the daemon. A fork copies its parent's page tables: from a daemon of 200-300 MB each start
 // blocked every push's event loop for 7-30 ms (the bench's profile), twice per push; from the
 // helper it costs its ~45 MB. The child's stdio are sockets whose other ends the daemon
 // holds (passed to the helper over its IPC channel), so git's bytes flow between the daemon
@@ -25,9 +25,8 @@ import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { pkt } from '../server/pkt-line.js';
 
-/** The helper's script; from TypeScript source (the tests) it runs with this process's loaders. */
-const FROM_SOURCE = import.meta.url.endsWith('.ts');
-const HELPER = fileURLToPath(new URL(FROM_SOURCE ? './spawner-process.ts' : './spawner-process.js', import.meta.url));
+/** The helper's script: plain JavaScript, run by node with no flags and no loaders, from source as from dist. */
+const HELPER = fileURLToPath(new URL('./spawner-process.mjs', import.meta.url));
 
 /** The commands the helper starts: node-git-server's services, by the names it spawns them under. */
 const SERVICES = new Set(['git-receive-pack', 'git-upload-pack']);
@@ -266,7 +265,7 @@ export class GitSpawner {
   start(): void {
     if (this.helper || this.stopped) return;
     if (!this.pairs) this.openPairs();
-    const h = nodeSpawn(process.execPath, [...(FROM_SOURCE ? process.execArgv : []), HELPER], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'json' });
+    const h = nodeSpawn(process.execPath, [HELPER], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'json' });
     this.helper = h;
     this.helperReady = false;
     h.on('message', (m: Msg) => (m.op === 'ready' ? void (this.helper === h && (this.helperReady = true)) : this.onMessage(m)));
