@@ -180,6 +180,18 @@ export class HelperChild extends EventEmitter {
  * is the one just connected; any other connection is closed. Accepted ends never read
  * (pauseOnConnect), so no byte meant for git is taken here.
  */
+/** The socket folders of this process still open: removed when it exits without stop() (process.exit). */
+const openDirs = new Set<string>();
+let exitHook = false;
+function removeAtExit(dir: string): void {
+  openDirs.add(dir);
+  if (exitHook) return;
+  exitHook = true;
+  process.once('exit', () => {
+    for (const d of openDirs) rmSync(d, { recursive: true, force: true });
+  });
+}
+
 class SocketPairs {
   private readonly dir = mkdtempSync(join(tmpdir(), 'pg-spawn-'));
   private readonly path = join(this.dir, 's');
@@ -189,6 +201,7 @@ class SocketPairs {
   readonly ready: Promise<void>;
 
   constructor() {
+    removeAtExit(this.dir);
     this.server = createServer({ pauseOnConnect: true }, (s) => {
       const w = this.waiting;
       this.waiting = null;
@@ -233,6 +246,7 @@ class SocketPairs {
   close(): void {
     this.server.close();
     rmSync(this.dir, { recursive: true, force: true });
+    openDirs.delete(this.dir);
   }
 }
 

@@ -12,8 +12,22 @@ export const GIT_ENV = {
   GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_TERMINAL_PROMPT: '0',
 };
 
+/** Every folder tempDir made in this test process: removed when it exits (each CI run left some eighty behind). */
+const made = new Set<string>();
+process.once('exit', () => {
+  for (const d of made) {
+    try {
+      rmSync(d, { recursive: true, force: true });
+    } catch {
+      // a folder a test made unreadable (not as root): left, as before
+    }
+  }
+});
+
 export function tempDir(prefix = 'pg-'): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  made.add(d);
+  return d;
 }
 
 interface Teardown { teardown(fn: () => void): void }
