@@ -39,6 +39,7 @@ import { HookEndpoint, remoteProgress } from './hook/endpoint.js';
 import { Judge } from './hook/judge.js';
 import { preReceive, type HookParts } from './hook/pre-receive.js';
 import { confirmEnded, postReceive, update } from './hook/confirm.js';
+import { HookPasses } from './hook/pass.js';
 import { inside, type HookRequest } from './hook/request.js';
 import type { PushSession } from './hook/session.js';
 import { MainStores } from './hook/stores.js';
@@ -75,6 +76,8 @@ export class HookService {
   private readonly parts: HookParts;
   private readonly endpoint: HookEndpoint;
   private readonly warmer: Warmer;
+  /** The update hook's shortcut for pushes pre-receive accepted whole (./hook/pass.ts); null without a data folder. */
+  private readonly passes: HookPasses | null;
 
   constructor(private readonly opts: HookServiceOptions) {
     this.authRows = new AuthRowLimiter(opts.audit, opts.authRows);
@@ -89,6 +92,7 @@ export class HookService {
     this.parts = { ...ctx, judge: new Judge(ctx), decisions: new DecisionLog(ctx) };
     this.endpoint = new HookEndpoint({ endpointPath: opts.endpointPath, timeoutMs: opts.timeoutMs, authRows: this.authRows, onAnswer: opts.onAnswer, route: (hr, lines, gone, res) => this.route(hr, lines, gone, res) });
     this.warmer = new Warmer(ctx, this.stopping.signal, () => this.endpoint.listening);
+    this.passes = opts.dataDir ? new HookPasses(join(opts.dataDir, 'hook-pass'), this.log) : null;
   }
 
   /** At start: settle what the previous run left in the intent journal (a crash, a kill, a store that was down). */
@@ -111,6 +115,7 @@ export class HookService {
     // No parse on this thread from now on: it serves HTTP and the hooks. One file's parse may
     // take at most the hook time limit (a push would be refused by then anyway).
     parsePool.isolate({ jobTimeoutMs: this.opts.timeoutMs });
+    this.passes?.reset();
     await this.endpoint.listen();
     // The parsers' JIT warm-up (./hook/parser-warm.ts): background, once per process, giving way to pushes.
     // Busy: a receive-pack is running (its pack streams through this loop) or a hook is being answered.
@@ -174,6 +179,7 @@ export class HookService {
     const s = this.sessions.get(pid);
     if (!s) return;
     this.sessions.delete(pid);
+    this.passes?.remove(pid);
     s.ended = true;
     const write = confirmEnded(this.parts, s);
     this.background.add(write);
@@ -205,7 +211,17 @@ export class HookService {
         } finally {
           release();
         }
-      } else if (hr.hook === 'pre-receive') return await preReceive(this.parts, session, hr, lines, gone, remote);
+      } else if (hr.hook === 'pre-receive') {
+        let verdict: 'accept' | 'reject' = 'reject';
+        try {
+          verdict = await preReceive(this.parts, session, hr, lines, gone, remote);
+          return verdict;
+        } finally {
+          // Before the answer leaves: what this receive-pack's update hook may take without asking.
+          if (this.sessions.get(hr.ppid) === session && !session.ended) this.passes?.answered(hr.ppid, verdict, session.decisions.values());
+          else this.passes?.remove(hr.ppid);
+        }
+      }
       else if (hr.hook === 'update') return await update(session, hr, lines);
       else if (hr.hook === 'post-receive') return await postReceive(this.parts, session, hr);
       else throw new Error(`unknown hook ${hr.hook}`);

@@ -16,6 +16,8 @@ export interface GateMetrics {
   /** Seconds the policy took per push (the audit row's `timings.total`). */
   judgeSeconds: Histogram<string>;
   hookTimeouts: Counter<string>;
+  /** Hook shim requests the daemon answered, by hook (pre-receive, update, post-receive, other) and verdict. */
+  hookAnswers: Counter<'hook' | 'verdict'>;
   auditWriteFailures: Counter<string>;
   /** HTTP requests answered, by route kind and status code. */
   requests: Counter<'route' | 'code'>;
@@ -42,6 +44,7 @@ export function createMetrics(opts: MetricsOptions = {}): GateMetrics {
     pushes: new Counter({ name: `${p}pushes_total`, help: 'Pushes judged and written to the audit log, by verdict and deciding rule', labelNames: ['verdict', 'rule'] as const, registers }),
     judgeSeconds: new Histogram({ name: `${p}judge_seconds`, help: 'Time the policy took per push', buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers }),
     hookTimeouts: new Counter({ name: `${p}hook_timeouts_total`, help: 'Pushes refused because the policy passed the hook time limit', registers }),
+    hookAnswers: new Counter({ name: `${p}hook_answers_total`, help: 'Hook shim requests the daemon answered, by hook and verdict (an update hook that took the pass pre-receive left asks nothing)', labelNames: ['hook', 'verdict'] as const, registers }),
     auditWriteFailures: new Counter({ name: `${p}audit_write_failures_total`, help: 'Push decisions the audit log could not record (each such push was refused)', registers }),
     requests: new Counter({ name: `${p}http_requests_total`, help: 'HTTP requests answered', labelNames: ['route', 'code'] as const, registers }),
     watchCache: (c) => void caches.push(c),
