@@ -1,29 +1,28 @@
 // Process starts for the git services node-git-server runs (`git-receive-pack`,
 // `git-upload-pack`) and for each push's object reader (`git cat-file`, ./cat-file.ts), made
-// by a small helper process (./spawner-process.mjs) instead of the daemon. A fork copies its parent's page tables: from a daemon of 200-300 MB each start
-// blocked every push's event loop for 7-30 ms (the bench's profile), twice per push; from the
-// helper it costs its ~45 MB. The child's stdio are sockets whose other ends the daemon
-// holds (passed to the helper over its IPC channel), so git's bytes flow between the daemon
-// and git directly, as before.
+// by a small helper process (./spawner-process.mjs) instead of the daemon. A fork copies its
+// parent's page tables: from a daemon of 200-300 MB each start blocked every push's event loop
+// for 7-30 ms (the bench's profile), twice per push; from the helper it costs its ~45 MB. The
+// child's stdio are sockets whose other ends the daemon holds (./socket-pairs.ts, passed to the
+// helper over its IPC channel), so git's bytes flow between the daemon and git directly.
 //
-// What the daemon gets is a ChildProcess-like object at once: stdio streams joined to those
-// sockets (stdin once git runs), `pid` when it is known (`pidReady`), 'exit' and 'close'
-// after the helper saw the child exit and its stdout ended. When the helper cannot be used
-// (not started, died) the daemon's own spawn runs: slower, never different. When its stdio
-// sockets cannot be made (the CI run of eda25fe: no connection within 5 s on a loaded machine)
-// the daemon starts that one program itself, behind the same object, and opens a new socket;
-// a helper that does not answer in time is killed and started again.
+// What the daemon gets is a ChildProcess-like object at once (./helper-child.ts): stdio
+// streams joined to those sockets (stdin once git runs), `pid` when it is known (`pidReady`),
+// 'exit' and 'close' after the helper saw the child exit and its stdout ended. When the helper
+// cannot be used (not started, died) the daemon's own spawn runs: slower, never different.
+// When a spawn's stdio sockets cannot be made (the CI run of eda25fe: no connection within
+// 5 s on a loaded machine) the daemon starts that one program itself, behind the same object,
+// and opens a new socket; a helper that does not answer in time is killed and started again.
 
 import { spawn as nodeSpawn, type ChildProcess } from 'node:child_process';
-import { EventEmitter } from 'node:events';
 import { createRequire } from 'node:module';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { connect, createServer, type Server, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
+import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { pkt } from '../server/pkt-line.js';
+import { HelperChild, type ChildOwner } from './helper-child.js';
+import { SocketPairs } from './socket-pairs.js';
+
+export { HelperChild } from './helper-child.js';
 
 /** The helper's script: plain JavaScript, run by node with no flags and no loaders, from source as from dist. */
 const HELPER = fileURLToPath(new URL('./spawner-process.mjs', import.meta.url));
@@ -37,223 +36,10 @@ type Msg =
   | { op: 'exit'; id: number; code: number | null; signal: NodeJS.Signals | null }
   | { op: 'error'; id: number; message: string };
 
-/** A git service started by the helper, shaped as the parts of ChildProcess its users read. */
-export class HelperChild extends EventEmitter {
-  pid: number | undefined;
-  exitCode: number | null = null;
-  signalCode: NodeJS.Signals | null = null;
-  killed = false;
-  readonly stdin = new PassThrough();
-  readonly stdout = new PassThrough();
-  readonly stderr = new PassThrough();
-  /** Resolves with the pid once the helper has started the child; undefined if it could not. */
-  readonly pidReady: Promise<number | undefined>;
-  private resolvePid!: (pid: number | undefined) => void;
-  private exited: { code: number | null; signal: NodeJS.Signals | null } | null = null;
-  private stdoutEnded = false;
-  private io: Socket | null = null;
-  private outs: Socket[] = [];
-  /** Started by the daemon itself (adopt), not by the helper. */
-  private direct: ChildProcess | null = null;
-  private killSignal: NodeJS.Signals = 'SIGTERM';
-
-  constructor(private readonly owner: GitSpawner, readonly id: number) {
-    super();
-    this.pidReady = new Promise((r) => (this.resolvePid = r));
-  }
-
-  kill(signal: NodeJS.Signals = 'SIGTERM'): boolean {
-    if (this.exited) return false;
-    this.killed = true;
-    this.killSignal = signal;
-    if (this.direct) this.direct.kill(signal);
-    else this.owner.kill(this.id, signal);
-    return true;
-  }
-
-  /**
-   * @internal the helper could not be given this program's stdio: the daemon has started it
-   * itself (`cp`, with pipes), and this object stands for it as before. Nothing had been
-   * written to git yet; what the caller wrote to stdin so far waits in it and goes now.
-   */
-  adopt(cp: ChildProcess): void {
-    this.direct = cp;
-    if (this.killed) cp.kill(this.killSignal);
-    cp.once('spawn', () => {
-      if (cp.pid !== undefined) this.onSpawned(cp.pid);
-    });
-    cp.once('error', (err) => {
-      this.onError(err);
-      this.stdoutEnded = true;
-      this.maybeExit();
-    });
-    cp.stdin!.on('error', (e) => this.stdin.emit('error', e));
-    cp.stdin!.once('close', () => {
-      this.stdin.unpipe(cp.stdin!);
-      this.stdin.resume();
-    });
-    this.stdin.pipe(cp.stdin!);
-    cp.stdout!.pipe(this.stdout);
-    cp.stderr!.pipe(this.stderr);
-    cp.once('close', (code, signal) => {
-      this.stdoutEnded = true;
-      this.onExit(code, signal);
-    });
-  }
-
-  /**
-   * @internal the daemon's ends of the child's stdin, stdout and stderr sockets: one each, as
-   * pipes are, so a stdin that git closed early (EPIPE) leaves its stdout to be read to the end.
-   */
-  connect(input: Socket, output: Socket, err: Socket): void {
-    this.io = input;
-    let open = 2;
-    const ended = (stream: PassThrough) => () => {
-      if (!stream.writableEnded) stream.end();
-      if (--open === 0) {
-        this.stdoutEnded = true;
-        this.maybeExit();
-      }
-    };
-    output.once('close', ended(this.stdout));
-    err.once('close', ended(this.stderr));
-    input.on('error', (e) => this.stdin.emit('error', e));
-    output.on('error', (e) => this.stdout.emit('error', e));
-    err.on('error', (e) => this.stderr.emit('error', e));
-    // git will not read its stdin any more: what is still written to it is dropped, as a
-    // closed pipe drops it, so no writer waits on it.
-    input.once('close', () => {
-      this.stdin.unpipe(input);
-      this.stdin.resume();
-    });
-    output.pipe(this.stdout, { end: false });
-    err.pipe(this.stderr, { end: false });
-    this.outs = [output, err];
-    output.resume();
-    input.resume(); // nothing comes back on stdin; its EOF is read so its close is seen
-  }
-
-  /** @internal git runs: its stdin is written from here on. */
-  onSpawned(pid: number): void {
-    this.pid = pid;
-    this.resolvePid(pid);
-    this.emit('spawn');
-    // Nothing is written to git's stdout or stderr: those sockets are half-closed from here
-    // (only now: the helper held their other ends until git had them), so each closes when
-    // git's side ends. Its stdin is written from now on.
-    for (const o of this.outs) o.end();
-    if (this.io) this.stdin.pipe(this.io);
-  }
-
-  /** @internal */
-  onExit(code: number | null, signal: NodeJS.Signals | null): void {
-    this.exited = { code, signal };
-    this.maybeExit();
-  }
-
-  /** @internal the helper could not start it */
-  onError(err: Error): void {
-    this.resolvePid(undefined);
-    this.io?.destroy();
-    for (const o of this.outs) o.destroy();
-    this.emit('error', err);
-    this.stdout.end();
-    this.stderr.end();
-    this.onExit(null, null);
-  }
-
-  /** 'exit' once git has exited and all it wrote has arrived here: a response is never ended before its last byte. */
-  private maybeExit(): void {
-    if (!this.exited || !this.stdoutEnded || this.exitCode !== null || this.signalCode !== null) return;
-    this.exitCode = this.exited.code ?? (this.exited.signal ? null : -1);
-    this.signalCode = this.exited.signal;
-    this.owner.forget(this.id);
-    this.emit('exit', this.exited.code, this.exited.signal);
-    this.emit('close', this.exited.code, this.exited.signal);
-  }
-}
-
-/**
- * Socket pairs for the children's stdio: the daemon connects to a server of its own on a
- * Unix socket in a private (0700) folder; the accepted end goes to git (through the helper),
- * the connecting end stays here. Connections are made one at a time, so each accepted socket
- * is the one just connected; any other connection is closed. Accepted ends never read
- * (pauseOnConnect), so no byte meant for git is taken here.
- */
-/** The socket folders of this process still open: removed when it exits without stop() (process.exit). */
-const openDirs = new Set<string>();
-let exitHook = false;
-function removeAtExit(dir: string): void {
-  openDirs.add(dir);
-  if (exitHook) return;
-  exitHook = true;
-  process.once('exit', () => {
-    for (const d of openDirs) rmSync(d, { recursive: true, force: true });
-  });
-}
-
-class SocketPairs {
-  private readonly dir = mkdtempSync(join(tmpdir(), 'pg-spawn-'));
-  private readonly path = join(this.dir, 's');
-  private readonly server: Server;
-  private waiting: ((s: Socket) => void) | null = null;
-  private chain: Promise<unknown> = Promise.resolve();
-  readonly ready: Promise<void>;
-
-  constructor() {
-    removeAtExit(this.dir);
-    this.server = createServer({ pauseOnConnect: true }, (s) => {
-      const w = this.waiting;
-      this.waiting = null;
-      if (w) w(s);
-      else s.destroy();
-    });
-    this.ready = new Promise((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(this.path, () => resolve());
-    });
-    this.server.unref();
-  }
-
-  /** One connected pair: [the daemon's end, git's end]. */
-  pair(): Promise<[Socket, Socket]> {
-    const next = this.chain.then(() => new Promise<[Socket, Socket]>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.waiting = null;
-        mine.destroy();
-        reject(new Error('no connection to the spawn socket within 5 s'));
-      }, 5000);
-      this.waiting = (theirs) => {
-        clearTimeout(timer);
-        resolve([mine, theirs]);
-      };
-      const mine = connect({ path: this.path, allowHalfOpen: true });
-      mine.once('error', (err) => {
-        clearTimeout(timer);
-        this.waiting = null;
-        reject(err);
-      });
-    }));
-    this.chain = next.catch(() => undefined);
-    return next;
-  }
-
-  /** @internal the socket's path (the tests remove it to see a spawn fall back). */
-  get socketPath(): string {
-    return this.path;
-  }
-
-  close(): void {
-    this.server.close();
-    rmSync(this.dir, { recursive: true, force: true });
-    openDirs.delete(this.dir);
-  }
-}
-
 /** How long the helper may take, by default, to say it started a program. */
 const SPAWN_ANSWER_MS = 15_000;
 
-export class GitSpawner {
+export class GitSpawner implements ChildOwner {
   private helper: ChildProcess | null = null;
   private pairs: SocketPairs | null = null;
   /** The socket server listens. */
