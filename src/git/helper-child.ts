@@ -7,7 +7,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
-import { PassThrough } from 'node:stream';
+import { PassThrough, type Writable } from 'node:stream';
 
 /** What a HelperChild asks of the spawner that made it. */
 export interface ChildOwner {
@@ -66,10 +66,7 @@ export class HelperChild extends EventEmitter {
       this.maybeExit();
     });
     cp.stdin!.on('error', (e) => this.stdin.emit('error', e));
-    cp.stdin!.once('close', () => {
-      this.stdin.unpipe(cp.stdin!);
-      this.stdin.resume();
-    });
+    this.dropOnClose(cp.stdin!);
     this.stdin.pipe(cp.stdin!);
     cp.stdout!.pipe(this.stdout);
     cp.stderr!.pipe(this.stderr);
@@ -98,17 +95,20 @@ export class HelperChild extends EventEmitter {
     input.on('error', (e) => this.stdin.emit('error', e));
     output.on('error', (e) => this.stdout.emit('error', e));
     err.on('error', (e) => this.stderr.emit('error', e));
-    // git will not read its stdin any more: what is still written to it is dropped, as a
-    // closed pipe drops it, so no writer waits on it.
-    input.once('close', () => {
-      this.stdin.unpipe(input);
-      this.stdin.resume();
-    });
+    this.dropOnClose(input);
     output.pipe(this.stdout, { end: false });
     err.pipe(this.stderr, { end: false });
     this.outs = [output, err];
     output.resume();
     input.resume(); // nothing comes back on stdin; its EOF is read so its close is seen
+  }
+
+  /** Once `to` (git's stdin) closes, what is still written to stdin is dropped, as a closed pipe drops it, so no writer waits on it. */
+  private dropOnClose(to: Writable): void {
+    to.once('close', () => {
+      this.stdin.unpipe(to);
+      this.stdin.resume();
+    });
   }
 
   /** @internal git runs: its stdin is written from here on. */

@@ -24,6 +24,16 @@ async function started(sp: GitSpawner): Promise<void> {
   throw new Error('the spawn helper did not start');
 }
 
+/** The first child a helper of `sp` starts within 6 s, trying every 50 ms (after a helper was lost or a socket replaced), or null. */
+async function servedBy(sp: GitSpawner, cmd: string, args: string[]): Promise<HelperChild | null> {
+  for (let i = 0; i < 120; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    const c = sp.spawn(cmd, args);
+    if (c) return c;
+  }
+  return null;
+}
+
 function collect(c: HelperChild): Promise<{ out: Buffer; code: number | null; signal: string | null; outAtExit: number }> {
   const chunks: Buffer[] = [];
   c.stdout.on('data', (b: Buffer) => chunks.push(b));
@@ -102,11 +112,7 @@ t.test('a helper that dies fails its children and is started again', async (t) =
   } catch {
     // gone already
   }
-  let again: HelperChild | null = null;
-  for (let i = 0; i < 60 && !again; i++) {
-    await new Promise((r) => setTimeout(r, 100));
-    again = sp.spawn('echo', ['back']);
-  }
+  const again = await servedBy(sp, 'echo', ['back']);
   t.ok(again, 'a new helper serves');
   t.equal((await collect(again!)).out.toString(), 'back\n');
   t.not(ppidOf((await sp.spawn('sleep', ['1'])!.pidReady)!), helper, 'from a new helper process');
@@ -163,11 +169,7 @@ t.test('no stdio socket: the daemon starts the program itself, every byte there;
   t.equal(r.outAtExit, sent.length, "all of it before 'exit'");
   t.match(logs.join('\n'), /spawn helper: .*ENOENT.*; cat started from the daemon/, 'the fallback is logged');
   t.not(sp.socketPath, before, 'a new socket in a new folder');
-  let again: HelperChild | null = null;
-  for (let i = 0; i < 100 && !again; i++) {
-    again = sp.spawn('sleep', ['0.3']);
-    if (!again) await new Promise((res) => setTimeout(res, 20));
-  }
+  const again = await servedBy(sp, 'sleep', ['0.3']);
   t.ok(again, 'the helper serves again');
   const p2 = (await again!.pidReady)!;
   t.not(ppidOf(p2), process.pid, 'started by the helper, not by this process');
@@ -210,11 +212,7 @@ t.test('a helper that does not answer is stopped: its child fails, a new helper 
     }
   }
   t.ok(gone, 'the helper that did not answer was killed');
-  let again: HelperChild | null = null;
-  for (let i = 0; i < 100 && !again; i++) {
-    await new Promise((res) => setTimeout(res, 50));
-    again = sp.spawn('echo', ['back']);
-  }
+  const again = await servedBy(sp, 'echo', ['back']);
   t.ok(again, 'a new helper serves');
   t.equal((await collect(again!)).out.toString(), 'back\n');
   t.match(logs.join('\n'), /did not start echo within 1 s/);
