@@ -2,11 +2,10 @@
 // and an async `git` runner (the server runs in this process, so git must not block it).
 
 import { execFile } from 'node:child_process';
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server/app.js';
 import { createRepo } from '../../src/server/repos.js';
-import { GIT_ENV, TestRepo, tempDir } from './repo.js';
+import { GIT_ENV, TestRepo, removeTree, tempDir } from './repo.js';
 
 export interface Gate {
   srv: RunningServer;
@@ -26,7 +25,7 @@ export async function startGate(t: T, opts: Partial<ServerOptions> = {}): Promis
   const srv = await startServer({ dataDir: data, port: 0, host: '127.0.0.1', log: () => {}, ...opts });
   t.teardown(async () => {
     await srv.close();
-    rmSync(data, { recursive: true, force: true });
+    removeTree(data);
   });
   return {
     srv,

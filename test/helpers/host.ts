@@ -3,11 +3,11 @@
 // environment carries the host's variables into the real git receive-pack and its hooks.
 
 import { execFile } from 'node:child_process';
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parseDaemonConfig, type DaemonConfig } from '../../src/host/config.js';
 import { startDaemon, type RunningDaemon } from '../../src/host/daemon.js';
-import { GIT_ENV, TestRepo, tempDir } from './repo.js';
+import { GIT_ENV, TestRepo, removeTree, tempDir } from './repo.js';
 import { gitAsync, type Run } from './gate.js';
 
 interface T { teardown(fn: () => unknown): void }
@@ -20,7 +20,7 @@ export const BASE = {
 /** A bare repository ROOT/NAME.git (HEAD main; NAME may hold folders) and a work repo whose main a person pushed into it. */
 export async function seededBare(t: T, name = 'app'): Promise<{ root: string; bare: string; w: TestRepo }> {
   const root = tempDir('pg-host-');
-  t.teardown(() => rmSync(root, { recursive: true, force: true }));
+  t.teardown(() => removeTree(root));
   const bare = join(root, `${name}.git`);
   mkdirSync(dirname(bare), { recursive: true });
   const init = await gitAsync(root, ['init', '-q', '--bare', '-b', 'main', bare]);
@@ -42,7 +42,7 @@ export async function startTestDaemon(t: T, extra: Record<string, unknown> = {},
   const d = await startDaemon(cfg, { log: () => {}, ...opts });
   t.teardown(async () => {
     await d.close();
-    rmSync(data, { recursive: true, force: true });
+    removeTree(data);
   });
   return { d, cfg, data };
 }

@@ -3,9 +3,9 @@
 // hook that holds a forward until released, and the check that upstream's refs and the log agree.
 
 import type t from 'tap';
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
-import { TestRepo, tempDir } from './repo.js';
+import { TestRepo, removeTree, tempDir } from './repo.js';
 import { refIn } from './gate.js';
 import { startUpstream, type Upstream } from './upstream.js';
 import { startServer, type RunningServer } from '../../src/server/app.js';
@@ -55,7 +55,7 @@ export async function setup(t: TT, auditUrl?: string, extra: { beforeJudge?: () 
   const agent = await srv!.tokens.create('agent-1', 'agent');
   t.teardown(async () => {
     await srv?.close();
-    rmSync(data, { recursive: true, force: true });
+    removeTree(data);
   });
   const remote = () => `http://agent-1:${agent}@127.0.0.1:${srv!.port}/app.git`;
   return {

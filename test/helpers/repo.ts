@@ -2,7 +2,7 @@
 // Every test builds its repository with the real git client; nothing is mocked.
 
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync, symlinkSync, chmodSync, existsSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, symlinkSync, chmodSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
@@ -28,6 +28,44 @@ export function tempDir(prefix = 'pg-'): string {
   const d = mkdtempSync(join(tmpdir(), prefix));
   made.add(d);
   return d;
+}
+
+/** Other processes whose command line names `dir` (a detached `repo warm NAME --data DIR` a CLI run started, say). */
+export function processesNaming(dir: string): number[] {
+  const pids: number[] = [];
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e) || Number(e) === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${e}/cmdline`, 'utf8').split('\0').includes(dir)) pids.push(Number(e));
+    } catch {
+      // gone between the listing and the read
+    }
+  }
+  return pids;
+}
+
+/** Wait until no process names `dir` on its command line; true when none does before `ms`. */
+export async function processesDone(dir: string, ms = 60_000): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (processesNaming(dir).length > 0) {
+    if (Date.now() > end) return false;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return true;
+}
+
+/**
+ * Remove a test folder in a teardown without throwing: a removal racing a process that still
+ * writes into it (ENOTEMPTY) is retried, and what stays is left to the exit sweep above. A
+ * teardown that throws stops tap from running the ones after it, and a server one of them
+ * would have closed then holds the file open until its 600 s timeout.
+ */
+export function removeTree(dir: string): void {
+  try {
+    rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+  } catch {
+    made.add(dir);
+  }
 }
 
 interface Teardown { teardown(fn: () => void): void }

@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { GIT_ENV, tempDir } from './repo.js';
+import { GIT_ENV, removeTree, tempDir } from './repo.js';
 import { gitAsync } from './gate.js';
 
 interface T { teardown(fn: () => unknown): void }
@@ -107,7 +107,7 @@ export async function startUpstream(t: T, opts: { user?: string; secret?: string
   };
   t.teardown(async () => {
     await stop();
-    rmSync(root, { recursive: true, force: true });
+    removeTree(root);
   });
   const dir = (name: string) => join(root, `${name}.git`);
   return {

@@ -4,10 +4,10 @@
 
 import t from 'tap';
 
-import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cliRun } from '../helpers/serve.js';
-import { TestRepo, tempDir } from '../helpers/repo.js';
+import { TestRepo, processesDone, removeTree, tempDir } from '../helpers/repo.js';
 import { refIn } from '../helpers/gate.js';
 import { startUpstream } from '../helpers/upstream.js';
 
@@ -26,7 +26,7 @@ t.test('repo create --upstream, upstream, sync, mode; no secret in any output', 
   writeFileSync(cred, `${up.user}:${up.secret}\n`);
   t.teardown(() => {
     rmSync(cred, { force: true });
-    rmSync(data, { recursive: true, force: true });
+    removeTree(data);
   });
   const outputs: string[] = [];
   const run = async (...a: string[]) => {
@@ -63,4 +63,7 @@ t.test('repo create --upstream, upstream, sync, mode; no secret in any output', 
   t.match(none.out, /no upstream/);
   for (const o of outputs) t.notOk(o.includes(up.secret), 'no output holds the secret');
   t.notOk(readFileSync(join(data, 'patchgate.db')).includes(up.secret), 'nor the audit log');
+  // create, upstream and sync each started a detached `repo warm app --data DATA`: each ends.
+  t.ok(await processesDone(data), 'the background warm-ups end on their own');
+  t.ok(existsSync(join(data, 'cache.db')), 'and they filled the contract cache');
 });
