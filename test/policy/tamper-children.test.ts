@@ -84,7 +84,7 @@ t.test('constructs in rarely walked places are found', async (t) => {
     '@deco(process.env.PATCHGATE_TOKEN)',
     'export class A<T> { m(x = process.env.NODE_TEST_CONTEXT): T | string | undefined { return x; } }',
     'export const el = <div title={process.env.PYTEST_CURRENT_TEST} />;',
-        '',
+    '',
   ].join('\n');
   const hits = scanTypeScript(src, 'src/a.tsx', new Set([2, 3, 4]));
   const lines = hits.filter((h) => h.check === 'env-read').map((h) => h.line);
