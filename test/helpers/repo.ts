@@ -30,18 +30,23 @@ export function tempDir(prefix = 'pg-'): string {
   return d;
 }
 
-/** Other processes whose command line names `dir` (a detached `repo warm NAME --data DIR` a CLI run started, say). */
-export function processesNaming(dir: string): number[] {
-  const pids: number[] = [];
+/** Every process on this machine, with its command line's arguments (/proc/PID/cmdline); one that ends while listed is left out. */
+export function processList(): Array<{ pid: number; argv: string[] }> {
+  const out: Array<{ pid: number; argv: string[] }> = [];
   for (const e of readdirSync('/proc')) {
-    if (!/^\d+$/.test(e) || Number(e) === process.pid) continue;
+    if (!/^\d+$/.test(e)) continue;
     try {
-      if (readFileSync(`/proc/${e}/cmdline`, 'utf8').split('\0').includes(dir)) pids.push(Number(e));
+      out.push({ pid: Number(e), argv: readFileSync(`/proc/${e}/cmdline`, 'utf8').split('\0') });
     } catch {
       // gone between the listing and the read
     }
   }
-  return pids;
+  return out;
+}
+
+/** Other processes whose command line names `dir` (a detached `repo warm NAME --data DIR` a CLI run started, say). */
+export function processesNaming(dir: string): number[] {
+  return processList().filter((p) => p.pid !== process.pid && p.argv.includes(dir)).map((p) => p.pid);
 }
 
 /** Wait until no process names `dir` on its command line; true when none does before `ms`. */

@@ -10,7 +10,7 @@ import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { needPostgres, startPostgres } from '../helpers/postgres.js';
 import { gitAsync } from '../helpers/gate.js';
-import { TestRepo, tempDir } from '../helpers/repo.js';
+import { TestRepo, processList, tempDir } from '../helpers/repo.js';
 import { cliRun, serve, type Served } from '../helpers/serve.js';
 import { createRepo } from '../../src/server/repos.js';
 
@@ -20,16 +20,8 @@ const BASE = {
 };
 
 /** Every process's argv on this machine, as `ps` shows it (/proc/PID/cmdline). */
-function allArgv(): Array<{ pid: string; argv: string }> {
-  const out: Array<{ pid: string; argv: string }> = [];
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      out.push({ pid, argv: readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ') });
-    } catch {
-      // the process ended meanwhile
-    }
-  }
-  return out;
+function allArgv(): Array<{ pid: number; argv: string }> {
+  return processList().map((p) => ({ pid: p.pid, argv: p.argv.join(' ') }));
 }
 
 /** The pids of a process's children (and theirs), read from /proc. */

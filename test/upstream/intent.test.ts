@@ -5,10 +5,10 @@
 // is written or forwarded. (PostgreSQL failure points: intent-pg.test.ts.)
 
 import t from 'tap';
-import { mkdirSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { TestRepo, tempDir } from '../helpers/repo.js';
+import { TestRepo, processList, tempDir } from '../helpers/repo.js';
 import { gitAsync, refIn } from '../helpers/gate.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { cli, serve } from '../helpers/serve.js';
@@ -38,15 +38,7 @@ t.test('SQLite writes failing after the forward: the rows are retried until they
 
 /** Processes whose command line holds `needle` (the forward's bash leader is named patchgate-git). */
 function processesWith(needle: string): number[] {
-  const out: number[] = [];
-  for (const p of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      if (readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(needle)) out.push(Number(p));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
+  return processList().filter((p) => p.argv.join('\0').includes(needle)).map((p) => p.pid);
 }
 
 /** Processes whose working folder is `dir` or inside it (upstream's receive-pack and its hook). */
@@ -81,7 +73,8 @@ t.test('kill -9 of the gate while upstream holds the forward: no git outlives it
   const push = gitAsync(w.dir, ['push', `http://agent-1:${agent}@127.0.0.1:${srv.port}/app.git`, 'agent/fix']);
   await waitFor('upstream to hold the forward', hold.entered);
   const needle = `127.0.0.1:${up.port}/app.git`;
-  const forwarders = processesWith(needle).filter((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('patchgate-git'));
+  const leaders = processesWith('patchgate-git');
+  const forwarders = processesWith(needle).filter((p) => leaders.includes(p));
   t.ok(forwarders.length > 0, 'the gate\'s forward is running (bash leader named patchgate-git)');
   const [pushId] = intents(data);
   t.ok(pushId, 'its intent entry is on disk');
