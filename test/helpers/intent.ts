@@ -21,13 +21,7 @@ export const BASE = {
   'tests/test_app.py': 'from src.app import add\n\ndef test_add():\n    assert add(1, 2) == 3\n',
 };
 
-export async function waitFor(what: string, cond: () => boolean | Promise<boolean>, ms = 90_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+export { waitFor } from './repo.js';
 
 /** An upstream hook (pre-receive: before upstream's refs move; post-receive: after) that waits for `release`. */
 export function holdingHook(up: Upstream, hook: 'pre-receive' | 'post-receive', dir: string): { entered: () => boolean; release: () => void } {

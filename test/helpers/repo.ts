@@ -49,14 +49,18 @@ export function processesNaming(dir: string): number[] {
   return processList().filter((p) => p.pid !== process.pid && p.argv.includes(dir)).map((p) => p.pid);
 }
 
-/** Wait until no process names `dir` on its command line; true when none does before `ms`. */
-export async function processesDone(dir: string, ms = 60_000): Promise<boolean> {
+/** Wait, trying every 100 ms, until `cond` holds; throws naming `what` after `ms`. */
+export async function waitFor(what: string, cond: () => boolean | Promise<boolean>, ms = 90_000): Promise<void> {
   const end = Date.now() + ms;
-  while (processesNaming(dir).length > 0) {
-    if (Date.now() > end) return false;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
-  return true;
+}
+
+/** Wait until no process names `dir` on its command line; true when none does before `ms`. */
+export function processesDone(dir: string, ms = 60_000): Promise<boolean> {
+  return waitFor(`the processes naming ${dir} to end`, () => processesNaming(dir).length === 0, ms).then(() => true, () => false);
 }
 
 /**
