@@ -29,10 +29,10 @@ export interface ContractLimits {
 }
 
 /** One walk's limits, its progress callback, and its file queue (FileQueue: each walk has its own). */
-type Lim = { max: number; tag: string; onFile?: (n: number) => void; files: FileQueue };
+export type Lim = { max: number; tag: string; onFile?: (n: number) => void; files: FileQueue };
 
 /** The byte limit as a number (Infinity: none), the tag it adds to cache keys, and a new file queue. */
-function limitOf(limits: ContractLimits): Lim {
+export function limitOf(limits: ContractLimits): Lim {
   const max = limits.maxSourceBytes ?? Infinity;
   return { max, tag: Number.isFinite(max) ? `max${max}` : 'nomax', ...(limits.onFile ? { onFile: limits.onFile } : {}), files: new FileQueue() };
 }
@@ -58,13 +58,13 @@ export interface Contract {
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** Roots as git path prefixes without a trailing slash ("src/" -> "src"; "" or "." -> whole tree). */
-function normRoot(root: string): string {
+export function normRoot(root: string): string {
   const r = root.replace(/\/+$/, '');
   return r === '.' ? '' : r;
 }
 
 /** The tree id of a root at `rev` (null when absent or not a folder). One batch-check lookup. */
-async function rootTree(git: Git, rev: string, root: string): Promise<string | null> {
+export async function rootTree(git: Git, rev: string, root: string): Promise<string | null> {
   const t = await git.pathId(rev, normRoot(root));
   return t && t.type === 'tree' ? t.id : null;
 }
@@ -84,7 +84,7 @@ function sha256(s: string): string {
  * A file over the byte limit is refused from its size alone (one header read), before it is
  * read or parsed, and whether or not its rows are cached: the verdict never depends on the cache.
  */
-async function fileRows(git: Git, cache: Map<string, unknown>, e: TreeEntry, format: ContractFormat, max: number): Promise<string[]> {
+export async function fileRows(git: Git, cache: Map<string, unknown>, e: TreeEntry, format: ContractFormat, max: number): Promise<string[]> {
   throwIfCancelled();
   if (Number.isFinite(max)) {
     const info = await git.pathId(e.id, null);
@@ -145,7 +145,7 @@ async function parseFileNow(git: Git, cache: Map<string, unknown>, e: TreeEntry,
 }
 
 /** A v1 .py file's re-export links, from the cache or parsed again (size limit checked as for rows). */
-async function fileLinks(git: Git, cache: Map<string, unknown>, path: string, blob: string, max: number): Promise<PyLinks> {
+export async function fileLinks(git: Git, cache: Map<string, unknown>, path: string, blob: string, max: number): Promise<PyLinks> {
   const hit = cache.get(linksKey(blob, path));
   if (isPyLinks(hit)) return hit;
   const e: TreeEntry = { mode: '100644', kind: 'regular', type: 'blob', id: blob, path };
@@ -255,12 +255,12 @@ function treeBytes(parts: number, py: PyIndex): number {
 }
 
 /** A tree contract's key in memory (the whole object). */
-function treeMemKey(treeId: string, prefix: string, lim: Lim): string {
+export function treeMemKey(treeId: string, prefix: string, lim: Lim): string {
   return `mem:tree-contract:v1:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${lim.tag}:${treeId}:${prefix}`;
 }
 
 /** A tree contract's key on disk (digest, file count, Python index). */
-function treeStoredKey(treeId: string, prefix: string, lim: Lim): string {
+export function treeStoredKey(treeId: string, prefix: string, lim: Lim): string {
   return `tree-digest:v1:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${lim.tag}:${treeId}:${prefix}`;
 }
 
@@ -273,7 +273,7 @@ function fileLineKey(blob: string, path: string, lim: Lim): string {
 const treesInflight: Inflight<TreeContract> = new WeakMap();
 
 /** A regular file in a language the v1 contract reads. */
-function isContractFile(kind: EntryKind, path: string): boolean {
+export function isContractFile(kind: EntryKind, path: string): boolean {
   return isFileKind(kind) && (path.endsWith('.py') || isTypeScriptPath(path));
 }
 

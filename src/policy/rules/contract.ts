@@ -4,6 +4,7 @@
 
 import { ContractParseError, ContractSizeError, ParseWorkerError } from '../../errors.js';
 import { contractFileCount, contractOf, contractRows, diffContracts, parseAllowFile, type Contract, type ContractFormat, type ContractLimits } from '../../contract/digest.js';
+import { contractCached, sameContract } from '../../contract/unchanged.js';
 import { slowPhase } from '../../progress.js';
 import type { Git } from '../../git/git.js';
 import { isZeroId } from '../../git/git.js';
@@ -31,6 +32,8 @@ export const contract: Rule = {
     const { roots, format, allowFile, maxSourceBytes } = policy.contract;
     const limits = { maxSourceBytes };
     const headCommit = update.newId;
+    const ahead = ctx.mode === 'push' && format === 'v1' ? await judgedOnChangedFiles(ctx, headCommit, roots, limits) : null;
+    if (ahead) return ahead;
     let head: Contract;
     try {
       head = await digestOf(ctx, git, headCommit, 'the pushed commit', roots, format, limits);
@@ -102,6 +105,32 @@ export const contract: Rule = {
     return steps.join('\n');
   },
 };
+
+/**
+ * A push whose bases are not cached yet (a never-seen repository, a daemon still warming it)
+ * is judged on the files it changes: when every differing contract file gives the rows (and
+ * Python links) it gives at the merge-base or the trusted tip, the digests are equal without
+ * parsing the rest of the tree (src/contract/unchanged.ts). Any other outcome (a moved row,
+ * a file that does not parse, a private module added) goes to the full digest, which gives
+ * the verdict and its message. Null: not decided here. Only in a push; `check` always
+ * computes the digests it prints.
+ */
+async function judgedOnChangedFiles(ctx: Parameters<Rule['check']>[0], headCommit: string, roots: string[], limits: ContractLimits): Promise<{ findings: Finding[]; details: Record<string, unknown> } | null> {
+  const trusted = ctx.trustedTip;
+  if (!trusted) return null;
+  const mergeBase = await mergeBaseWithTrusted(ctx, headCommit, trusted);
+  const bases = [...(mergeBase ? [{ name: 'merge-base', rev: mergeBase }] : []), ...(trusted !== mergeBase ? [{ name: 'trusted tip', rev: trusted }] : [])];
+  for (const b of bases) if (await contractCached(ctx.git, b.rev, roots, ctx.cache, limits)) return null; // the digests cost a few lookups
+  for (const b of bases) {
+    const same = await sameContract(ctx.git, b.rev, headCommit, roots, ctx.cache, limits);
+    if (same.verdict !== 'equal') continue;
+    return {
+      findings: [],
+      details: { format: 'v1', head: null, base: null, trusted: null, matched: 'changed files', against: b.name, againstCommit: b.rev, comparedFiles: same.compared.length, compared: same.compared.slice(0, 20) },
+    };
+  }
+  return null;
+}
 
 /**
  * contractOf, reporting progress when it runs long: a repository's first push (nothing of its

@@ -1,0 +1,109 @@
+// Is the v1 contract of one revision equal to another's, decided from the files that differ
+// between them alone? A push that arrives while nothing of its base is cached (a never-seen
+// repository, a daemon still warming it) would otherwise parse the whole tree inside its
+// hook time limit (issue 24: "a push that arrives during a warm-up is judged ahead of it, on
+// the files it touches"). The v1 digest is a Merkle digest over per-file lines (digest.ts), and
+// a file's rows depend on its blob and path only, so two trees whose differing contract files
+// all give the same rows have the same digest. The one thing that crosses files, Python
+// re-exports of private definitions (py-reexport.ts), is a function of the public files'
+// exports and the private modules' links: those are compared too, and a private module added
+// or removed is left to the full digest.
+
+import type { Git } from '../git/git.js';
+import type { Change } from '../git/trees.js';
+import { ContractParseError, ContractSizeError } from '../errors.js';
+import { initPython, isPrivateModule, type PyLinks } from './python.js';
+import { isPyIndex } from './py-reexport.js';
+import { fileLinks, fileRows, isContractFile, limitOf, normRoot, rootTree, treeMemKey, treeStoredKey, type ContractLimits, type Lim } from './digest.js';
+
+/** More differing contract files than this and the full digest is asked for instead (it then costs about what this would). */
+export const MAX_COMPARED_FILES = 256;
+
+export type Sameness =
+  /** Every differing contract file gives the same rows (and Python links): the digests are equal. */
+  | { verdict: 'equal'; compared: string[] }
+  /** `path` gives other rows: the digests differ. */
+  | { verdict: 'moved'; compared: string[]; path: string }
+  /** Not decidable from the differing files (see `why`): compute the digests. */
+  | { verdict: 'unknown'; why: string };
+
+/**
+ * Whether the v1 contracts of `baseRev` and `headRev` under `roots` are equal, judged from the
+ * files that differ between the two trees only; unchanged files are never read. 'unknown' when
+ * a differing file does not parse or is over the size limit (the full digest gives the verdict
+ * and its message), when a Python private module appears or disappears, or when more than
+ * MAX_COMPARED_FILES contract files differ.
+ */
+export async function sameContract(git: Git, baseRev: string, headRev: string, roots: string[], cache: Map<string, unknown>, limits: ContractLimits = {}): Promise<Sameness> {
+  await initPython();
+  const lim = limitOf(limits);
+  const compared: string[] = [];
+  for (const root of roots) {
+    const [a, b] = await Promise.all([rootTree(git, baseRev, root), rootTree(git, headRev, root)]);
+    if (a === b) continue; // both absent, or the same tree
+    if (!a || !b) return { verdict: 'unknown', why: `root ${root} exists at only one of the two revisions` };
+    const r = normRoot(root);
+    const changes = await git.diffTrees(a, b, r ? `${r}/` : '');
+    const relevant = changes.filter((c) => isContractSide(c.oldKind, c.path) || isContractSide(c.newKind, c.path));
+    if (compared.length + relevant.length > MAX_COMPARED_FILES) return { verdict: 'unknown', why: `more than ${MAX_COMPARED_FILES} contract files differ` };
+    for (const c of relevant) {
+      const out = await compareFile(git, cache, c, lim);
+      if (out === 'unknown') return { verdict: 'unknown', why: `${c.path}: other Python re-export links, a private module added or removed, or a file that does not parse or is too large` };
+      compared.push(c.path);
+      if (out === 'moved') return { verdict: 'moved', compared, path: c.path };
+    }
+  }
+  return { verdict: 'equal', compared };
+}
+
+/** Whether the contract of `rev` is in the cache for every root (a lookup per root, no parse). */
+export async function contractCached(git: Git, rev: string, roots: string[], cache: Map<string, unknown>, limits: ContractLimits = {}): Promise<boolean> {
+  const lim = limitOf(limits);
+  for (const root of roots) {
+    const tree = await rootTree(git, rev, root);
+    if (!tree) continue;
+    const r = normRoot(root);
+    const prefix = r ? `${r}/` : '';
+    if (cache.get(treeMemKey(tree, prefix, lim)) !== undefined) continue;
+    const stored = cache.get(treeStoredKey(tree, prefix, lim)) as { digest?: unknown; py?: unknown } | undefined;
+    if (!stored || typeof stored.digest !== 'string' || !isPyIndex(stored.py)) return false;
+  }
+  return true;
+}
+
+function isContractSide(kind: Change['oldKind'], path: string): boolean {
+  return kind !== null && isContractFile(kind, path);
+}
+
+/** One side of a change as the contract sees it: its rows and (Python) links; absent or not a contract file: none. */
+async function sideOf(git: Git, cache: Map<string, unknown>, kind: Change['oldKind'], id: string, path: string, lim: Lim): Promise<{ rows: string[]; links: PyLinks | null } | null> {
+  if (!isContractSide(kind, path)) return null;
+  const rows = await fileRows(git, cache, { mode: '100644', kind: kind!, type: 'blob', id, path }, 'v1', lim.max);
+  const links = path.endsWith('.py') ? await fileLinks(git, cache, path, id, lim.max) : null;
+  return { rows, links };
+}
+
+async function compareFile(git: Git, cache: Map<string, unknown>, c: Change, lim: Lim): Promise<'equal' | 'moved' | 'unknown'> {
+  let before: Awaited<ReturnType<typeof sideOf>>;
+  let after: Awaited<ReturnType<typeof sideOf>>;
+  try {
+    [before, after] = await Promise.all([sideOf(git, cache, c.oldKind, c.oldId, c.path, lim), sideOf(git, cache, c.newKind, c.newId, c.path, lim)]);
+  } catch (err) {
+    // The full digest refuses with its own message (or, for the base, matches nothing).
+    if (err instanceof ContractParseError || err instanceof ContractSizeError) return 'unknown';
+    throw err;
+  }
+  const py = c.path.endsWith('.py');
+  // A private module's presence is part of the root's re-export index: left to the full digest.
+  if (py && isPrivateModule(c.path) && (!before || !after)) return 'unknown';
+  if (!sameRows(before?.rows ?? [], after?.rows ?? [])) return 'moved';
+  if (!py) return 'equal';
+  // Public modules count in the index by what they re-export; private ones by all their links.
+  // Other links may still resolve to the same re-export rows: only the full digest can say.
+  const part = (s: typeof before): unknown => (isPrivateModule(c.path) ? s?.links ?? {} : s?.links?.exports ?? []);
+  return JSON.stringify(part(before)) === JSON.stringify(part(after)) ? 'equal' : 'unknown';
+}
+
+function sameRows(a: string[], b: string[]): boolean {
+  return a.length === b.length && a.every((r, i) => r === b[i]);
+}
