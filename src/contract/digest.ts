@@ -17,6 +17,7 @@ import { splitLinks } from './extract.js';
 import { EMPTY_INDEX, isPyIndex, isPyLinks, mergeIndex, resolveReexports, type PyIndex } from './py-reexport.js';
 import { APPROX_BYTES, ContentCache } from '../cache/content-cache.js';
 import { FileQueue } from './file-queue.js';
+import { backgroundTurn, joinOther } from './priority.js';
 import { Earlier, keepWalk, lastWalk, storedRecord, type StoredEntry } from './folder-record.js';
 
 export type ContractFormat = 'v1' | 'seed';
@@ -133,6 +134,9 @@ async function parseFileNow(git: Git, cache: Map<string, unknown>, e: TreeEntry,
   } catch (err) {
     throw new ContractParseError(e.path, 1, 1, 'not valid UTF-8', { cause: err });
   }
+  // A warm-up's parse waits while a push is judged (./priority.ts); a push's never does.
+  await backgroundTurn();
+  throwIfCancelled();
   const { rows: parsed, links } = splitLinks(await parsePool.rows(format, e.path, source));
   // v1: a file's rows are a set. A declaration written twice (a duplicate `declare module`
   // augmentation, an overload repeated) counts once, and order never counts, so two trees
@@ -197,7 +201,7 @@ async function shared<T>(table: Inflight<T>, cache: Map<string, unknown>, key: s
   const running = pending.get(key);
   if (running) {
     try {
-      const v = await cancellable(running);
+      const v = await joinOther(cancellable(running));
       onJoined?.(v);
       return v;
     } catch (err) {

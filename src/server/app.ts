@@ -30,6 +30,7 @@ import type { IdleGcOptions } from './idle-gc.js';
 import { stderrProgress } from '../progress.js';
 import { checkHooks, ensureRepoConfig, listRepos, normalizeRepoName, reposDir, resolveRepo, createRepo, holdoutOf } from './repos.js';
 import { writeAdminToken } from './admin-token.js';
+import { holdForeground } from '../contract/priority.js';
 import { DEFAULT_LIMITS, exchangeOf, guardRequest, preparePost, prepareGet, trackChild, type FrontDeps, type RequestLimits } from './git-front.js';
 import { refreshForClone, warmWithUpstream } from '../upstream/serve.js';
 import { lockDataDir } from './datadir-lock.js';
@@ -386,6 +387,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       if (!state.ok) return send(res, 503, `patchgate: repository ${name} is not served: ${state.reason}`);
       const service = m[2] === 'info/refs' ? url.searchParams.get('service') : m[2];
       if (service !== null && service !== 'git-upload-pack' && service !== 'git-receive-pack' && m[2] !== 'HEAD') return send(res, 403, 'patchgate: service not available');
+      // A push's requests (ref advertisement, receive-pack and the hooks it runs) go ahead of
+      // any warm-up's parses until they end (src/contract/priority.ts).
+      if (service === 'git-receive-pack') res.on('close', holdForeground());
       // node-git-server gets a stand-in for the request: a POST only once its command section was read and checked.
       const post = m[2] === 'git-receive-pack' || m[2] === 'git-upload-pack';
       if (post !== (req.method === 'POST')) return send(res, 405, `patchgate: ${req.method} is not the method for ${m[2]}`);

@@ -10,6 +10,7 @@ import { loadPolicy, type Policy } from '../../policy/config.js';
 import type { SlowPhaseOptions } from '../../progress.js';
 import { parsePool } from '../../contract/parse-pool.js';
 import { runCancellable } from '../../cancel.js';
+import { foreground } from '../../contract/priority.js';
 import type { RefDecision, RefUpdate } from '../../policy/types.js';
 import type { HookContext } from './context.js';
 import type { PushSession } from './session.js';
@@ -53,7 +54,8 @@ export class Judge {
       const queued = Math.round(performance.now() - waited);
       if (queued > 0) timings.queued = queued;
       try {
-        return await this.judgeUpdates(git, s, updates, timings, cancel.signal, remote);
+        // While it runs, warm-up parses wait (src/contract/priority.ts): a push is judged ahead of a warm-up.
+        return await foreground(() => this.judgeUpdates(git, s, updates, timings, cancel.signal, remote));
       } finally {
         release();
       }

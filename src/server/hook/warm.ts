@@ -8,6 +8,7 @@ import { ContractParseError, errorMessage } from '../../errors.js';
 import { contractFileCount, contractOf } from '../../contract/digest.js';
 import { Progress } from '../../progress.js';
 import { runCancellable } from '../../cancel.js';
+import { runInBackground } from '../../contract/priority.js';
 import type { HookContext } from './context.js';
 import { trustedState } from './judge.js';
 
@@ -38,7 +39,8 @@ export class Warmer {
     // `before`: what must happen first, in the same queue (an upstream fetch); its failure only logs.
     const first = (): Promise<unknown> => (before ? before().catch((err: unknown) => process.stderr.write(`patchgate: ${errorMessage(err).split('\n')[0]}\n`)) : Promise.resolve());
     this.warmQueued++;
-    this.warming = this.warming.then(() => runCancellable(this.stopping, async () => (await first(), this.warm(repoDir)))).catch((err: unknown) => {
+    // Background work: its parses give way to pushes being judged (src/contract/priority.ts).
+    this.warming = this.warming.then(() => runCancellable(this.stopping, () => runInBackground(async () => (await first(), this.warm(repoDir))))).catch((err: unknown) => {
       if (!this.listening()) return; // stopped on the way: nothing to report
       process.stderr.write(`patchgate: cache warm-up of ${repoDir} stopped: ${errorMessage(err).split('\n')[0]}\n`);
     }).finally(() => {
