@@ -5,18 +5,15 @@
 // the gate never digested is accepted on its one changed file, and a moved signature is still
 // refused with its row.
 
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { Git } from '../../src/git/git.js';
 import { contractOf } from '../../src/contract/digest.js';
 import { ContractParseError } from '../../src/errors.js';
 import { contractCached, sameContract } from '../../src/contract/unchanged.js';
-import { GIT_ENV, TestRepo, tempDir } from '../helpers/repo.js';
+import { GIT_ENV, TestRepo } from '../helpers/repo.js';
+import { cloneCorpus } from '../helpers/corpus.js';
 import { bareDir, gitAsync, refIn, startGate } from '../helpers/gate.js';
-
-const CORPUS = process.env.PATCHGATE_CORPUS ?? [join(process.cwd(), '..', 'shared', 'corpus'), '/work/shared/corpus'].find((d) => existsSync(d)) ?? join(process.cwd(), '..', 'shared', 'corpus');
 
 async function digestOrError(git: Git, rev: string, cache: Map<string, unknown>): Promise<string> {
   try {
@@ -29,15 +26,8 @@ async function digestOrError(git: Git, rev: string, cache: Map<string, unknown>)
 
 for (const name of ['attrs', 'jotai']) {
   t.test(`${name}: judged on the changed files, the verdict is the full digests' on each of 60 commits`, async (t) => {
-    const bundle = join(CORPUS, `${name}.bundle`);
-    if (!existsSync(bundle)) {
-      // By hand it says so and skips; in CI the corpus is part of the run.
-      if (process.env.CI) t.fail(`${bundle} is missing`);
-      else t.skip(`${bundle} is missing`);
-      return;
-    }
-    const dir = tempDir(`pg-corpus-${name}-`);
-    execFileSync('git', ['clone', '-q', bundle, dir], { env: { ...process.env, ...GIT_ENV } });
+    const dir = cloneCorpus(t, name);
+    if (!dir) return;
     const commits = execFileSync('git', ['rev-list', '--first-parent', '--no-merges', '--max-count=60', 'HEAD', '--', 'src/'], { cwd: dir, encoding: 'utf8' }).trim().split('\n');
     const git = new Git({ dir });
     t.teardown(() => git.close());
@@ -83,7 +73,7 @@ t.test('a private module added or removed, or a file that does not parse, is lef
 });
 
 /** A gate whose repository `app` has `files` on main, put there without the gate digesting anything (a never-seen repository). */
-async function neverSeen(t: Parameters<Parameters<typeof t.test>[1]>[0], files: Record<string, string>) {
+async function neverSeen(t: Test, files: Record<string, string>) {
   const gate = await startGate(t);
   await gate.repo('app');
   const agent = gate.token('agent-1', 'agent');

@@ -6,15 +6,13 @@
 
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, type TSESTree } from '@typescript-eslint/typescript-estree';
 import { children } from '../../src/policy/tamper/stack-js.js';
 import { scanTypeScript } from '../../src/policy/tamper/scan-typescript.js';
-import { GIT_ENV, tempDir } from '../helpers/repo.js';
+import { cloneCorpus } from '../helpers/corpus.js';
 
-// Beside the project (../shared/corpus), or where the CI clone finds it (as test/ci/corpus.test.ts does).
-const CORPUS = process.env.PATCHGATE_CORPUS ?? [join(process.cwd(), '..', 'shared', 'corpus'), '/work/shared/corpus'].find((d) => existsSync(d)) ?? join(process.cwd(), '..', 'shared', 'corpus');
 
 /** Every node reachable through any own property but parent/loc/range, by a plain recursion. */
 function deep(root: unknown): Set<unknown> {
@@ -49,15 +47,8 @@ t.test('children reaches every node of every TS/JS file of zustand and jotai', a
   let files = 0;
   let nodes = 0;
   for (const name of ['zustand', 'jotai']) {
-    const bundle = join(CORPUS, `${name}.bundle`);
-    if (!existsSync(bundle)) {
-      // By hand it says so and skips; in CI the corpus is part of the run.
-      if (process.env.CI) t.fail(`${bundle} is missing`);
-      else t.skip(`${bundle} is missing`);
-      continue;
-    }
-    const dir = tempDir(`pg-corpus-${name}-`);
-    execFileSync('git', ['clone', '-q', bundle, dir], { env: { ...process.env, ...GIT_ENV } });
+    const dir = cloneCorpus(t, name);
+    if (!dir) continue;
     const list = execFileSync('git', ['-C', dir, 'ls-files', '-z'], { encoding: 'utf8' }).split('\0').filter((p) => /\.(ts|tsx|mts|cts|js|jsx|mjs|cjs)$/.test(p) && !p.endsWith('.d.ts'));
     let missed = 0;
     for (const p of list) {
