@@ -9,7 +9,7 @@ import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { ci, exits, tempDir } from './project.js';
+import { ci, exits, NPM_BEFORE, tempDir } from './project.js';
 import { pythonWithPytest } from './pyproject.js';
 
 const CORPUS = resolve(process.cwd(), '../../shared/corpus');
@@ -92,7 +92,7 @@ t.test('zustand (vitest): green at its own HEAD, red on a broken setState', asyn
   // version its range allows that runs on Node 20), installed once from the npm registry.
   const deps = tempDir(t, 'pg-zdeps-');
   writeFileSync(join(deps, 'package.json'), JSON.stringify({ name: 'zustand-test-deps', private: true }));
-  const inst = spawnSync('npm', ['install', '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--ignore-scripts', 'vitest@4.1.12', 'vite@8.3.8', 'jsdom@29.1.1', '@testing-library/jest-dom@6.9.1', '@testing-library/react@16.3.2', '@testing-library/dom@10.4.1', 'react@19.2.7', 'react-dom@19.2.7', 'immer@11.1.8', 'use-sync-external-store@1.6.0'], { cwd: deps, encoding: 'utf8', timeout: 300_000 });
+  const inst = spawnSync('npm', ['install', '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--ignore-scripts', NPM_BEFORE, 'vitest@4.1.12', 'vite@8.3.8', 'jsdom@29.1.1', '@testing-library/jest-dom@6.9.1', '@testing-library/react@16.3.2', '@testing-library/dom@10.4.1', 'react@19.2.7', 'react-dom@19.2.7', 'immer@11.1.8', 'use-sync-external-store@1.6.0'], { cwd: deps, encoding: 'utf8', timeout: 300_000 });
   if (inst.status !== 0) {
     t.fail(`npm install failed: ${(inst.stderr ?? '').slice(-800)}`);
     return;

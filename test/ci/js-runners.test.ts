@@ -7,7 +7,7 @@ import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ci, exits, tempDir, T0 } from './project.js';
+import { ci, exits, NPM_BEFORE, tempDir, T0 } from './project.js';
 import { TestRepo } from '../helpers/repo.js';
 
 const VERSIONS = { vitest: ['vitest@4.1.12', 'vite@8.3.8'], jest: ['jest@30.5.2'] } as const;
@@ -16,7 +16,7 @@ const VERSIONS = { vitest: ['vitest@4.1.12', 'vite@8.3.8'], jest: ['jest@30.5.2'
 function install(t: Tap, which: keyof typeof VERSIONS): string | null {
   const d = tempDir(t, `pg-${which}-`);
   writeFileSync(join(d, 'package.json'), JSON.stringify({ name: `deps-${which}`, private: true }));
-  const r = spawnSync('npm', ['install', '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--ignore-scripts', ...VERSIONS[which]], { cwd: d, encoding: 'utf8', timeout: 240_000 });
+  const r = spawnSync('npm', ['install', '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--ignore-scripts', NPM_BEFORE, ...VERSIONS[which]], { cwd: d, encoding: 'utf8', timeout: 240_000 });
   if (r.status !== 0) {
     t.fail(`npm install ${VERSIONS[which].join(' ')} failed: ${(r.stderr ?? '').slice(-800)}`);
     return null;

@@ -13,6 +13,13 @@ export const NODE = process.execPath;
 /** 2026-11-01, the commit clock of every project (freezes are judged against it). */
 export const T0 = Date.UTC(2026, 10, 1) / 1000;
 export const DAY = 86400;
+/**
+ * The npm installs of the runner tests resolve their dependencies as the registry stood on this
+ * day (`npm install --before`): without a lock file a publish after it (seen 4 December 2026:
+ * an @babel release listed before the versions it depends on) broke the install of a pinned jest.
+ * Every version the tests pin is older.
+ */
+export const NPM_BEFORE = '--before=2026-11-20';
 export const TODAY = '2026-11-05';
 
 /** sha256 of the empty lock: the fixture digest when there is no ci/fixtures.lock. */
