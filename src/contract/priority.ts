@@ -79,21 +79,34 @@ let lastTurn: Promise<void> = Promise.resolve();
  */
 export async function backgroundTurn(): Promise<void> {
   if (!inBackground()) return;
-  const valve = await mayRun();
-  const before = lastTurn;
-  let done!: () => void;
-  lastTurn = new Promise<void>((resolve) => (done = resolve));
-  await before;
-  await new Promise<void>((resolve) => setImmediate(resolve));
-  done();
-  // A judgement may have started while this one waited for its turn.
-  if (!valve) await mayRun();
+  for (;;) {
+    const valve = await mayRun();
+    const before = lastTurn;
+    let done!: () => void;
+    lastTurn = new Promise<void>((resolve) => (done = resolve));
+    await before;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    done();
+    // A judgement may have started while this one waited for its turn: then it waits again,
+    // and takes a turn of its own again, so the parses that waited do not all go at once.
+    if (valve || !pushFirst()) return;
+  }
+}
+
+/** Whether a judgement or a push's request runs now (the parsers' JIT warm-up waits for none, src/server/hook/parser-warm.ts). */
+export function pushesInFlight(): boolean {
+  return judging > 0;
+}
+
+/** Whether background parses must wait now: a judgement or a push's request runs and waits on nothing of the background. */
+export function pushFirst(): boolean {
+  return judging > 0 && joined === 0;
 }
 
 /** Waits while a judgement runs that waits on nothing of the background; true when the valve let this one go. */
 async function mayRun(): Promise<boolean> {
-  if (judging > 0 && joined === 0) held++;
-  while (judging > 0 && joined === 0) {
+  if (pushFirst()) held++;
+  while (pushFirst()) {
     const timedOut = await new Promise<boolean>((resolve) => {
       const go = (): void => {
         clearTimeout(timer);

@@ -45,6 +45,7 @@ import type { PushSession } from './hook/session.js';
 import { MainStores } from './hook/stores.js';
 import { Warmer } from './hook/warm.js';
 import { warmParsers, type ParserWarmResult } from './hook/parser-warm.js';
+import { pushesInFlight } from '../contract/priority.js';
 
 export type { HookServiceOptions } from './hook/context.js';
 export type { HookRequest } from './hook/request.js';
@@ -119,7 +120,7 @@ export class HookService {
     await this.endpoint.listen();
     // The parsers' JIT warm-up (./hook/parser-warm.ts): background, once per process, giving way to pushes.
     // Busy: a receive-pack is running (its pack streams through this loop) or a hook is being answered.
-    this.parserWarm = warmParsers({ signal: this.stopping.signal, busy: () => this.sessions.size > 0 || this.judging > 0 || this.endpoint.busy > 0 });
+    this.parserWarm = warmParsers({ signal: this.stopping.signal, busy: () => this.sessions.size > 0 || this.judging > 0 || this.endpoint.busy > 0 || pushesInFlight() });
   }
 
   /** The parsers' warm-up, once start() ran (for tests and the benchmark). */

@@ -59,6 +59,25 @@ t.test('a judgement waiting on background work lets the background run', async (
   await judged;
 });
 
+t.test('parses that waited for a judgement go one per turn of the event loop, not all at once', async (t) => {
+  // Five parses take their turns while a judgement starts: each finds it running after its turn.
+  const turns = Array.from({ length: 5 }, () => turn());
+  const hold = deferred();
+  const judged = foreground(() => hold.p);
+  await ticks(8);
+  t.equal(turns.filter((x) => x.s.done).length, 0, 'none went while the judgement ran');
+  hold.resolve();
+  await judged;
+  const counts: number[] = [];
+  for (let i = 0; i < 6; i++) {
+    await new Promise((r) => setImmediate(r));
+    counts.push(turns.filter((x) => x.s.done).length);
+  }
+  t.ok(counts.every((n, i) => n <= i + 1), `at most one more per turn of the loop (${counts.join(', ')})`);
+  await Promise.all(turns.map((x) => x.p));
+  t.ok(turns.every((x) => x.s.done), 'all went in the end');
+});
+
 t.test('outside the background nothing waits; the valve lets one parse go per period', async (t) => {
   const hold = deferred();
   const judged = foreground(() => hold.p);
