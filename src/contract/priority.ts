@@ -3,10 +3,12 @@
 // synchronous work, and a push's judgement needs many short turns of the loop (each git read),
 // so a push that arrived during a warm-up waited behind warm-up parses at every turn (2.7 s a
 // push on the bench's 50k tree). Now a background parse (one run under runInBackground) waits
-// while any judgement runs (and while a push's requests are in flight, src/server/app.ts), unless a judgement is waiting on background work (it joined a walk
-// or a parse the warm-up started): then it goes at once. A safety valve lets one waiting
-// background parse go every VALVE_MS, so a wait this module does not know of can slow the
-// warm-up but never stall it, or a judgement behind it.
+// while a judgement runs or a push's requests are in flight (src/server/app.ts), unless a
+// judgement waits on background work (it joined a walk or a parse the warm-up started): then it
+// goes at once. Background parses start one per turn of the event loop, so a request that
+// arrives is read between two of them. A safety valve lets one waiting background parse go
+// every VALVE_MS, so a wait this module does not know of can slow the warm-up but never stall
+// it, or a judgement behind it.
 
 import { AsyncLocalStorage } from 'node:async_hooks';
 
@@ -47,10 +49,10 @@ export async function foreground<T>(fn: () => Promise<T>): Promise<T> {
 /** Count a push in flight (its ref advertisement or its receive-pack request) as foreground until the returned release is called (once; later calls do nothing). */
 export function holdForeground(): () => void {
   judging++;
-  let held = true;
+  let active = true;
   return () => {
-    if (!held) return;
-    held = false;
+    if (!active) return;
+    active = false;
     judging--;
     wake();
   };
