@@ -106,11 +106,14 @@ t.test('pushes during a warm-up are judged while its parses wait; the warm-up st
   gate.srv.hooks.warmRepo(bareDir(gate, 'app'));
   const start = priorityState();
   let pushes = 0;
+  let wallMs = 0;
   for (let i = 0; i < 3; i++) {
     w.checkout(`agent/p${i}`, true);
     const sha = w.commit(`body ${i}`, { [`src/d${i}/m${i}.ts`]: files[`src/d${i}/m${i}.ts`]!.replace('o.a + n', 'n + o.a') });
     const running = gate.srv.hooks.warmingStatus();
+    const t0 = performance.now();
     const r = await gitAsync(w.dir, ['push', gate.remote('app', 'agent-1', agent), `agent/p${i}`]);
+    wallMs += performance.now() - t0;
     t.equal(r.code, 0, r.stderr);
     t.equal(await refIn(bareDir(gate, 'app'), `refs/heads/agent/p${i}`), sha);
     w.checkout('main');
@@ -120,11 +123,10 @@ t.test('pushes during a warm-up are judged while its parses wait; the warm-up st
   const rows = gate.srv.audit.query({ kind: 'ref', actor: 'agent-1' });
   t.equal(rows.length, 3);
   t.ok(rows.every((r) => r.verdict === 'accept'));
-  const judged = rows.map((r) => (r.timings as { total?: number } | null)?.total ?? 0).reduce((a, b) => a + b, 0);
   const end = priorityState();
-  t.ok(end.held > start.held, `warm-up parses waited for the judgements (${end.held - start.held})`);
-  // While judging, the warm-up parses only through the valve: one per VALVE_MS at most.
-  t.ok(end.valved - start.valved <= Math.ceil(judged / VALVE_MS) + 3, `the valve let ${end.valved - start.valved} parse(s) go in ${judged} ms of judging`);
+  t.ok(end.held > start.held, `warm-up parses waited for the pushes (${end.held - start.held})`);
+  // Only while a push was in flight could the valve let one go: one per VALVE_MS at most.
+  t.ok(end.valved - start.valved <= Math.ceil(wallMs / VALVE_MS) + 3, `the valve let ${end.valved - start.valved} parse(s) go in ${Math.round(wallMs)} ms of pushes`);
   await gate.srv.hooks.warmed;
   t.equal(gate.srv.hooks.warmingStatus(), null, 'the warm-up finished');
 });
