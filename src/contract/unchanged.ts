@@ -22,8 +22,12 @@ export const MAX_COMPARED_FILES = 256;
 export type Sameness =
   /** Every differing contract file gives the same rows (and Python links): the digests are equal. */
   | { verdict: 'equal'; compared: string[] }
-  /** `path` gives other rows: the digests differ. */
-  | { verdict: 'moved'; compared: string[]; path: string }
+  /**
+   * Some give other rows (the first is `path`), every other link is the same: the digests
+   * differ, and `before`/`after` are the differing files' rows on each side, in path order,
+   * from which the full contracts' row diff follows (every other row is the same).
+   */
+  | { verdict: 'moved'; compared: string[]; path: string; before: string[]; after: string[] }
   /** Not decidable from the differing files (see `why`): compute the digests. */
   | { verdict: 'unknown'; why: string };
 
@@ -38,6 +42,7 @@ export async function sameContract(git: Git, baseRev: string, headRev: string, r
   await initPython();
   const lim = limitOf(limits);
   const compared: string[] = [];
+  const moved: Array<{ path: string; before: string[]; after: string[] }> = [];
   for (const root of roots) {
     const [a, b] = await Promise.all([rootTree(git, baseRev, root), rootTree(git, headRev, root)]);
     if (a === b) continue; // both absent, or the same tree
@@ -48,12 +53,13 @@ export async function sameContract(git: Git, baseRev: string, headRev: string, r
     if (compared.length + relevant.length > MAX_COMPARED_FILES) return { verdict: 'unknown', why: `more than ${MAX_COMPARED_FILES} contract files differ` };
     for (const c of relevant) {
       const out = await compareFile(git, cache, c, lim);
-      if (out === 'unknown') return { verdict: 'unknown', why: `${c.path}: other Python re-export links, a private module added or removed, or a file that does not parse or is too large` };
+      if (out.verdict === 'unknown') return { verdict: 'unknown', why: `${c.path}: other Python re-export links, a private module added or removed, or a file that does not parse or is too large` };
       compared.push(c.path);
-      if (out === 'moved') return { verdict: 'moved', compared, path: c.path };
+      if (out.verdict === 'moved') moved.push({ path: c.path, before: out.before, after: out.after });
     }
   }
-  return { verdict: 'equal', compared };
+  if (!moved.length) return { verdict: 'equal', compared };
+  return { verdict: 'moved', compared, path: moved[0]!.path, before: moved.flatMap((m) => m.before), after: moved.flatMap((m) => m.after) };
 }
 
 /** Whether the contract of `rev` is in the cache for every root (a lookup per root, no parse). */
@@ -83,25 +89,27 @@ async function sideOf(git: Git, cache: Map<string, unknown>, kind: Change['oldKi
   return { rows, links };
 }
 
-async function compareFile(git: Git, cache: Map<string, unknown>, c: Change, lim: Lim): Promise<'equal' | 'moved' | 'unknown'> {
+async function compareFile(git: Git, cache: Map<string, unknown>, c: Change, lim: Lim): Promise<{ verdict: 'equal' | 'moved'; before: string[]; after: string[] } | { verdict: 'unknown' }> {
   let before: Awaited<ReturnType<typeof sideOf>>;
   let after: Awaited<ReturnType<typeof sideOf>>;
   try {
     [before, after] = await Promise.all([sideOf(git, cache, c.oldKind, c.oldId, c.path, lim), sideOf(git, cache, c.newKind, c.newId, c.path, lim)]);
   } catch (err) {
     // The full digest refuses with its own message (or, for the base, matches nothing).
-    if (err instanceof ContractParseError || err instanceof ContractSizeError) return 'unknown';
+    if (err instanceof ContractParseError || err instanceof ContractSizeError) return { verdict: 'unknown' };
     throw err;
   }
-  const py = c.path.endsWith('.py');
-  // A private module's presence is part of the root's re-export index: left to the full digest.
-  if (py && isPrivateModule(c.path) && (!before || !after)) return 'unknown';
-  if (!sameRows(before?.rows ?? [], after?.rows ?? [])) return 'moved';
-  if (!py) return 'equal';
-  // Public modules count in the index by what they re-export; private ones by all their links.
-  // Other links may still resolve to the same re-export rows: only the full digest can say.
-  const part = (s: typeof before): unknown => (isPrivateModule(c.path) ? s?.links ?? {} : s?.links?.exports ?? []);
-  return JSON.stringify(part(before)) === JSON.stringify(part(after)) ? 'equal' : 'unknown';
+  if (c.path.endsWith('.py')) {
+    // A private module's presence is part of the root's re-export index: left to the full digest.
+    if (isPrivateModule(c.path) && (!before || !after)) return { verdict: 'unknown' };
+    // Public modules count in the index by what they re-export; private ones by all their links.
+    // Other links may still resolve to the same re-export rows: only the full digest can say.
+    const part = (s: typeof before): unknown => (isPrivateModule(c.path) ? s?.links ?? {} : s?.links?.exports ?? []);
+    if (JSON.stringify(part(before)) !== JSON.stringify(part(after))) return { verdict: 'unknown' };
+  }
+  const rowsBefore = before?.rows ?? [];
+  const rowsAfter = after?.rows ?? [];
+  return { verdict: sameRows(rowsBefore, rowsAfter) ? 'equal' : 'moved', before: rowsBefore, after: rowsAfter };
 }
 
 function sameRows(a: string[], b: string[]): boolean {

@@ -8,7 +8,7 @@
 import t, { type Test } from 'tap';
 import { execFileSync } from 'node:child_process';
 import { Git } from '../../src/git/git.js';
-import { contractOf } from '../../src/contract/digest.js';
+import { contractOf, contractRows, diffContracts } from '../../src/contract/digest.js';
 import { ContractParseError } from '../../src/errors.js';
 import { contractCached, sameContract } from '../../src/contract/unchanged.js';
 import { GIT_ENV, TestRepo } from '../helpers/repo.js';
@@ -31,7 +31,7 @@ for (const name of ['attrs', 'jotai']) {
     const commits = execFileSync('git', ['rev-list', '--first-parent', '--no-merges', '--max-count=60', 'HEAD', '--', 'src/'], { cwd: dir, encoding: 'utf8' }).trim().split('\n');
     const git = new Git({ dir });
     t.teardown(() => git.close());
-    const full = new Map<string, unknown>();
+    const fullCache = new Map<string, unknown>();
     const counts = { equal: 0, moved: 0, unknown: 0 };
     for (const c of commits) {
       const parent = `${c}^`;
@@ -40,10 +40,17 @@ for (const name of ['attrs', 'jotai']) {
       const same = await sameContract(git, parent, c, ['src/'], cache);
       counts[same.verdict]++;
       if (same.verdict === 'unknown') continue;
-      const [a, b] = [await digestOrError(git, parent, full), await digestOrError(git, c, full)];
+      const [a, b] = [await digestOrError(git, parent, fullCache), await digestOrError(git, c, fullCache)];
       if (a.startsWith('error') || b.startsWith('error')) continue;
       if (same.verdict === 'equal') t.equal(b, a, `${c.slice(0, 10)}: equal on ${same.compared.length} changed file(s), so the digests are`);
-      else t.not(b, a, `${c.slice(0, 10)}: ${same.path} moved, so the digests differ`);
+      else {
+        t.not(b, a, `${c.slice(0, 10)}: ${same.path} moved, so the digests differ`);
+        // The changed files' rows give the full contracts' row diff (every other row is the same).
+        const full = diffContracts(
+          await contractRows(git, await contractOf(git, parent, ['src/'], 'v1', fullCache), parent, ['src/'], fullCache),
+          await contractRows(git, await contractOf(git, c, ['src/'], 'v1', fullCache), c, ['src/'], fullCache));
+        t.same(diffContracts(same.before, same.after), full, `${c.slice(0, 10)}: the row diff is the full contracts'`);
+      }
       // Only the changed files were read: one rows entry per side of each compared file at most.
       const parsed = [...cache.keys()].filter((k) => k.startsWith('rows:')).length;
       t.ok(parsed <= same.compared.length * 2, `${c.slice(0, 10)}: ${parsed} file versions parsed for ${same.compared.length} changed file(s)`);
@@ -107,16 +114,25 @@ t.test('a push to a never-seen repository is judged on its changed file; the res
 
 });
 
-t.test('a moved signature on a never-seen repository goes to the full digests and is refused with its row', async (t) => {
+t.test('a moved signature on a never-seen repository is refused with its row; with digests in the allow file the full digests decide', async (t) => {
   const files: Record<string, string> = { 'tests/test_a.py': 'def test_a():\n    assert True\n' };
   for (let i = 0; i < 10; i++) files[`src/m${i}.ts`] = LIB(i);
-  const { gate, agent, w } = await neverSeen(t, files);
-  w.checkout('agent/two', true);
-  w.commit('signature', { 'src/m8.ts': LIB(8).replace('(a: number)', '(a: string)') });
-  const refused = await gitAsync(w.dir, ['push', gate.remote('app', 'agent-1', agent), 'agent/two']);
-  t.not(refused.code, 0, 'refused');
-  t.match(refused.stderr, /public API of src\/ changed/);
-  t.match(refused.stderr, /~ src\/m8\.ts::.*number.*=>.*string/);
-  t.equal(await refIn(bareDir(gate, 'app'), 'refs/heads/agent/two'), null, 'nothing moved');
-  t.notMatch(refRow(gate).contract?.details, { matched: 'changed files' });
+  for (const allow of [null, `${'ab'.repeat(32)}\n`]) {
+    const { gate, agent, w } = await neverSeen(t, allow ? { ...files, 'ci/contract.allow': allow } : files);
+    w.checkout('agent/two', true);
+    w.commit('signature', { 'src/m8.ts': LIB(8).replace('(a: number)', '(a: string)') });
+    const refused = await gitAsync(w.dir, ['push', gate.remote('app', 'agent-1', agent), 'agent/two']);
+    t.not(refused.code, 0, 'refused');
+    t.match(refused.stderr, /public API of src\/ changed/);
+    t.match(refused.stderr, /~ src\/m8\.ts::.*number.*=>.*string/);
+    t.equal(await refIn(bareDir(gate, 'app'), 'refs/heads/agent/two'), null, 'nothing moved');
+    const details = refRow(gate).contract?.details;
+    if (!allow) {
+      t.match(details, { judgedOn: 'changed files', comparedFiles: 1, head: null }, 'no allow entries: refused from the changed file');
+      t.match(refused.stderr, /not computed: judged on the changed files; patchgate contract --rev [0-9a-f]+ prints it/);
+    } else {
+      t.notOk(details?.judgedOn, 'an allow file with digests: the full digests decide');
+      t.match(String(details?.head), /^[0-9a-f]{64}$/, 'and the head digest is in the audit row');
+    }
+  }
 });

@@ -3,8 +3,8 @@
 // the trusted tip, or be listed in the allow file read from the trusted tip.
 
 import { ContractParseError, ContractSizeError, ParseWorkerError } from '../../errors.js';
-import { contractFileCount, contractOf, contractRows, diffContracts, parseAllowFile, type Contract, type ContractFormat, type ContractLimits } from '../../contract/digest.js';
-import { contractCached, sameContract } from '../../contract/unchanged.js';
+import { contractFileCount, contractOf, contractRows, diffContracts, parseAllowFile, type Contract, type ContractDiff, type ContractFormat, type ContractLimits } from '../../contract/digest.js';
+import { contractCached, sameContract, type Sameness } from '../../contract/unchanged.js';
 import { slowPhase } from '../../progress.js';
 import type { Git } from '../../git/git.js';
 import { isZeroId } from '../../git/git.js';
@@ -78,9 +78,7 @@ export const contract: Rule = {
     const baseRev = refs[0]?.rev;
     const baseRows = base && baseRev ? await contractRows(git, base, baseRev, roots, ctx.cache, limits) : [];
     const diff = diffContracts(baseRows, await contractRows(git, head, headCommit, roots, ctx.cache, limits));
-    for (const row of diff.removed) findings.push({ messageId: 'removed', data: { row }, path: row.split('::')[0], commit: headCommit });
-    for (const row of diff.added) findings.push({ messageId: 'added', data: { row }, path: row.split('::')[0], commit: headCommit });
-    for (const ch of diff.changed) findings.push({ messageId: 'changed', data: { from: ch.from, to: ch.to }, path: ch.to.split('::')[0], commit: headCommit });
+    findings.push(...rowFindings(diff, headCommit));
     return { findings, details: { ...details, diff } };
   },
   remediation(ctx, findings) {
@@ -110,9 +108,10 @@ export const contract: Rule = {
  * A push whose bases are not cached yet (a never-seen repository, a daemon still warming it)
  * is judged on the files it changes: when every differing contract file gives the rows (and
  * Python links) it gives at the merge-base or the trusted tip, the digests are equal without
- * parsing the rest of the tree (src/contract/unchanged.ts). Any other outcome (a moved row,
- * a file that does not parse, a private module added) goes to the full digest, which gives
- * the verdict and its message. Null: not decided here. Only in a push; `check` always
+ * parsing the rest of the tree (src/contract/unchanged.ts). Rows that moved against every
+ * base, with no digest in the allow file, are refused the same way. Any other outcome (a
+ * digest the allow file might list, a file that does not parse, a private module added) goes
+ * to the full digest, which gives the verdict and its message. Null: not decided here. Only in a push; `check` always
  * computes the digests it prints.
  */
 async function judgedOnChangedFiles(ctx: Parameters<Rule['check']>[0], headCommit: string, roots: string[], limits: ContractLimits): Promise<{ findings: Finding[]; details: Record<string, unknown> } | null> {
@@ -121,15 +120,42 @@ async function judgedOnChangedFiles(ctx: Parameters<Rule['check']>[0], headCommi
   const mergeBase = await mergeBaseWithTrusted(ctx, headCommit, trusted);
   const bases = [...(mergeBase ? [{ name: 'merge-base', rev: mergeBase }] : []), ...(trusted !== mergeBase ? [{ name: 'trusted tip', rev: trusted }] : [])];
   for (const b of bases) if (await contractCached(ctx.git, b.rev, roots, ctx.cache, limits)) return null; // the digests cost a few lookups
+  const moved: Array<Extract<Sameness, { verdict: 'moved' }>> = [];
   for (const b of bases) {
     const same = await sameContract(ctx.git, b.rev, headCommit, roots, ctx.cache, limits);
-    if (same.verdict !== 'equal') continue;
-    return {
-      findings: [],
-      details: { format: 'v1', head: null, base: null, trusted: null, matched: 'changed files', against: b.name, againstCommit: b.rev, comparedFiles: same.compared.length, compared: same.compared.slice(0, 20) },
-    };
+    if (same.verdict === 'equal') {
+      return {
+        findings: [],
+        details: { format: 'v1', head: null, base: null, trusted: null, matched: 'changed files', against: b.name, againstCommit: b.rev, comparedFiles: same.compared.length, compared: same.compared.slice(0, 20) },
+      };
+    }
+    if (same.verdict === 'unknown') return null;
+    moved.push(same);
   }
-  return null;
+  // Rows moved against every base: the push is refused unless the allow file lists its digest,
+  // which only the full digest gives. With no digest listed the refusal is certain, and its rows
+  // are the changed files' (every other row is the same), so it needs no full digest either.
+  const { allowFile } = ctx.policy.contract;
+  const allowText = await ctx.git.readBlob(`${trusted}:${allowFile}`);
+  if (!moved.length || (allowText && parseAllowFile(allowText.toString('utf8')).size)) return null;
+  const diff = diffContracts(moved[0]!.before, moved[0]!.after);
+  const notComputed = `(not computed: judged on the changed files; patchgate contract --rev ${short(headCommit)} prints it)`;
+  return {
+    findings: [
+      { messageId: 'moved', commit: headCommit, data: { roots: roots.join(', '), commit: short(headCommit), head: notComputed, base: '(not computed)', allowFile, trusted: ctx.policy.trustedBranch } },
+      ...rowFindings(diff, headCommit),
+    ],
+    details: { format: 'v1', head: null, base: null, trusted: null, judgedOn: 'changed files', against: bases[0]!.name, againstCommit: bases[0]!.rev, comparedFiles: moved[0]!.compared.length, diff },
+  };
+}
+
+/** A refusal's row findings: each removed, added and changed row, with the file it is in. */
+function rowFindings(diff: ContractDiff, headCommit: string): Finding[] {
+  return [
+    ...diff.removed.map((row): Finding => ({ messageId: 'removed', data: { row }, path: row.split('::')[0], commit: headCommit })),
+    ...diff.added.map((row): Finding => ({ messageId: 'added', data: { row }, path: row.split('::')[0], commit: headCommit })),
+    ...diff.changed.map((ch): Finding => ({ messageId: 'changed', data: { from: ch.from, to: ch.to }, path: ch.to.split('::')[0], commit: headCommit })),
+  ];
 }
 
 /**
