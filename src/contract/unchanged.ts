@@ -16,7 +16,7 @@ import { initPython, isPrivateModule, type PyLinks } from './python.js';
 import { isPyIndex } from './py-reexport.js';
 import { fileLinks, fileRows, isContractFile, limitOf, normRoot, rootTree, treeMemKey, treeStoredKey, type ContractLimits, type Lim } from './digest.js';
 
-/** More differing contract files than this and the full digest is asked for instead (it then costs about what this would). */
+/** More differing contract files than this and the full digest is asked for instead (a push that large is not the one-file case this is for). */
 export const MAX_COMPARED_FILES = 256;
 
 export type Sameness =
@@ -59,7 +59,8 @@ export async function sameContract(git: Git, baseRev: string, headRev: string, r
     }
   }
   if (!moved.length) return { verdict: 'equal', compared };
-  return { verdict: 'moved', compared, path: moved[0]!.path, before: moved.flatMap((m) => m.before), after: moved.flatMap((m) => m.after) };
+  // Each row once, as in a contract (roots that overlap see a file twice).
+  return { verdict: 'moved', compared, path: moved[0]!.path, before: [...new Set(moved.flatMap((m) => m.before))], after: [...new Set(moved.flatMap((m) => m.after))] };
 }
 
 /** Whether the contract of `rev` is in the cache for every root (a lookup per root, no parse). */
