@@ -259,13 +259,32 @@ function treeBytes(parts: number, py: PyIndex): number {
 }
 
 /** A tree contract's key in memory (the whole object). */
-export function treeMemKey(treeId: string, prefix: string, lim: Lim): string {
+function treeMemKey(treeId: string, prefix: string, lim: Lim): string {
   return `mem:tree-contract:v1:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${lim.tag}:${treeId}:${prefix}`;
 }
 
 /** A tree contract's key on disk (digest, file count, Python index). */
-export function treeStoredKey(treeId: string, prefix: string, lim: Lim): string {
+function treeStoredKey(treeId: string, prefix: string, lim: Lim): string {
   return `tree-digest:v1:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${lim.tag}:${treeId}:${prefix}`;
+}
+
+/** A tree contract as stored on disk (digest, file count, Python index); anything else is computed again. */
+function isStoredTree(v: unknown): v is { digest: string; files: number; py: PyIndex } {
+  const o = v as { digest?: unknown; files?: unknown; py?: unknown } | undefined;
+  return !!o && typeof o.digest === 'string' && /^[0-9a-f]{64}$/.test(o.digest) && Number.isInteger(o.files) && isPyIndex(o.py);
+}
+
+/** Whether the v1 contract of `rev` is in the cache for every root, in memory or on disk as treeContract reads it (a lookup per root, no parse). */
+export async function contractCached(git: Git, rev: string, roots: string[], cache: Map<string, unknown>, limits: ContractLimits = {}): Promise<boolean> {
+  const lim = limitOf(limits);
+  for (const root of roots) {
+    const tree = await rootTree(git, rev, root);
+    if (!tree) continue;
+    const r = normRoot(root);
+    const prefix = r ? `${r}/` : '';
+    if (cache.get(treeMemKey(tree, prefix, lim)) === undefined && !isStoredTree(cache.get(treeStoredKey(tree, prefix, lim)))) return false;
+  }
+  return true;
 }
 
 /** A file's Merkle line's key ('' for a file without rows). */
@@ -298,11 +317,11 @@ async function treeContract(git: Git, treeId: string, prefix: string, cache: Map
   const hit = cache.get(key) as TreeContract | undefined;
   if (hit) return hit;
   const storedKey = treeStoredKey(treeId, prefix, lim);
-  const stored = cache.get(storedKey) as { digest?: unknown; files?: unknown; py?: unknown } | undefined;
-  if (stored && typeof stored.digest === 'string' && /^[0-9a-f]{64}$/.test(stored.digest) && Number.isInteger(stored.files) && isPyIndex(stored.py)) {
+  const stored = cache.get(storedKey);
+  if (isStoredTree(stored)) {
     const known: TreeContract = {
       digest: stored.digest,
-      files: stored.files as number,
+      files: stored.files,
       py: stored.py,
       get rows(): string[] {
         throw new RowsNotLoaded(`rows of tree ${treeId} (${prefix || '/'}) are not in memory`);

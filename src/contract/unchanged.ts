@@ -13,8 +13,7 @@ import type { Git } from '../git/git.js';
 import type { Change } from '../git/trees.js';
 import { ContractParseError, ContractSizeError } from '../errors.js';
 import { initPython, isPrivateModule, type PyLinks } from './python.js';
-import { isPyIndex } from './py-reexport.js';
-import { fileLinks, fileRows, isContractFile, limitOf, normRoot, rootTree, treeMemKey, treeStoredKey, type ContractLimits, type Lim } from './digest.js';
+import { fileLinks, fileRows, isContractFile, limitOf, normRoot, rootTree, type ContractLimits, type Lim } from './digest.js';
 
 /** More differing contract files than this and the full digest is asked for instead (a push that large is not the one-file case this is for). */
 export const MAX_COMPARED_FILES = 256;
@@ -61,21 +60,6 @@ export async function sameContract(git: Git, baseRev: string, headRev: string, r
   if (!moved.length) return { verdict: 'equal', compared };
   // Each row once, as in a contract (roots that overlap see a file twice).
   return { verdict: 'moved', compared, path: moved[0]!.path, before: [...new Set(moved.flatMap((m) => m.before))], after: [...new Set(moved.flatMap((m) => m.after))] };
-}
-
-/** Whether the contract of `rev` is in the cache for every root (a lookup per root, no parse). */
-export async function contractCached(git: Git, rev: string, roots: string[], cache: Map<string, unknown>, limits: ContractLimits = {}): Promise<boolean> {
-  const lim = limitOf(limits);
-  for (const root of roots) {
-    const tree = await rootTree(git, rev, root);
-    if (!tree) continue;
-    const r = normRoot(root);
-    const prefix = r ? `${r}/` : '';
-    if (cache.get(treeMemKey(tree, prefix, lim)) !== undefined) continue;
-    const stored = cache.get(treeStoredKey(tree, prefix, lim)) as { digest?: unknown; py?: unknown } | undefined;
-    if (!stored || typeof stored.digest !== 'string' || !isPyIndex(stored.py)) return false;
-  }
-  return true;
 }
 
 function isContractSide(kind: Change['oldKind'], path: string): boolean {

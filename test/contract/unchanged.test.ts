@@ -8,9 +8,9 @@
 import t, { type Test } from 'tap';
 import { execFileSync } from 'node:child_process';
 import { Git } from '../../src/git/git.js';
-import { contractOf, contractRows, diffContracts } from '../../src/contract/digest.js';
+import { contractCached, contractOf, contractRows, diffContracts } from '../../src/contract/digest.js';
 import { ContractParseError } from '../../src/errors.js';
-import { contractCached, sameContract } from '../../src/contract/unchanged.js';
+import { sameContract } from '../../src/contract/unchanged.js';
 import { GIT_ENV, TestRepo } from '../helpers/repo.js';
 import { cloneCorpus } from '../helpers/corpus.js';
 import { bareDir, gitAsync, refIn, startGate } from '../helpers/gate.js';

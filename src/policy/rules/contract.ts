@@ -3,8 +3,8 @@
 // the trusted tip, or be listed in the allow file read from the trusted tip.
 
 import { ContractParseError, ContractSizeError, ParseWorkerError } from '../../errors.js';
-import { contractFileCount, contractOf, contractRows, diffContracts, parseAllowFile, type Contract, type ContractDiff, type ContractFormat, type ContractLimits } from '../../contract/digest.js';
-import { contractCached, sameContract, type Sameness } from '../../contract/unchanged.js';
+import { contractCached, contractFileCount, contractOf, contractRows, diffContracts, parseAllowFile, type Contract, type ContractDiff, type ContractFormat, type ContractLimits } from '../../contract/digest.js';
+import { sameContract, type Sameness } from '../../contract/unchanged.js';
 import { slowPhase } from '../../progress.js';
 import type { Git } from '../../git/git.js';
 import { isZeroId } from '../../git/git.js';
@@ -111,8 +111,8 @@ export const contract: Rule = {
  * parsing the rest of the tree (src/contract/unchanged.ts). Rows that moved against every
  * base, with no digest in the allow file, are refused the same way. Any other outcome (a
  * digest the allow file might list, a file that does not parse, a private module added) goes
- * to the full digest, which gives the verdict and its message. Null: not decided here. Only in a push; `check` always
- * computes the digests it prints.
+ * to the full digest, which gives the verdict and its message. Null: not decided here. Only
+ * in a push; `check` always computes the digests it prints.
  */
 async function judgedOnChangedFiles(ctx: Parameters<Rule['check']>[0], headCommit: string, roots: string[], limits: ContractLimits): Promise<{ findings: Finding[]; details: Record<string, unknown> } | null> {
   const trusted = ctx.trustedTip;
