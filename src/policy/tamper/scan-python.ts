@@ -8,6 +8,7 @@
 import type { Node } from 'web-tree-sitter';
 import { pythonTree } from '../../contract/python.js';
 import { FRAME_ATTR_NAMES, FRAME_CODE_ATTRS, FRAME_SOURCE_CALLS, frameLike, globalsNameOnly, hasattrName, importAliases, resolveImported, stringContent, stringValue, tracebackFrameAttr } from './frames.js';
+import { mayHitPython } from './prefilter.js';
 import { PY_FRAME_ATTRS, PY_PATCH_TARGET, PY_RUNNER_MODULES, PY_WALK, REPORT_NAME, RUNNER_ENV, skipPatternOnly, type TamperHit } from './checks.js';
 
 function inFunction(n: Node): boolean {
@@ -112,7 +113,13 @@ function constantReturn(fn: Node): boolean {
   return !!v && (CONSTANT.has(v.type) || (v.type === 'not_operator' && CONSTANT.has(v.namedChildren[0]?.type ?? '')));
 }
 
+/** The scan: a file that names nothing checked here is not parsed (./prefilter.ts). */
 export async function scanPython(text: string, path: string, lines: Set<number>): Promise<TamperHit[]> {
+  return mayHitPython(text) ? scanPythonParsed(text, path, lines) : [];
+}
+
+/** The scan on the parsed file, whatever its text names (the pre-check's tests compare the two). */
+export async function scanPythonParsed(text: string, path: string, lines: Set<number>): Promise<TamperHit[]> {
   const tree = await pythonTree(text);
   const hits: TamperHit[] = [];
   const isMain = /(^|\/)__main__\.py$/.test(path);

@@ -6,6 +6,7 @@
 import { parse, type TSESTree } from '@typescript-eslint/typescript-estree';
 import { children, scanStackJs, unwrapTs } from './stack-js.js';
 import { JS_RUNNER_MODULES, REPORT_NAME, RUNNER_ENV, skipPatternOnly, type TamperHit } from './checks.js';
+import { mayHitTypeScript } from './prefilter.js';
 
 type N = TSESTree.Node;
 
@@ -23,7 +24,13 @@ function memberText(m: N | null | undefined): string {
 
 const FUNCS = new Set(['FunctionDeclaration', 'FunctionExpression', 'ArrowFunctionExpression', 'MethodDefinition']);
 
+/** The scan: a file that names nothing checked here is not parsed (./prefilter.ts). */
 export function scanTypeScript(text: string, path: string, lines: Set<number>): TamperHit[] {
+  return mayHitTypeScript(text) ? scanTypeScriptParsed(text, path, lines) : [];
+}
+
+/** The scan on the parsed file, whatever its text names (the pre-check's tests compare the two). */
+export function scanTypeScriptParsed(text: string, path: string, lines: Set<number>): TamperHit[] {
   const ast = parse(text, { loc: true, jsx: /\.(tsx|jsx)$/.test(path), range: false, comment: false });
   const hits: TamperHit[] = [];
   const hit = (n: N, check: TamperHit['check'], construct: string) => {
