@@ -2,7 +2,7 @@
 // bare repository's HEAD file, and the walk that finds a push's new commits without a
 // rev-list. Pure functions over a reader; the Git facade's commit and ref methods call them.
 
-import { readFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { GitError } from '../errors.js';
 
@@ -60,7 +60,8 @@ export async function readHeadFile(dir: string): Promise<string | null | undefin
   // A bare repository's HEAD is a small file: "ref: refs/heads/main" or a detached id.
   let text: string | null = null;
   try {
-    text = await readFile(join(dir, 'HEAD'), 'utf8');
+    // Read synchronously: a few dozen bytes, where an awaited read cost 1-1.5 ms of the push's judging.
+    text = readFileSync(join(dir, 'HEAD'), 'utf8');
   } catch {
     text = null;
   }
