@@ -13,8 +13,10 @@ import { CatFileBatch } from './cat-file.js';
 import { parseCommitHeader, parseRevList, parseTimestampedRevList, pushedLine, readHeadFile, type CommitHeader, type CommitInfo } from './commits.js';
 import { credentialArgs, redactUrl } from './credentials.js';
 import { gitEnv, runGit, runRemote, type RemoteOptions, type RemoteResult, type RunOptions } from './exec.js';
+import { QuarantineObjects } from './loose.js';
+import type { BatchResult } from './cat-file.js';
 import { headersOf, parseObjectList, QUARANTINE_HEADER_MAX, QUARANTINE_LIST_ARGS, QUARANTINE_VARS, quarantineIds, readQuarantine, type PushedObject, type QuarantineStats } from './quarantine.js';
-import { commitDiff, diffInto, lsTreeArgs, parseDiffTree, parseLsTree, parseTree, writeTreeFiles, type Change, type OddMode, type RawTreeEntry, type TreeEntry } from './trees.js';
+import { commitDiff, diffInto, findTreeEntry, lsTreeArgs, parseDiffTree, parseLsTree, parseTree, writeTreeFiles, type Change, type OddMode, type RawTreeEntry, type TreeEntry } from './trees.js';
 
 export { classifyMode, isFileKind, type EntryKind } from './modes.js';
 export { isZeroId, type CommitInfo } from './commits.js';
@@ -52,6 +54,10 @@ const REMOTE_REF_TIMEOUT_MS = 60_000;
 
 /** How many tree entries (and commit headers) a repository's Git keeps parsed (about 1-2 MB; a push reads a few folders). */
 const OBJECT_MEMO_ENTRIES = 8192;
+const EMPTY_DATA = Buffer.alloc(0);
+/** A path pathInPush walks itself: no empty, `.` or `..` part, no slash at either end. */
+const PLAIN_PATH = /^(?!\.\.?(?:\/|$))(?:[^/]+)(?:\/(?!\.\.?(?:\/|$))[^/]+)*$/;
+
 /** A full object id: only those are kept (a ref name or `rev:path` names different objects over time). */
 const OBJECT_ID_RE = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 
@@ -220,7 +226,7 @@ export class Git {
    */
   async commitHeader(id: string): Promise<CommitHeader | null> {
     const read = async (): Promise<CommitHeader | null> => {
-      const r = await this.batchReader().read(id);
+      const r = await this.objectById(id);
       if (!r || r.type !== 'commit') return null;
       return parseCommitHeader(id, r.data);
     };
@@ -307,7 +313,7 @@ export class Git {
    */
   async readTree(id: string): Promise<RawTreeEntry[]> {
     const read = async (): Promise<RawTreeEntry[]> => {
-      const r = await this.batchReader().read(id);
+      const r = await this.objectById(id);
       if (!r || r.type !== 'tree') throw new GitError(['cat-file', '--batch'], 0, `${id} is not a tree`);
       return parseTree(id, r.data);
     };
@@ -318,13 +324,19 @@ export class Git {
 
   /** The object id (and type and size in bytes) at `rev:path`, or of `rev` itself when path is null; null when absent. */
   async pathId(rev: string, path: string | null): Promise<{ id: string; type: string; size: number } | null> {
-    const r = await this.batchReader().header(path === null ? rev : `${rev}:${path}`);
+    if (path !== null && this.quarantineLoose() && OBJECT_ID_RE.test(rev) && PLAIN_PATH.test(path)) {
+      const found = await this.pathInPush(rev, path);
+      if (found !== undefined) return found;
+    }
+    const r = path === null ? await this.headerById(rev) : await this.batchReader().header(`${rev}:${path}`);
     return r ? { id: r.id, type: r.type, size: r.size } : null;
   }
 
   /** The contents of a blob by id, or of `rev:path`; null when it does not exist. */
   async readBlob(spec: string): Promise<Buffer | null> {
-    const r = await this.batchReader().read(spec);
+    // A blob the push did not bring is read by the store's cat-file; the push's own blobs by
+    // the push's (never in process: loose.ts reads only commits, trees and headers).
+    const r = await (this.pushLacks(spec) ? this.store!.batchReader() : this.batchReader()).read(spec);
     if (!r) return null;
     if (r.type !== 'blob') throw new GitError(['cat-file', '--batch'], 0, `${spec} is a ${r.type}, not a blob`);
     return r.data;
@@ -335,7 +347,7 @@ export class Git {
    * through the batch reader's `info`: nothing is inflated, however large it is. Null when absent.
    */
   async objectSize(spec: string): Promise<number | null> {
-    return (await this.batchReader().header(spec))?.size ?? null;
+    return (await this.headerById(spec))?.size ?? null;
   }
 
   // ---- the push's quarantine (quarantine.ts)
@@ -372,7 +384,7 @@ export class Git {
       // (`info`, nothing inflated): no process. An index of a form not read here, or more
       // objects than QUARANTINE_HEADER_MAX: the one cat-file below.
       const ids = await quarantineIds(dir, QUARANTINE_HEADER_MAX).catch(() => null);
-      if (ids) return headersOf(this.batchReader(), ids);
+      if (ids) return headersOf({ header: (id) => this.headerById(id) }, ids);
       const env: NodeJS.ProcessEnv = { ...this.env, GIT_OBJECT_DIRECTORY: dir };
       delete env.GIT_ALTERNATE_OBJECT_DIRECTORIES;
       const args = [...QUARANTINE_LIST_ARGS];
@@ -489,6 +501,65 @@ export class Git {
   fetchDefaultBranch(url: string, localRef: string, opts: { user?: string; secret?: string; timeoutMs: number }): Promise<{ code: number | null; stdout: string; stderr: string; timedOut: boolean }> {
     const { pre, env } = credentialArgs(opts.user, opts.secret, url);
     return this.remote([...pre, 'fetch', '--quiet', '--no-tags', '--no-write-fetch-head', '--no-recurse-submodules', '--end-of-options', url, `+HEAD:${localRef}`], { env, timeoutMs: opts.timeoutMs });
+  }
+
+  // ---- where an object is read: the push's loose objects (loose.ts), the store, or cat-file
+
+  private loose: QuarantineObjects | null | undefined;
+
+  /** The push's quarantine as loose files, when this Git is a push's view of a served repository. */
+  private quarantineLoose(): QuarantineObjects | null {
+    if (this.loose === undefined) {
+      const dir = this.env.GIT_QUARANTINE_PATH;
+      this.loose = dir && this.store ? new QuarantineObjects(dir) : null;
+    }
+    return this.loose;
+  }
+
+  /**
+   * True when `spec` is an object id the push did not bring (no loose file of it in the
+   * quarantine, and no pack there): the repository's own store has it or nobody does, so the
+   * store's long-lived reader answers and the push's reader is not waited for.
+   */
+  private pushLacks(spec: string): boolean {
+    const q = this.quarantineLoose();
+    return !!q && OBJECT_ID_RE.test(spec) && q.loosesOnly() && q.header(spec) === null;
+  }
+
+  /** A commit or tree by id (or any spec): the push's loose file, the store, or this view's cat-file. */
+  private objectById(spec: string): Promise<BatchResult | null> {
+    const q = this.quarantineLoose();
+    if (q && OBJECT_ID_RE.test(spec)) {
+      const r = q.read(spec);
+      if (r) return Promise.resolve(r);
+      if (r === null && q.loosesOnly()) return this.store!.batchReader().read(spec);
+    }
+    return this.batchReader().read(spec);
+  }
+
+  /**
+   * `rev:path` for a commit or tree id in a push's view, walked over the trees in process
+   * (findTreeEntry: git's own lookup) with the object's header from headerById; undefined
+   * when `rev` is neither, so cat-file answers.
+   */
+  private async pathInPush(rev: string, path: string): Promise<{ id: string; type: string; size: number } | null | undefined> {
+    const h = await this.headerById(rev);
+    const tree = h?.type === 'tree' ? rev : h?.type === 'commit' ? (await this.commitHeader(rev))?.tree : undefined;
+    if (!tree) return undefined;
+    const e = await findTreeEntry(this, tree, path);
+    const head = e ? await this.headerById(e.id) : null;
+    return head ? { id: head.id, type: head.type, size: head.size } : null;
+  }
+
+  /** An object's header by id (or any spec), from the same places as objectById. */
+  private headerById(spec: string): Promise<BatchResult | null> {
+    const q = this.quarantineLoose();
+    if (q && OBJECT_ID_RE.test(spec)) {
+      const h = q.header(spec);
+      if (h) return Promise.resolve({ ...h, data: EMPTY_DATA });
+      if (h === null && q.loosesOnly()) return this.store!.batchReader().header(spec);
+    }
+    return this.batchReader().header(spec);
   }
 
   /** Start the object reader process now rather than at the first read. */

@@ -214,6 +214,40 @@ async function emitSide(reader: TreeReader, e: RawTreeEntry, status: 'A' | 'D', 
 }
 
 /**
+ * The id and mode bits' kind of `path` under tree `tree`, found the way git's own lookup of
+ * `<tree>:<path>` finds it (tree-walk.c find_tree_entry: names compared as bytes, the walk of
+ * a folder stopped at the first name past the one sought, so a tree git would not search the
+ * same way answers the same); null when git finds nothing there. `path` is a plain relative
+ * path: no empty, `.` or `..` part, no leading or trailing slash.
+ */
+export async function findTreeEntry(reader: TreeReader, tree: string, path: string): Promise<{ id: string; kind: EntryKind } | null> {
+  let name: Buffer = Buffer.from(path, 'utf8');
+  let at = tree;
+  for (;;) {
+    let next: { id: string; kind: EntryKind; rest: Buffer | null } | null = null;
+    for (const e of await reader.readTree(at)) {
+      const entry = e.raw ?? Buffer.from(e.name, 'utf8');
+      if (entry.length > name.length) continue;
+      const cmp = Buffer.compare(name.subarray(0, entry.length), entry);
+      if (cmp > 0) continue;
+      if (cmp < 0) break;
+      if (entry.length === name.length) {
+        next = { id: e.id, kind: e.kind, rest: null };
+        break;
+      }
+      if (name[entry.length] !== 0x2f) continue;
+      if (e.kind !== 'tree') break;
+      next = { id: e.id, kind: e.kind, rest: name.subarray(entry.length + 1) };
+      break;
+    }
+    if (!next) return null;
+    if (next.rest === null || next.rest.length === 0) return { id: next.id, kind: next.kind };
+    name = next.rest;
+    at = next.id;
+  }
+}
+
+/**
  * Write the recursive `entries` of `rev` into `dir` (Git.exportTree): regular and executable
  * files and symlinks, blobs from `readBlob`; gitlinks are skipped, and an entry that would
  * land outside `dir` throws GitError.

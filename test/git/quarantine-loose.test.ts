@@ -1,0 +1,136 @@
+// A push's commits, trees, object headers and `rev:path` lookups are read in process from the
+// loose files of its quarantine (src/git/loose.ts, Git.objectById/headerById/pathInPush), and
+// what the push did not bring from the repository's own store: checked against git's own
+// cat-file on a real quarantine made by unpack-objects, with the push's cat-file never started
+// until a pushed blob is read. A quarantine that holds a pack, a loose file under the wrong
+// name and a tree git would search differently fall back to git or answer as git does.
+
+import t from 'tap';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Git } from '../../src/git/git.js';
+import { QuarantineObjects } from '../../src/git/loose.js';
+import { findTreeEntry } from '../../src/git/trees.js';
+import { GIT_ENV, tempDir } from '../helpers/repo.js';
+
+const env = { ...process.env, ...GIT_ENV };
+const git = (cwd: string, args: string[], input?: Buffer | string) => execFileSync('git', args, { cwd, env, input, maxBuffer: 1 << 26 });
+const out = (cwd: string, args: string[]) => git(cwd, args).toString('utf8').trim();
+
+/** A served repository with main, and a clone with one more commit that adds and changes files. */
+function setup(): { bare: string; work: string; base: string; head: string } {
+  const root = tempDir('pg-loose-');
+  const bare = join(root, 'repo.git');
+  const work = join(root, 'work');
+  git(root, ['init', '-q', '--bare', bare]);
+  git(root, ['init', '-q', '-b', 'main', work]);
+  mkdirSync(join(work, 'src', 'deep'), { recursive: true });
+  mkdirSync(join(work, 'ci'));
+  writeFileSync(join(work, 'src', 'a.ts'), 'export const a = 1;\n');
+  writeFileSync(join(work, 'src', 'deep', 'b.ts'), 'export const b = 2;\n');
+  writeFileSync(join(work, 'ci', 'fixtures.lock'), '{}\n');
+  git(work, ['add', '-A']);
+  git(work, ['commit', '-qm', 'base']);
+  git(work, ['push', '-q', bare, 'main']);
+  const base = out(work, ['rev-parse', 'HEAD']);
+  writeFileSync(join(work, 'src', 'deep', 'b.ts'), 'export const b = 3;\n');
+  writeFileSync(join(work, 'src', 'new.ts'), 'export const n = 4;\n');
+  git(work, ['add', '-A']);
+  git(work, ['commit', '-qm', 'agent']);
+  return { bare, work, base, head: out(work, ['rev-parse', 'HEAD']) };
+}
+
+/** A quarantine folder inside the bare repository holding what `head` adds, as unpack-objects (or, with `keep`, index-pack) leaves it. */
+function quarantine(s: ReturnType<typeof setup>, name: string, keep: boolean): NodeJS.ProcessEnv {
+  const q = join(s.bare, 'objects', `tmp_objdir-incoming-${name}`);
+  mkdirSync(join(q, 'pack'), { recursive: true });
+  const pack = git(s.work, ['pack-objects', '--stdout', '--revs', '-q'], `${s.head}\n^${s.base}\n`);
+  const qenv = { GIT_OBJECT_DIRECTORY: q, GIT_ALTERNATE_OBJECT_DIRECTORIES: join(s.bare, 'objects'), GIT_QUARANTINE_PATH: q };
+  const args = keep ? ['index-pack', '--stdin'] : ['unpack-objects', '-q'];
+  execFileSync('git', args, { cwd: s.bare, env: { ...env, ...qenv }, input: pack });
+  return qenv;
+}
+
+/** Everything a judge asks of a push's view, as one comparable list. */
+async function answers(g: Git, s: ReturnType<typeof setup>): Promise<unknown[]> {
+  const head = await g.commitHeader(s.head);
+  const root = await g.readTree(head!.tree);
+  const paths = ['src/deep/b.ts', 'src/new.ts', 'src/a.ts', 'src/deep', 'ci/fixtures.lock', 'src/missing.ts', 'src/a.ts/x', 'src/dee', 'src'];
+  const byPath = [];
+  for (const rev of [s.head, s.base, head!.tree]) for (const p of paths) byPath.push([rev.slice(0, 7), p, await g.pathId(rev, p)]);
+  const ids = root.map((e) => e.id);
+  return [
+    head, await g.commitHeader(s.base), root.map((e) => [e.name, e.kind, e.id]),
+    byPath,
+    await Promise.all(ids.map((id) => g.pathId(id, null))),
+    await Promise.all(ids.map((id) => g.objectSize(id))),
+  ];
+}
+
+t.test('a small push is read in process, as cat-file reads it, without starting its own cat-file', async (t) => {
+  const s = setup();
+  const qenv = quarantine(s, 'small', false);
+  const store = new Git({ dir: s.bare, bare: true });
+  const push = new Git({ dir: s.bare, bare: true, env: qenv, store });
+  const plain = new Git({ dir: s.bare, bare: true, env: qenv }); // no store: every read by cat-file, as before
+  t.teardown(() => [store, push, plain].forEach((g) => g.close()));
+  t.same(await answers(push, s), await answers(plain, s), 'the same answers as cat-file in the push\'s view');
+  t.equal((push as unknown as { batch: unknown }).batch, null, 'the push\'s own cat-file was not started for commits, trees, headers or paths');
+  const objs = (await push.quarantineObjects())!.map((o) => `${o.id} ${o.type} ${o.size}`).sort();
+  t.same(objs, (await plain.quarantineObjects())!.map((o) => `${o.id} ${o.type} ${o.size}`).sort(), 'the quarantine\'s objects, kinds and sizes');
+  t.equal(objs.length, 6, 'commit, three trees, two blobs');
+  const oldBlob = (await push.pathId(s.base, 'src/a.ts'))!.id;
+  t.equal((await push.readBlob(oldBlob))?.toString(), 'export const a = 1;\n', 'a blob the push did not bring comes from the store');
+  t.equal((push as unknown as { batch: unknown }).batch, null);
+  const newBlob = (await push.pathId(s.head, 'src/new.ts'))!.id;
+  t.equal((await push.readBlob(newBlob))?.toString(), 'export const n = 4;\n', 'a pushed blob is read by the push\'s cat-file');
+  t.not((push as unknown as { batch: unknown }).batch, null, 'which now runs: blob contents go through git');
+});
+
+t.test('a quarantine that holds a pack is read by cat-file', async (t) => {
+  const s = setup();
+  const qenv = quarantine(s, 'pack', true);
+  t.ok(readdirSync(join(qenv.GIT_QUARANTINE_PATH!, 'pack')).some((f) => f.endsWith('.pack')), 'index-pack kept a pack');
+  const store = new Git({ dir: s.bare, bare: true });
+  const push = new Git({ dir: s.bare, bare: true, env: qenv, store });
+  const plain = new Git({ dir: s.bare, bare: true, env: qenv });
+  t.teardown(() => [store, push, plain].forEach((g) => g.close()));
+  t.same(await answers(push, s), await answers(plain, s));
+  t.not((push as unknown as { batch: unknown }).batch, null, 'the push\'s cat-file answered');
+});
+
+t.test('a loose file is answered only when it is what its name says', async (t) => {
+  const s = setup();
+  const qenv = quarantine(s, 'odd', false);
+  const q = new QuarantineObjects(qenv.GIT_QUARANTINE_PATH!);
+  const head = q.read(s.head);
+  t.equal(head?.type, 'commit');
+  t.equal(q.header(s.head)?.size, head?.size);
+  t.equal(q.read(s.base), null, 'not in the quarantine');
+  // The commit's file under another (made-up) id: its hash does not match, so cat-file decides.
+  const fake = `${s.head.slice(0, 2)}${'0'.repeat(38)}`;
+  copyFileSync(join(q.dir, s.head.slice(0, 2), s.head.slice(2)), join(q.dir, fake.slice(0, 2), fake.slice(2)));
+  t.equal(q.read(fake), undefined, 'a file whose content hashes to another id is not answered');
+  writeFileSync(join(q.dir, s.head.slice(0, 2), '1'.repeat(38)), 'not zlib');
+  t.equal(q.read(`${s.head.slice(0, 2)}${'1'.repeat(38)}`), undefined, 'a damaged file is not answered');
+  t.equal(q.header(`${s.head.slice(0, 2)}${'1'.repeat(38)}`), undefined);
+  t.ok(q.loosesOnly());
+});
+
+t.test('a path is looked up as git looks it up, in a tree whose names are out of order too', async (t) => {
+  const s = setup();
+  const blob = out(s.bare, ['hash-object', '-w', '--stdin']);
+  // Entries `b` then `a`: git's lookup stops at `b` when it seeks `a` (names are sorted in a
+  // tree git writes), so `tree:a` is missing to git though an entry of that name is there.
+  const entry = (name: string) => Buffer.concat([Buffer.from(`100644 ${name}\0`), Buffer.from(blob, 'hex')]);
+  const odd = execFileSync('git', ['hash-object', '-w', '-t', 'tree', '--literally', '--stdin'], { cwd: s.bare, env, input: Buffer.concat([entry('b'), entry('a'), entry('c')]) }).toString().trim();
+  const store = new Git({ dir: s.bare, bare: true });
+  t.teardown(() => store.close());
+  for (const p of ['a', 'b', 'c']) {
+    const gitSays = execFileSync('git', ['cat-file', '--batch-check'], { cwd: s.bare, env, input: `${odd}:${p}\n` }).toString().trim();
+    const found = await findTreeEntry(store, odd, p);
+    t.equal(found ? `${found.id} blob` : 'missing', gitSays.endsWith('missing') ? 'missing' : gitSays.split(' ').slice(0, 2).join(' '), `${p}: ${gitSays}`);
+  }
+  t.equal(await findTreeEntry(store, odd, 'a'), null, 'a is not found, as git does not find it');
+});
