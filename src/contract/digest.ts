@@ -110,6 +110,11 @@ function cachedRows(cache: Map<string, unknown>, key: string, path: string): str
   throw new RowsNotLoaded(`rows of ${path} are not in the cache`);
 }
 
+/** Where the rows of a TS/JS file with this signature key are cached: the rows key of one such file. */
+function sigKey(sig: string): string {
+  return `tssig:${TS_EXTRACTOR_VERSION}:${sig}`;
+}
+
 /** The cache key of a v1 .py file's re-export links (python.ts PyLinks). */
 function linksKey(blob: string, path: string): string {
   return `pylinks:${PY_EXTRACTOR_VERSION}:${blob}:${path}`;
@@ -137,7 +142,14 @@ async function parseFileNow(git: Git, cache: Map<string, unknown>, e: TreeEntry,
   // A warm-up's parse waits while a push is judged (./priority.ts); a push's never does.
   await backgroundTurn();
   throwIfCancelled();
-  const { rows: parsed, links } = splitLinks(await parsePool.rows(format, e.path, source));
+  // A TS/JS file whose signature key was seen before has that file's rows (typescript/parse.ts).
+  const known = (sig: string): string[] | undefined => {
+    const at = cache.get(sigKey(sig));
+    // The pointer is a rows key of this same path (the key holds the path): anything else is not used.
+    const rows = typeof at === 'string' && at.startsWith('rows:v1:') && at.endsWith(`:${e.path}`) ? cache.get(at) : undefined;
+    return Array.isArray(rows) && rows.every((r) => typeof r === 'string') ? (rows as string[]) : undefined;
+  };
+  const { rows: parsed, links, sig } = splitLinks(await parsePool.rows(format, e.path, source, currentSignal(), format === 'v1' ? known : undefined));
   // v1: a file's rows are a set. A declaration written twice (a duplicate `declare module`
   // augmentation, an overload repeated) counts once, and order never counts, so two trees
   // have equal digests exactly when their row sets are equal, and a digest that moved always
@@ -145,6 +157,7 @@ async function parseFileNow(git: Git, cache: Map<string, unknown>, e: TreeEntry,
   const rows = format === 'v1' ? [...new Set(parsed)].sort() : parsed;
   if (links) cache.set(linksKey(e.id, e.path), links);
   cache.set(key, rows);
+  if (sig !== null && format === 'v1') cache.set(sigKey(sig), key);
   return { rows, links };
 }
 

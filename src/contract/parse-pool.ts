@@ -30,6 +30,8 @@ interface Job {
   format: RowsFormat;
   path: string;
   source: string;
+  /** A TS/JS signature key seen before, answered with its rows (extract.ts): on this thread only. */
+  known?: (sig: string) => string[] | undefined;
   resolve: (rows: string[]) => void;
   reject: (err: unknown) => void;
   signal?: AbortSignal;
@@ -122,17 +124,17 @@ class ParsePool {
    * Rows of one decoded file. `signal` (default: the current judgement's, src/cancel.ts) cancels
    * it: a queued job is dropped, a running one has its worker terminated.
    */
-  rows(format: RowsFormat, path: string, source: string, signal: AbortSignal | undefined = currentSignal()): Promise<string[]> {
+  rows(format: RowsFormat, path: string, source: string, signal: AbortSignal | undefined = currentSignal(), known?: (sig: string) => string[] | undefined): Promise<string[]> {
     if (signal?.aborted) return Promise.reject(cancelledBy(signal));
     if (this.isolation && source.length <= (this.isolation.inlineMaxChars ?? 0)) {
       try {
-        return Promise.resolve(extractRows(format, path, source));
+        return Promise.resolve(extractRows(format, path, source, known));
       } catch (err) {
         return Promise.reject(err);
       }
     }
     return new Promise((resolve, reject) => {
-      const job: Job = { id: this.nextId++, format, path, source, resolve, reject, signal, done: false };
+      const job: Job = { id: this.nextId++, format, path, source, ...(known ? { known } : {}), resolve, reject, signal, done: false };
       if (signal) {
         job.onAbort = () => this.cancel(job, cancelledBy(signal));
         signal.addEventListener('abort', job.onAbort, { once: true });
@@ -329,7 +331,7 @@ class ParsePool {
 function inline(job: Job, pool: { settle(job: Job, fn: () => void): void }): void {
   let rows: string[];
   try {
-    rows = extractRows(job.format, job.path, job.source);
+    rows = extractRows(job.format, job.path, job.source, job.known);
   } catch (err) {
     pool.settle(job, () => job.reject(err));
     return;

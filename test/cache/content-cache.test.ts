@@ -44,7 +44,7 @@ t.test('a tampered cache cannot change a contract digest', async (t) => {
   const raw = new Database(path);
   const n = raw.prepare(`UPDATE kv SET value = '{"format":"v1","digest":"${'0'.repeat(64)}","rows":[],"files":0}'`).run().changes;
   raw.close();
-  t.equal(n, 7, `forged the rows and Merkle lines of both files, b.py's re-export links, and the stored digest and re-export rows of src/`);
+  t.equal(n, 8, `forged the rows and Merkle lines of both files, b.py's re-export links, a.ts's signature key, and the stored digest and re-export rows of src/`);
   const again = await contractOf(git, 'HEAD', ['src/'], 'v1', new ContentCache(disk));
   t.equal(again.digest, truth.digest, 'recomputed, not read from the forged cache');
   t.ok(disk.dropped >= 1);

@@ -4,6 +4,7 @@
 // the parsing, the row walk and the printer are each one file; src/contract/typescript.ts
 // re-exports this module's API.
 
+import { createHash } from 'node:crypto';
 import ts from 'typescript';
 import { TSError, parseAndGenerateServices, type TSESTree } from '@typescript-eslint/typescript-estree';
 import { ContractParseError } from '../../errors.js';
@@ -85,7 +86,49 @@ function blank(text: string, ranges: Array<[number, number]>): string {
 }
 
 /**
+ * The signature key of a file that parsed without an error: a hash of its top-level
+ * statements' texts with the insides of its outer bodies left out, and of its path (which
+ * decides the kind of file, and starts every row). The rows are a function of exactly that:
+ * the extractor never reads inside a body, nor the comments and blank lines between
+ * statements, nor a position (rows name no line). So a file whose key is one seen before has
+ * that file's rows: an edit inside function bodies, or of the comments between declarations,
+ * costs a parse, not the conversion and the walk (issue 24).
+ */
+function signatureKey(sf: ts.SourceFile, source: string, path: string, bodies: ts.Block[], inners: number[]): string {
+  const h = createHash('sha256').update(`ts-sig:${TS_EXTRACTOR_VERSION}\0${path}\0`);
+  const gaps = bodies.map((b, i) => [inners[i]!, b.end - 1] as const).sort((a, b) => a[0] - b[0]);
+  let g = 0;
+  for (const st of sf.statements) {
+    const start = st.getStart(sf);
+    // Each statement's text, less the insides of the bodies in it: its parts, each
+    // length-prefixed, then `|` (no two lists of statements and parts hash alike).
+    const parts: string[] = [];
+    let at = start;
+    while (g < gaps.length && gaps[g]![0] < st.end) {
+      const [from, to] = gaps[g]!;
+      if (from >= at) {
+        parts.push(source.slice(at, from));
+        at = to;
+      }
+      g++;
+    }
+    parts.push(source.slice(at, st.end));
+    for (const part of parts) h.update(`${part.length}:${part}`);
+    h.update('|');
+  }
+  return h.digest('hex');
+}
+
+/**
  * Public-API rows of one TS/JS file. Rows are stable strings, one per public signature element, in a deterministic order (sort them). Each row starts with `${path}::`.
+ */
+export function extractTypeScript(source: string, path: string): string[] {
+  return extractTypeScriptKeyed(source, path).rows;
+}
+
+/**
+ * Rows of one TS/JS file and its signature key (null when the file has a syntax error, which
+ * refuses it). `known` answers a key seen before with its rows: then the file is not converted.
  *
  * Speed: converting a whole file to ESTree costs several times TypeScript's own parse, and
  * most of a file is function bodies, which carry no public signature. So TypeScript parses the
@@ -94,11 +137,12 @@ function blank(text: string, ranges: Array<[number, number]>): string {
  * only what is left. The tree and text it sees are the ones a parse of the blanked text would
  * give, save for the nodes inside bodies, which it never reaches.
  */
-export function extractTypeScript(source: string, path: string): string[] {
+export function extractTypeScriptKeyed(source: string, path: string, known?: (sig: string) => string[] | undefined): { rows: string[]; sig: string | null } {
   const jsx = /\.(tsx|jsx|js|mjs|cjs)$/.test(path);
   const kind = scriptKind(path, jsx);
   let ast: TSESTree.Program;
   let text = source;
+  let sig: string | null = null;
   try {
     let sf = sourceFile(path, source, kind, false);
     // A syntax error: typescript-estree turns TypeScript's first diagnostic into its error.
@@ -107,6 +151,9 @@ export function extractTypeScript(source: string, path: string): string[] {
       const bodies = outerBodies(sf);
       // Just after each body's `{` (getStart skips its leading trivia, so it is found once).
       const inners = bodies.map((b) => b.getStart(sf) + 1);
+      sig = signatureKey(sf, source, path, bodies, inners);
+      const rows = known?.(sig);
+      if (rows) return { rows, sig };
       text = blank(source, bodies.map((b, i) => [inners[i]!, b.end - 1]));
       if (importMetaModule(sf)) {
         // The file is a module only through an `import.meta`, which may sit in a body: whether
@@ -143,5 +190,5 @@ export function extractTypeScript(source: string, path: string): string[] {
     }
     throw new ContractParseError(path, 0, 0, detail, { cause: err });
   }
-  return new Extractor(text, path).run(ast);
+  return { rows: new Extractor(text, path).run(ast), sig };
 }
