@@ -117,6 +117,11 @@ export class CatFileBatch {
     }
   }
 
+  /** Runs `fn` once git's process has ended (a spare reader's slot is removed then). */
+  whenClosed(fn: () => void): void {
+    this.proc.once('close', fn);
+  }
+
   close(): void {
     this.flush(); // requests not written yet are still answered, as before the end of stdin
     this.dead = true;

@@ -42,6 +42,8 @@ export interface GitOptions {
    * `HEAD` file read directly; in a work tree a file named HEAD is pushed content.
    */
   bare?: boolean;
+  /** A cat-file already started for this view (spare-reader.ts): used until it ends. */
+  reader?: CatFileBatch | null;
   /**
    * The repository's long-lived store (a Git on the same repository without the quarantine):
    * what the repository had before a push is asked of its reader, not of a new process.
@@ -122,6 +124,7 @@ export class Git {
     this.store = opts.store ?? null;
     this.objects = this.store?.objects ?? new ObjectMemo();
     this.env = gitEnv(opts.env);
+    this.batch = opts.reader ?? null;
   }
 
   /** Run one git command and return stdout. Non-zero exit throws GitError unless listed in `okExit`. */

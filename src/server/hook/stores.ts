@@ -4,6 +4,8 @@
 // through them.
 
 import { Git } from '../../git/git.js';
+import type { CatFileBatch } from '../../git/cat-file.js';
+import { SpareReaders } from '../../git/spare-reader.js';
 
 export class MainStores {
   /** One long-lived reader per repository of its own object store (no quarantine), most recent last. */
@@ -23,8 +25,22 @@ export class MainStores {
     return g;
   }
 
+  /** Each repository's reader started ahead of its next push (src/git/spare-reader.ts). */
+  private readonly spares = new SpareReaders();
+
+  /** The repository's spare reader, now reading this push's quarantine; null: the push starts its own. */
+  spare(repoDir: string, env: Record<string, string | undefined>): CatFileBatch | null {
+    return this.spares.take(repoDir, env);
+  }
+
+  /** Starts the repository's spare for its next push (after a push is judged). */
+  prime(repoDir: string): void {
+    this.spares.prime(repoDir);
+  }
+
   /** At stop: every reader closed. */
   closeAll(): void {
+    this.spares.closeAll();
     for (const g of this.stores.values()) g.close();
     this.stores.clear();
   }
