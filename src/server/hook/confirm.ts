@@ -44,6 +44,9 @@ export function confirmEnded(ctx: HookContext & { readonly decisions: DecisionLo
   // In order, through the row queue (retried, never dropped): the diverged row, the confirms
   // of refs that did not move, then the settling of the intent entry (which checks the log
   // against the refs and records anything still missing). stop() waits for these writes.
+  // The repository's next push finds a reader running (src/git/spare-reader.ts): started now,
+  // when this push's processes are done, not while it is judged or answered.
+  ctx.stores.prime(s.repoDir);
   return (async () => {
     // Upstream took refs the gate did not move: audited, and the next fetch repairs the gate.
     const diverged = s.forwarded?.size ? unmoved.filter((d) => s.forwarded!.has(key(d.ref, d.oldId, d.newId))) : [];

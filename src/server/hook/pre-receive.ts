@@ -41,7 +41,7 @@ export async function preReceive(ctx: HookParts, s: PushSession, hr: HookRequest
   const t0 = Date.now();
   // The push's object reader (started through the spawn helper, src/git/spawner.ts) now: its
   // start-up overlaps the setup reads below, which the repository's long-lived reader answers.
-  // A spare reader started after the repository's last push (src/git/spare-reader.ts) is
+  // A spare reader started when the repository's last push ended (src/git/spare-reader.ts) is
   // already running: then nothing waits for git's start.
   const git = new Git({ dir: s.repoDir, env, bare: true, store: ctx.stores.get(s.repoDir), reader: ctx.stores.spare(s.repoDir, env) });
   git.start();
@@ -92,7 +92,6 @@ export async function preReceive(ctx: HookParts, s: PushSession, hr: HookRequest
     }
   } finally {
     git.close();
-    ctx.stores.prime(s.repoDir);
   }
   const accepted = decisions.filter((d) => d.verdict === 'accept').length;
   if (forward) {
