@@ -7,53 +7,25 @@
 
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Git } from '../../src/git/git.js';
 import { QuarantineObjects } from '../../src/git/loose.js';
 import { findTreeEntry } from '../../src/git/trees.js';
-import { GIT_ENV, tempDir } from '../helpers/repo.js';
+import { gitEnvForTests, gitOut, pushedRepo, quarantineOf, type PushedRepo } from '../helpers/quarantine.js';
 
-const env = { ...process.env, ...GIT_ENV };
-const git = (cwd: string, args: string[], input?: Buffer | string) => execFileSync('git', args, { cwd, env, input, maxBuffer: 1 << 26 });
-const out = (cwd: string, args: string[]) => git(cwd, args).toString('utf8').trim();
+const env = gitEnvForTests;
+const out = gitOut;
 
 /** A served repository with main, and a clone with one more commit that adds and changes files. */
-function setup(): { bare: string; work: string; base: string; head: string } {
-  const root = tempDir('pg-loose-');
-  const bare = join(root, 'repo.git');
-  const work = join(root, 'work');
-  git(root, ['init', '-q', '--bare', bare]);
-  git(root, ['init', '-q', '-b', 'main', work]);
-  mkdirSync(join(work, 'src', 'deep'), { recursive: true });
-  mkdirSync(join(work, 'ci'));
-  writeFileSync(join(work, 'src', 'a.ts'), 'export const a = 1;\n');
-  writeFileSync(join(work, 'src', 'deep', 'b.ts'), 'export const b = 2;\n');
-  writeFileSync(join(work, 'ci', 'fixtures.lock'), '{}\n');
-  git(work, ['add', '-A']);
-  git(work, ['commit', '-qm', 'base']);
-  git(work, ['push', '-q', bare, 'main']);
-  const base = out(work, ['rev-parse', 'HEAD']);
-  writeFileSync(join(work, 'src', 'deep', 'b.ts'), 'export const b = 3;\n');
-  writeFileSync(join(work, 'src', 'new.ts'), 'export const n = 4;\n');
-  git(work, ['add', '-A']);
-  git(work, ['commit', '-qm', 'agent']);
-  return { bare, work, base, head: out(work, ['rev-parse', 'HEAD']) };
-}
-
-/** A quarantine folder inside the bare repository holding what `head` adds, as unpack-objects (or, with `keep`, index-pack) leaves it. */
-function quarantine(s: ReturnType<typeof setup>, name: string, keep: boolean): NodeJS.ProcessEnv {
-  const q = join(s.bare, 'objects', `tmp_objdir-incoming-${name}`);
-  mkdirSync(join(q, 'pack'), { recursive: true });
-  const pack = git(s.work, ['pack-objects', '--stdout', '--revs', '-q'], `${s.head}\n^${s.base}\n`);
-  const qenv = { GIT_OBJECT_DIRECTORY: q, GIT_ALTERNATE_OBJECT_DIRECTORIES: join(s.bare, 'objects'), GIT_QUARANTINE_PATH: q };
-  const args = keep ? ['index-pack', '--stdin'] : ['unpack-objects', '-q'];
-  execFileSync('git', args, { cwd: s.bare, env: { ...env, ...qenv }, input: pack });
-  return qenv;
-}
+const setup = () => pushedRepo(
+  { 'src/a.ts': 'export const a = 1;\n', 'src/deep/b.ts': 'export const b = 2;\n', 'ci/fixtures.lock': '{}\n' },
+  { 'src/deep/b.ts': 'export const b = 3;\n', 'src/new.ts': 'export const n = 4;\n' },
+);
+const quarantine = (s: PushedRepo, name: string, keep: boolean) => quarantineOf(s, name, keep);
 
 /** Everything a judge asks of a push's view, as one comparable list. */
-async function answers(g: Git, s: ReturnType<typeof setup>): Promise<unknown[]> {
+async function answers(g: Git, s: PushedRepo): Promise<unknown[]> {
   const head = await g.commitHeader(s.head);
   const root = await g.readTree(head!.tree);
   const paths = ['src/deep/b.ts', 'src/new.ts', 'src/a.ts', 'src/deep', 'ci/fixtures.lock', 'src/missing.ts', 'src/a.ts/x', 'src/dee', 'src'];

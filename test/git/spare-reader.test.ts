@@ -5,44 +5,18 @@
 // are not served, and its slot folder goes when it ends.
 
 import t from 'tap';
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Git } from '../../src/git/git.js';
 import { SpareReaders } from '../../src/git/spare-reader.js';
-import { GIT_ENV, tempDir, waitFor } from '../helpers/repo.js';
+import { waitFor } from '../helpers/repo.js';
+import { gitEnvForTests, gitOut, pushedRepo, quarantineOf, type PushedRepo } from '../helpers/quarantine.js';
 
-const env = { ...process.env, ...GIT_ENV };
-const git = (cwd: string, args: string[], input?: Buffer | string) => execFileSync('git', args, { cwd, env, input, maxBuffer: 1 << 26 });
-const out = (cwd: string, args: string[]) => git(cwd, args).toString('utf8').trim();
-
-function repo(): { bare: string; work: string; base: string; head: string } {
-  const root = tempDir('pg-spare-');
-  const bare = join(root, 'repo.git');
-  const work = join(root, 'work');
-  git(root, ['init', '-q', '--bare', bare]);
-  git(root, ['init', '-q', '-b', 'main', work]);
-  mkdirSync(join(work, 'src'));
-  writeFileSync(join(work, 'src', 'a.ts'), 'export const a = 1;\n');
-  git(work, ['add', '-A']);
-  git(work, ['commit', '-qm', 'base']);
-  git(work, ['push', '-q', bare, 'main']);
-  const base = out(work, ['rev-parse', 'HEAD']);
-  writeFileSync(join(work, 'src', 'b.ts'), 'export const b = 2;\n');
-  git(work, ['add', '-A']);
-  git(work, ['commit', '-qm', 'agent']);
-  return { bare, work, base, head: out(work, ['rev-parse', 'HEAD']) };
-}
-
-/** receive-pack's variables for a quarantine holding what `head` adds (made now). */
-function quarantine(r: ReturnType<typeof repo>, name: string): Record<string, string> {
-  const q = join(r.bare, 'objects', `tmp_objdir-incoming-${name}`);
-  mkdirSync(q, { recursive: true });
-  const qenv = { GIT_OBJECT_DIRECTORY: q, GIT_ALTERNATE_OBJECT_DIRECTORIES: join(r.bare, 'objects'), GIT_QUARANTINE_PATH: q };
-  const pack = git(r.work, ['pack-objects', '--stdout', '--revs', '-q'], `${r.head}\n^${r.base}\n`);
-  execFileSync('git', ['unpack-objects', '-q'], { cwd: r.bare, env: { ...env, ...qenv }, input: pack });
-  return qenv;
-}
+const env = gitEnvForTests;
+const out = gitOut;
+const repo = () => pushedRepo({ 'src/a.ts': 'export const a = 1;\n' }, { 'src/b.ts': 'export const b = 2;\n' });
+const quarantine = (r: PushedRepo, name: string) => quarantineOf(r, name);
 
 t.test('a spare started before the quarantine existed reads it as receive-pack\'s view does', async (t) => {
   const r = repo();
