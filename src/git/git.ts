@@ -529,13 +529,18 @@ export class Git {
     return !!q && OBJECT_ID_RE.test(spec) && q.loosesOnly() && q.header(spec) === null;
   }
 
-  /** A commit or tree by id (or any spec): the push's loose file, the store, or this view's cat-file. */
+  /**
+   * A commit or tree by id (or any spec): the push's loose file, the store, or this view's
+   * cat-file. A loose file is read whole only once its header says commit or tree: a pushed
+   * blob (a ref may name one) goes to cat-file.
+   */
   private objectById(spec: string): Promise<BatchResult | null> {
     const q = this.quarantineLoose();
     if (q && OBJECT_ID_RE.test(spec)) {
-      const r = q.read(spec);
+      const h = q.header(spec);
+      if (h === null && q.loosesOnly()) return this.store!.batchReader().read(spec);
+      const r = h && (h.type === 'commit' || h.type === 'tree') ? q.read(spec) : undefined;
       if (r) return Promise.resolve(r);
-      if (r === null && q.loosesOnly()) return this.store!.batchReader().read(spec);
     }
     return this.batchReader().read(spec);
   }

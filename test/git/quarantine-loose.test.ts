@@ -106,3 +106,17 @@ t.test('a path is looked up as git looks it up, in a tree whose names are out of
   }
   t.equal(await findTreeEntry(store, odd, 'a'), null, 'a is not found, as git does not find it');
 });
+
+t.test('a pushed blob asked for as a commit or tree is read by cat-file, never inflated here', async (t) => {
+  const s = setup();
+  const qenv = quarantine(s, 'blob', false);
+  const store = new Git({ dir: s.bare, bare: true });
+  const push = new Git({ dir: s.bare, bare: true, env: qenv, store });
+  t.teardown(() => [store, push].forEach((g) => g.close()));
+  const blob = out(s.work, ['rev-parse', `${s.head}:src/new.ts`]);
+  t.equal((await push.pathId(blob, null))?.type, 'blob', 'its header is read in process');
+  t.equal((push as unknown as { batch: unknown }).batch, null);
+  t.equal(await push.commitHeader(blob), null, 'not a commit');
+  t.not((push as unknown as { batch: unknown }).batch, null, 'answered by the push\'s cat-file');
+  await t.rejects(push.readTree(blob), /is not a tree/);
+});
