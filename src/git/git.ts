@@ -57,6 +57,7 @@ const REMOTE_REF_TIMEOUT_MS = 60_000;
 /** How many tree entries (and commit headers) a repository's Git keeps parsed (about 1-2 MB; a push reads a few folders). */
 const OBJECT_MEMO_ENTRIES = 8192;
 const EMPTY_DATA = Buffer.alloc(0);
+const COMMIT_OR_TREE = ['commit', 'tree'] as const;
 /** A path pathInPush walks itself: no empty, `.` or `..` part, no slash at either end. */
 const PLAIN_PATH = /^(?!\.\.?(?:\/|$))(?:[^/]+)(?:\/(?!\.\.?(?:\/|$))[^/]+)*$/;
 
@@ -537,10 +538,9 @@ export class Git {
   private objectById(spec: string): Promise<BatchResult | null> {
     const q = this.quarantineLoose();
     if (q && OBJECT_ID_RE.test(spec)) {
-      const h = q.header(spec);
-      if (h === null && q.loosesOnly()) return this.store!.batchReader().read(spec);
-      const r = h && (h.type === 'commit' || h.type === 'tree') ? q.read(spec) : undefined;
+      const r = q.read(spec, COMMIT_OR_TREE);
       if (r) return Promise.resolve(r);
+      if (r === null && q.loosesOnly()) return this.store!.batchReader().read(spec);
     }
     return this.batchReader().read(spec);
   }

@@ -8,7 +8,7 @@
 // answered by git as before: undefined here means "ask cat-file".
 
 import { createHash } from 'node:crypto';
-import { closeSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readdirSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { constants, inflateSync } from 'node:zlib';
 import type { BatchResult } from './cat-file.js';
@@ -53,18 +53,37 @@ export class QuarantineObjects {
   }
 
   /**
-   * The whole object, checked against its id; null when no loose file of that id is here;
-   * undefined when it is here but not answered (too large, damaged, another hash).
+   * The whole object, checked against its id, when its header names one of `kinds`; null when
+   * no loose file of that id is here; undefined when it is here but not answered (another kind,
+   * too large, damaged, another hash). The header is read first, so an object of another kind
+   * is never inflated whole.
    */
-  read(id: string): BatchResult | null | undefined {
+  read(id: string, kinds: readonly string[]): BatchResult | null | undefined {
     if (!ID_RE.test(id)) return undefined;
-    let raw: Buffer;
+    let fd: number;
     try {
-      raw = readFileSync(this.file(id));
+      fd = openSync(this.file(id), 'r');
     } catch (err) {
       return (err as NodeJS.ErrnoException).code === 'ENOENT' ? null : undefined;
     }
-    if (raw.length > LOOSE_MAX_FILE) return undefined;
+    let raw: Buffer;
+    try {
+      const size = fstatSync(fd).size;
+      // Nothing of a large file, nor more than its header of another kind, is read.
+      if (size > LOOSE_MAX_FILE) return undefined;
+      raw = Buffer.alloc(size);
+      const start = readSync(fd, raw, 0, Math.min(128, size), 0);
+      if (!kinds.includes(headerOf(raw.subarray(0, start))?.type ?? '')) return undefined;
+      for (let got = start; got < size;) {
+        const n = readSync(fd, raw, got, size - got, got);
+        if (n === 0) return undefined;
+        got += n;
+      }
+    } catch {
+      return undefined;
+    } finally {
+      closeSync(fd);
+    }
     let bytes: Buffer;
     try {
       bytes = inflateSync(raw, { maxOutputLength: LOOSE_MAX_OBJECT + 64 });
@@ -91,16 +110,25 @@ export class QuarantineObjects {
     }
     try {
       const head = Buffer.alloc(128);
-      const n = readSync(fd, head, 0, head.length, 0);
-      // A sync flush of what was read: the header is out once its NUL is, whatever follows.
-      const out = inflateSync(head.subarray(0, n), { finishFlush: constants.Z_SYNC_FLUSH });
-      const nul = out.indexOf(0);
-      const m = nul > 0 ? HEADER_RE.exec(out.toString('latin1', 0, nul)) : null;
-      return m ? { id, type: m[1]!, size: Number(m[2]) } : undefined;
+      const h = headerOf(head.subarray(0, readSync(fd, head, 0, head.length, 0)));
+      return h ? { id, ...h } : undefined;
     } catch {
       return undefined;
     } finally {
       closeSync(fd);
     }
   }
+}
+
+/** Type and size from the first bytes of a loose file (a sync flush: the header is out once its NUL is); null when they do not hold one. */
+function headerOf(start: Buffer): { type: string; size: number } | null {
+  let out: Buffer;
+  try {
+    out = inflateSync(start, { finishFlush: constants.Z_SYNC_FLUSH });
+  } catch {
+    return null;
+  }
+  const nul = out.indexOf(0);
+  const m = nul > 0 ? HEADER_RE.exec(out.toString('latin1', 0, nul)) : null;
+  return m ? { type: m[1]!, size: Number(m[2]) } : null;
 }

@@ -76,16 +76,17 @@ t.test('a loose file is answered only when it is what its name says', async (t) 
   const s = setup();
   const qenv = quarantine(s, 'odd', false);
   const q = new QuarantineObjects(qenv.GIT_QUARANTINE_PATH!);
-  const head = q.read(s.head);
+  const head = q.read(s.head, ['commit']);
   t.equal(head?.type, 'commit');
   t.equal(q.header(s.head)?.size, head?.size);
-  t.equal(q.read(s.base), null, 'not in the quarantine');
+  t.equal(q.read(s.base, ['commit']), null, 'not in the quarantine');
+  t.equal(q.read(s.head, ['tree']), undefined, 'another kind than asked for is not read');
   // The commit's file under another (made-up) id: its hash does not match, so cat-file decides.
   const fake = `${s.head.slice(0, 2)}${'0'.repeat(38)}`;
   copyFileSync(join(q.dir, s.head.slice(0, 2), s.head.slice(2)), join(q.dir, fake.slice(0, 2), fake.slice(2)));
-  t.equal(q.read(fake), undefined, 'a file whose content hashes to another id is not answered');
+  t.equal(q.read(fake, ['commit']), undefined, 'a file whose content hashes to another id is not answered');
   writeFileSync(join(q.dir, s.head.slice(0, 2), '1'.repeat(38)), 'not zlib');
-  t.equal(q.read(`${s.head.slice(0, 2)}${'1'.repeat(38)}`), undefined, 'a damaged file is not answered');
+  t.equal(q.read(`${s.head.slice(0, 2)}${'1'.repeat(38)}`, ['commit']), undefined, 'a damaged file is not answered');
   t.equal(q.header(`${s.head.slice(0, 2)}${'1'.repeat(38)}`), undefined);
   t.ok(q.loosesOnly());
 });
