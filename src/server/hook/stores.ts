@@ -33,7 +33,7 @@ export class MainStores {
     return this.spares.take(repoDir, env);
   }
 
-  /** Starts the repository's spare for its next push (after a push is judged). */
+  /** Starts the repository's spare for its next push (when a push's receive-pack has ended). */
   prime(repoDir: string): void {
     this.spares.prime(repoDir);
   }
