@@ -31,8 +31,14 @@ export class QuarantineObjects {
 
   constructor(readonly dir: string) {}
 
-  private file(id: string): string {
-    return join(this.dir, id.slice(0, 2), id.slice(2));
+  /** The loose file of `id`, open for reading; null when there is none; undefined for anything else (not an id, unreadable). */
+  private open(id: string): number | null | undefined {
+    if (!ID_RE.test(id)) return undefined;
+    try {
+      return openSync(join(this.dir, id.slice(0, 2), id.slice(2)), 'r');
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code === 'ENOENT' ? null : undefined;
+    }
   }
 
   /**
@@ -59,13 +65,8 @@ export class QuarantineObjects {
    * is never inflated whole.
    */
   read(id: string, kinds: readonly string[]): BatchResult | null | undefined {
-    if (!ID_RE.test(id)) return undefined;
-    let fd: number;
-    try {
-      fd = openSync(this.file(id), 'r');
-    } catch (err) {
-      return (err as NodeJS.ErrnoException).code === 'ENOENT' ? null : undefined;
-    }
+    const fd = this.open(id);
+    if (fd === null || fd === undefined) return fd;
     let raw: Buffer;
     try {
       const size = fstatSync(fd).size;
@@ -101,13 +102,8 @@ export class QuarantineObjects {
    * when no loose file of that id is here; undefined when it cannot be told here.
    */
   header(id: string): { id: string; type: string; size: number } | null | undefined {
-    if (!ID_RE.test(id)) return undefined;
-    let fd: number;
-    try {
-      fd = openSync(this.file(id), 'r');
-    } catch (err) {
-      return (err as NodeJS.ErrnoException).code === 'ENOENT' ? null : undefined;
-    }
+    const fd = this.open(id);
+    if (fd === null || fd === undefined) return fd;
     try {
       const head = Buffer.alloc(128);
       const h = headerOf(head.subarray(0, readSync(fd, head, 0, head.length, 0)));
