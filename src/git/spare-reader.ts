@@ -6,7 +6,7 @@
 // follows an alternate's own `info/alternates`: when a push comes, that file is made to name the
 // push's quarantine, and the spare, which has read nothing yet, sees exactly what receive-pack's
 // view holds (the repository's objects and the quarantine). It answers that one push and ends
-// with it; the next spare is started after the push is judged.
+// with it; the next spare is started when that push's receive-pack has ended.
 
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
