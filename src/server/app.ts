@@ -31,6 +31,7 @@ import { stderrProgress } from '../progress.js';
 import { checkHooks, ensureRepoConfig, listRepos, normalizeRepoName, reposDir, resolveRepo, createRepo, holdoutOf } from './repos.js';
 import { writeAdminToken } from './admin-token.js';
 import { holdForeground } from '../contract/priority.js';
+import { interposeStdout, ReportStatusReader } from './report-status.js';
 import { DEFAULT_LIMITS, exchangeOf, guardRequest, preparePost, prepareGet, trackChild, type FrontDeps, type RequestLimits } from './git-front.js';
 import { refreshForClone, warmWithUpstream } from '../upstream/serve.js';
 import { lockDataDir } from './datadir-lock.js';
@@ -108,7 +109,12 @@ export interface RunningServer {
 type Identity = AuthenticatedToken & { remoteAddr: string; userAgent: string | null; repo: string; repoDir: string; pushTarget?: PushTarget };
 
 /** The hook names a metric label may carry (what a shim sends is not trusted to be one). */
-const HOOK_LABELS = new Set<string>(['pre-receive', 'update', 'post-receive']);
+const HOOK_LABELS = new Set<string>(['pre-receive', 'update']);
+/**
+ * Longest a push's HTTP answer is held after receive-pack's output ended, for its confirm rows
+ * (one try of the write; a store that does not answer leaves them queued and the intent entry).
+ */
+const CONFIRM_HOLD_MS = 10_000;
 
 /** `/NAME.git/<git route>` -> name and route. */
 const GIT_ROUTE = /^\/([^/]+)\.git\/(info\/refs|HEAD|git-upload-pack|git-receive-pack)$/;
@@ -222,29 +228,39 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       action.once('service', (ps: ChildProcess) => {
         onStart();
         ps.once('exit', release);
+        // git's report-status on its way to the client is what moved (no post-receive hook:
+        // src/server/report-status.ts); the answer ends once the session's rows are written.
+        const report = new ReportStatusReader(exchangeOf(action.req)?.section?.caps ?? []);
+        let settle: (w?: Promise<void>) => void = () => {};
+        const written = new Promise<void>((r) => (settle = r));
+        // Registered or not (no pid: nothing was judged), the answer's end waits for the exit.
+        ps.once('exit', () => setImmediate(() => settle(undefined)));
+        interposeStdout(ps, (c) => report.push(c), written, CONFIRM_HOLD_MS);
         trackChild(action.req, ps, log);
-        if (ps.pid) return register(ps, ps.pid);
+        const seen = { report, settle };
+        if (ps.pid) return register(ps, ps.pid, seen);
         if (!(ps instanceof HelperChild)) return;
         // Started by the spawn helper: the pid follows in a moment; its hooks wait for it.
         const pending = ps.pidReady.then((pid) => {
-          if (pid && ps.exitCode === null && ps.signalCode === null) register(ps, pid);
+          if (pid && ps.exitCode === null && ps.signalCode === null) register(ps, pid, seen);
         }).finally(() => {
           hooks.pendingSessions.delete(pending);
           if (draining && servicePids.size === 0 && hooks.pendingSessions.size === 0) drained?.();
         });
         hooks.pendingSessions.add(pending);
       });
-      const register = (ps: ChildProcess, pid: number): void => {
+      const register = (ps: ChildProcess, pid: number, seen: { report: ReportStatusReader; settle: (w?: Promise<void>) => void }): void => {
         servicePids.add(pid);
         hooks.sessions.set(pid, {
           pid, pushId: newPushId(), repo: who.repo, repoDir: who.repoDir, actor: who.name, role: who.role,
           remoteAddr: who.remoteAddr, userAgent: who.userAgent, decisions: new Map(), confirmed: new Set(),
           atomic: exchangeOf(action.req)?.section?.caps.includes('atomic') ?? false,
           ...(who.pushTarget ? { pushTarget: who.pushTarget } : {}),
+          report: () => seen.report.outcome,
         });
         ps.on('exit', () => {
           servicePids.delete(pid);
-          hooks.endSession(pid);
+          seen.settle(hooks.endSession(pid));
           if (draining && servicePids.size === 0 && hooks.pendingSessions.size === 0) drained?.();
         });
       };

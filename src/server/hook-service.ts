@@ -10,8 +10,8 @@
 // Intent before effect (./intents.ts): an accepting decision, verdict included, is durable in
 // the log before anything outside the gate changes: before the forward to upstream and before
 // pre-receive answers accept (which lets git update the refs). A failed write refuses the
-// push and forwards nothing. What follows (the forward's outcome, the post-receive confirms
-// of what really moved, `upstream.diverged`) goes through a row queue that retries and never
+// push and forwards nothing. What follows (the forward's outcome, the confirms of what
+// really moved, from git's report to the client, `upstream.diverged`) goes through a row queue that retries and never
 // drops, and the push's intent entry is removed only when the log and the refs agree. The
 // shims wait for the daemon's own time limit plus a margin (`hook.endpoint` carries it).
 //
@@ -21,8 +21,9 @@
 // sends), session.ts (PushSession), context.ts (the options and what the parts share),
 // pre-receive.ts (one push from ref lines to verdict), judge.ts (the engine under the time
 // limit), decision-log.ts (the audit side: intent entry, decision rows, settling),
-// confirm.ts (update, post-receive, the end of receive-pack), stores.ts (the long-lived
-// object readers) and warm.ts (the cache warm-ups at start).
+// confirm.ts (update, the end of receive-pack), update-hook.ts (hooks/update while a push of
+// several refs is in flight), stores.ts (the long-lived object readers) and warm.ts (the
+// cache warm-ups at start).
 
 import type http from 'node:http';
 import { join } from 'node:path';
@@ -38,7 +39,8 @@ import { DecisionLog } from './hook/decision-log.js';
 import { HookEndpoint, remoteProgress } from './hook/endpoint.js';
 import { Judge } from './hook/judge.js';
 import { preReceive, type HookParts } from './hook/pre-receive.js';
-import { confirmEnded, postReceive, update } from './hook/confirm.js';
+import { confirmEnded, update } from './hook/confirm.js';
+import { UpdateHooks } from './hook/update-hook.js';
 import { HookPasses } from './hook/pass.js';
 import { inside, type HookRequest } from './hook/request.js';
 import type { PushSession } from './hook/session.js';
@@ -79,6 +81,8 @@ export class HookService {
   private readonly warmer: Warmer;
   /** The update hook's shortcut for pushes pre-receive accepted whole (./hook/pass.ts); null without a data folder. */
   private readonly passes: HookPasses | null;
+  /** hooks/update, present while a push of several refs is in flight (./hook/update-hook.ts). */
+  readonly updateHooks: UpdateHooks;
 
   constructor(private readonly opts: HookServiceOptions) {
     this.authRows = new AuthRowLimiter(opts.audit, opts.authRows);
@@ -94,6 +98,7 @@ export class HookService {
     this.endpoint = new HookEndpoint({ endpointPath: opts.endpointPath, timeoutMs: opts.timeoutMs, authRows: this.authRows, onAnswer: opts.onAnswer, route: (hr, lines, gone, res) => this.route(hr, lines, gone, res) });
     this.warmer = new Warmer(ctx, this.stopping.signal, () => this.endpoint.listening);
     this.passes = opts.dataDir ? new HookPasses(join(opts.dataDir, 'hook-pass'), this.log) : null;
+    this.updateHooks = new UpdateHooks(this.log);
   }
 
   /** At start: settle what the previous run left in the intent journal (a crash, a kill, a store that was down). */
@@ -175,16 +180,22 @@ export class HookService {
     return this.endpoint.busy;
   }
 
-  /** Called when receive-pack exits: refs that were judged but never confirmed did not move. */
-  endSession(pid: number): void {
+  /**
+   * Called when receive-pack exits: the confirm rows of what moved and what did not. Returns
+   * their write (settled once tried; the push's HTTP answer waits for it), or undefined when
+   * the pid had no session.
+   */
+  endSession(pid: number): Promise<void> | undefined {
     const s = this.sessions.get(pid);
-    if (!s) return;
+    if (!s) return undefined;
     this.sessions.delete(pid);
     this.passes?.remove(pid);
+    this.updateHooks.release(s.repoDir, pid);
     s.ended = true;
     const write = confirmEnded(this.parts, s);
     this.background.add(write);
     void write.finally(() => this.background.delete(write));
+    return write;
   }
 
   /** A request with the secret: the session its pid names (or the host's), then the hook it is. */
@@ -214,6 +225,9 @@ export class HookService {
         }
       } else if (hr.hook === 'pre-receive') {
         let verdict: 'accept' | 'reject' = 'reject';
+        // Several refs: one may be refused and the others accepted, which only the update hook
+        // can tell git; it is put in place now, before anything is judged (./hook/update-hook.ts).
+        if (hr.lines.length > 1 && !session.ended) this.updateHooks.need(session.repoDir, hr.ppid);
         try {
           verdict = await preReceive(this.parts, session, hr, lines, gone, remote);
           return verdict;
@@ -224,7 +238,6 @@ export class HookService {
         }
       }
       else if (hr.hook === 'update') return await update(session, hr, lines);
-      else if (hr.hook === 'post-receive') return await postReceive(this.parts, session, hr);
       else throw new Error(`unknown hook ${hr.hook}`);
     }
   }

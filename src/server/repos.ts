@@ -1,17 +1,24 @@
 // Repositories under `<data>/repos`: name checks (no `..`, no absolute paths, no symlink
-// escapes), creation with our hooks and `receive.fsckObjects`, and the start-up check that
+// escapes), creation with our hook and `receive.fsckObjects`, and the start-up check that
 // every repository's hooks are byte-for-byte ours. A repo with a missing or foreign hook is
-// never served. Each repository also gets git's own push limits and `receive.autogc=false`
+// never served. A served repository has hooks/pre-receive; hooks/update is there only while a
+// push of several refs is in flight (src/server/hook/update-hook.ts), and there is no
+// post-receive (what moved is read from git's report to the client: ./report-status.ts). Each repository also gets git's own push limits and `receive.autogc=false`
 // (REPO_GIT_CONFIG), at creation, on `repo hooks NAME` and at server start.
 
-import { existsSync, readFileSync, realpathSync, readdirSync, copyFileSync, chmodSync, statSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync, readdirSync, copyFileSync, chmodSync, statSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { privateDir } from '../private-files.js';
 import { fileURLToPath } from 'node:url';
 import { Git } from '../git/git.js';
 import { UsageError } from '../errors.js';
 
-export const HOOK_NAMES = ['pre-receive', 'update', 'post-receive'] as const;
+/** The hooks a served repository always has. */
+export const HOOK_NAMES = ['pre-receive'] as const;
+/** Ours, present only while a push needs it (src/server/hook/update-hook.ts). */
+const HOOKS_AT_TIMES = ['update'] as const;
+/** Hooks of earlier versions that a served repository must not have any more. */
+const HOOKS_RETIRED = ['post-receive'] as const;
 export const REPO_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 
 /** The package's own hooks/ folder (dist/server/repos.js -> ../../hooks). */
@@ -120,12 +127,19 @@ export function markHoldout(repoDir: string, of: string): void {
   writeFileSync(join(repoDir, HOLDOUT_MARKER), `${of}\n`);
 }
 
+/**
+ * Our hooks in place: pre-receive written, a retired hook (post-receive) removed, and an update
+ * hook that is there (a push of several refs may be in flight) replaced by ours, not removed.
+ */
 export function installHooks(repoDir: string): void {
-  for (const h of HOOK_NAMES) {
+  const write = (h: string): void => {
     const target = join(repoDir, 'hooks', h);
     copyFileSync(join(PACKAGE_HOOKS, h), target);
     chmodSync(target, 0o755);
-  }
+  };
+  for (const h of HOOK_NAMES) write(h);
+  for (const h of HOOKS_AT_TIMES) if (existsSync(join(repoDir, 'hooks', h))) write(h);
+  for (const h of HOOKS_RETIRED) rmSync(join(repoDir, 'hooks', h), { force: true });
 }
 
 const packageHooks = new Map<string, Buffer>();
@@ -137,13 +151,28 @@ function packageHook(name: string): Buffer {
 
 export type HookState = { ok: true } | { ok: false; reason: string };
 
-/** Every hook present, executable and identical to the package's copy. */
+/**
+ * Every hook a served repository has is present, executable and identical to the package's
+ * copy; hooks/update may also be absent; a retired hook (post-receive) must be gone.
+ */
 export function checkHooks(repoDir: string): HookState {
-  for (const h of HOOK_NAMES) {
+  const check = (h: string, optional: boolean): HookState | null => {
     const p = join(repoDir, 'hooks', h);
-    if (!existsSync(p)) return { ok: false, reason: `hook ${h} is missing` };
+    if (!existsSync(p)) return optional ? null : { ok: false, reason: `hook ${h} is missing` };
     if ((statSync(p).mode & 0o111) === 0) return { ok: false, reason: `hook ${h} is not executable` };
     if (!readFileSync(p).equals(packageHook(h))) return { ok: false, reason: `hook ${h} is not patchgate's` };
+    return null;
+  };
+  for (const h of HOOK_NAMES) {
+    const bad = check(h, false);
+    if (bad) return bad;
+  }
+  for (const h of HOOKS_AT_TIMES) {
+    const bad = check(h, true);
+    if (bad) return bad;
+  }
+  for (const h of HOOKS_RETIRED) {
+    if (existsSync(join(repoDir, 'hooks', h))) return { ok: false, reason: `hook ${h} is from an earlier patchgate (it is no longer used)` };
   }
   return { ok: true };
 }

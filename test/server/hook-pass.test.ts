@@ -1,12 +1,14 @@
-// The update hook's shortcut (src/server/hook/pass.ts, hooks/update): a push whose refs
-// pre-receive accepted all is never asked about again by the update hook; a push with a
-// refused ref still asks for every ref and is refused ref by ref; the pass is gone once
-// receive-pack ends; and the shim itself takes only a complete, identical line of its own
-// receive-pack's file, asking the daemon (here: none, so it refuses) for anything else.
+// The update hook (hooks/update): there only while a push of several refs is in flight
+// (src/server/hook/update-hook.ts), so a one-ref push runs none; its shortcut
+// (src/server/hook/pass.ts): a push whose refs pre-receive accepted all is never asked about
+// again by the update hook; a push with a refused ref still asks for every ref and is refused
+// ref by ref; the pass and the hook are gone once receive-pack ends; and the shim itself takes
+// only a complete, identical line of its own receive-pack's file, asking the daemon (here:
+// none, so it refuses) for anything else.
 
 import t from 'tap';
 import { execFile } from 'node:child_process';
-import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gitAsync, refIn, seededGate } from '../helpers/gate.js';
@@ -28,9 +30,29 @@ async function passes(data: string): Promise<string[]> {
   return readdirSync(join(data, 'hook-pass'));
 }
 
+/** hooks/update is gone (polled: receive-pack's exit reaches the daemon a moment after the client's answer at the latest). */
+async function updateHookGone(bare: string): Promise<boolean> {
+  for (let i = 0; i < 40 && existsSync(join(bare, 'hooks/update')); i++) await new Promise((r) => setTimeout(r, 50));
+  return !existsSync(join(bare, 'hooks/update'));
+}
+
 t.test('accepted whole: no update request; one ref refused: every ref asks, refused ref by ref', async (t) => {
-  const { gate, agent, w, bare } = await seededGate(t, { 'src/app.py': 'x = 1\n', 'tests/test_app.py': 'def test_x():\n    assert True\n' });
+  // Whether hooks/update is in place while each push is judged.
+  const during: boolean[] = [];
+  let bareDir = '';
+  const { gate, agent, w, bare } = await seededGate(t, { 'src/app.py': 'x = 1\n', 'tests/test_app.py': 'def test_x():\n    assert True\n' }, { beforeJudge: async () => void (bareDir && during.push(existsSync(join(bareDir, 'hooks/update')))) });
+  bareDir = bare;
   const remote = gate.remote('app', 'agent-1', agent);
+  t.notOk(existsSync(join(bare, 'hooks/update')), 'a served repository has no update hook between pushes');
+
+  w.checkout('agent/solo', true);
+  w.commit('solo', { 'src/app.py': 'x = 9\n' });
+  const solo = await gitAsync(w.dir, ['push', remote, 'agent/solo']);
+  t.equal(solo.code, 0, solo.stderr);
+  t.same(during, [false], 'a one-ref push was judged with no update hook in place');
+  t.equal(await answers(gate, 'pre-receive', 'accept'), 2, 'the seed and the one-ref push: pre-receive asked');
+  const soloRow = gate.srv.audit.query({ kind: 'ref', actor: 'agent-1' });
+  t.same(soloRow.map((x) => [x.ref, x.moved]), [['refs/heads/agent/solo', 1]], 'its confirm row (from git\'s report) is there when the client\'s push returns');
 
   w.checkout('agent/one', true);
   const one = w.commit('one', { 'src/app.py': 'x = 2\n' });
@@ -40,12 +62,13 @@ t.test('accepted whole: no update request; one ref refused: every ref asks, refu
   t.equal(r.code, 0, r.code ? r.stderr : 'two refs accepted');
   t.equal(await refIn(bare, 'refs/heads/agent/one'), one);
   t.equal(await refIn(bare, 'refs/heads/agent/two'), two);
-  t.equal(await answers(gate, 'pre-receive', 'accept'), 2, 'the seed and this push: pre-receive asked');
+  t.equal(await answers(gate, 'pre-receive', 'accept'), 3, 'and this push: pre-receive asked');
+  t.same(during, [false, true], 'the two-ref push was judged with the update hook in place');
   t.equal(await answers(gate, 'update', 'accept') + await answers(gate, 'update', 'reject'), 0, 'no update hook asked the daemon: both refs took the pass');
-  t.equal(await answers(gate, 'post-receive', 'accept'), 2, 'post-receive still confirms');
-  const rows = gate.srv.audit.query({ kind: 'ref', actor: 'agent-1' });
+  const rows = gate.srv.audit.query({ kind: 'ref', actor: 'agent-1' }).filter((x) => x.ref !== 'refs/heads/agent/solo');
   t.same(rows.map((x) => [x.ref, x.verdict, x.moved]).sort(), [['refs/heads/agent/one', 'accept', 1], ['refs/heads/agent/two', 'accept', 1]], 'both audited as accepted and moved');
   t.same(await passes(gate.data), [], 'the pass is gone once receive-pack ended');
+  t.ok(await updateHookGone(bare), 'so is the update hook');
 
   w.checkout('agent/three', true);
   const three = w.commit('three', { 'src/app.py': 'x = 4\n' });
@@ -59,6 +82,9 @@ t.test('accepted whole: no update request; one ref refused: every ref asks, refu
   t.equal(await answers(gate, 'update', 'accept'), 1, 'the accepted ref asked the daemon');
   t.equal(await answers(gate, 'update', 'reject'), 1, 'so did the refused one');
   t.same(await passes(gate.data), [], 'no pass left');
+  t.ok(await updateHookGone(bare), 'no update hook left');
+  const moved = gate.srv.audit.query({ kind: 'ref', actor: 'agent-1' }).filter((x) => x.ref === 'refs/heads/agent/three' || x.ref === 'refs/heads/agent/bad');
+  t.same(moved.map((x) => [x.ref, x.verdict, x.moved]).sort(), [['refs/heads/agent/bad', 'reject', 0], ['refs/heads/agent/three', 'accept', 1]], 'the accepted ref confirmed as moved, the refused one as not');
 });
 
 /** hooks/update run by hand in `<data>/repos/app.git`, as git runs it: $PPID is this process. */

@@ -1,9 +1,12 @@
-// After pre-receive: the update hook (each ref must be one pre-receive judged; its verdict
-// again), post-receive (the confirm rows of refs that moved) and the end of receive-pack (the
-// confirm rows of judged refs that never moved, `upstream.diverged`, the settling of the
-// intent entry). The refs have moved or not by then, so these rows go through the row queue
-// (retried, in order, never dropped) instead of refusing anything.
+// After pre-receive: the update hook (each ref of a multi-ref push must be one pre-receive
+// judged; its verdict again) and the end of receive-pack: the confirm rows of what moved and of
+// what did not, `upstream.diverged`, the settling of the intent entry. What moved is git's own
+// report-status to the client (../report-status.ts); with no report (a client may ask for
+// none) each judged ref is read. The refs have moved or not by then, so these rows go through
+// the row queue (retried, in order, never dropped) instead of refusing anything.
 
+import { isZeroId } from '../../git/git.js';
+import type { RefDecision } from '../../policy/types.js';
 import { recordDiverged } from '../../upstream/gate.js';
 import type { HookContext } from './context.js';
 import type { DecisionLog } from './decision-log.js';
@@ -22,36 +25,51 @@ export async function update(s: PushSession, hr: HookRequest, lines: string[]): 
   return d.verdict;
 }
 
-export async function postReceive(ctx: HookContext, s: PushSession, hr: HookRequest): Promise<'accept'> {
-  const items = hr.lines.map(parseRefLine).map((u) => {
-    s.confirmed.add(key(u.ref, u.oldId, u.newId));
-    return { ref: u.ref, new: u.newId, moved: true };
-  });
-  // The refs moved already: a failed write cannot refuse anything, so it is queued and retried.
-  if (items.length) await ctx.rows.write(s.pushId, 'the confirm rows of refs that moved', () => ctx.opts.audit.confirmRefs(s.pushId, items, { repo: s.repo }));
-  return 'accept';
-}
-
 /**
- * receive-pack exited (the session is ended): the writes for refs that were judged but never
- * confirmed, which did not move. The caller keeps the returned promise until it settles.
+ * receive-pack exited (the session is ended): the confirm rows of every judged ref, moved or
+ * not. The caller keeps the returned promise until it settles (the push's HTTP answer waits).
  */
 export function confirmEnded(ctx: HookContext & { readonly decisions: DecisionLog }, s: PushSession): Promise<void> {
-  // Accepted but never delivered (the pre-receive shim gave up or died before git ran the
-  // update hook): nothing moved, and the audit says refused.
-  const unmoved = [...s.decisions.values()].filter((d) => !s.confirmed.has(key(d.ref, d.oldId, d.newId)));
-  const items = unmoved.map((d) => ({ ref: d.ref, new: d.newId, moved: false }));
-  // In order, through the row queue (retried, never dropped): the diverged row, the confirms
-  // of refs that did not move, then the settling of the intent entry (which checks the log
-  // against the refs and records anything still missing). stop() waits for these writes.
   // The repository's next push finds a reader running (src/git/spare-reader.ts): started now,
   // when this push's processes are done, not while it is judged or answered.
   ctx.stores.prime(s.repoDir);
   return (async () => {
+    const judged = [...s.decisions.values()].filter((d) => !s.confirmed.has(key(d.ref, d.oldId, d.newId)));
+    const moved = await movedRefs(ctx, s, judged);
+    const items = judged.map((d) => ({ ref: d.ref, new: d.newId, moved: moved.has(d) }));
+    for (const d of judged) if (moved.has(d)) s.confirmed.add(key(d.ref, d.oldId, d.newId));
+    const unmoved = judged.filter((d) => !moved.has(d));
+    // In order, through the row queue (retried, never dropped): the diverged row, the confirms,
+    // then the settling of the intent entry (which checks the log against the refs and records
+    // anything still missing). stop() waits for these writes.
     // Upstream took refs the gate did not move: audited, and the next fetch repairs the gate.
     const diverged = s.forwarded?.size ? unmoved.filter((d) => s.forwarded!.has(key(d.ref, d.oldId, d.newId))) : [];
     if (diverged.length) await ctx.rows.write(s.pushId, 'the upstream.diverged row', () => recordDiverged(ctx.opts.audit, ctx.upstream, s, diverged));
-    if (items.length) await ctx.rows.write(s.pushId, 'the confirm rows of refs that did not move', () => ctx.opts.audit.confirmRefs(s.pushId, items, { repo: s.repo }));
+    if (items.length) await ctx.rows.write(s.pushId, 'the confirm rows', () => ctx.opts.audit.confirmRefs(s.pushId, items, { repo: s.repo }));
     if (s.journaled && ctx.journal) ctx.decisions.settleLater(s);
   })();
+}
+
+/**
+ * Which judged, accepted updates moved: git's report when there is one (an `ok` line is a
+ * committed ref update), else each ref read now (at the pushed commit: moved). Only refs the
+ * gate accepted can have moved (an accept that never reached git did not: its pre-receive
+ * shim gave up or died before the update, and git refused the ref).
+ */
+async function movedRefs(ctx: HookContext, s: PushSession, judged: RefDecision[]): Promise<Set<RefDecision>> {
+  const out = new Set<RefDecision>();
+  const accepted = judged.filter((d) => d.verdict === 'accept');
+  if (!accepted.length) return out;
+  const report = s.report?.() ?? null;
+  if (report) {
+    for (const d of accepted) if (report.refs.get(d.ref) === true) out.add(d);
+    return out;
+  }
+  const store = ctx.stores.get(s.repoDir);
+  for (const d of accepted) {
+    const tip = await store.refTip(d.ref).catch(() => undefined);
+    // A ref that cannot be read is not claimed to have moved; the intent entry's settling reads it again.
+    if (tip !== undefined && (isZeroId(d.newId) ? tip === null : tip === d.newId)) out.add(d);
+  }
+  return out;
 }

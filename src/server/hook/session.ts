@@ -5,6 +5,7 @@
 
 import type { PushTarget } from '../../policy/push-target.js';
 import type { RefDecision, Role } from '../../policy/types.js';
+import type { ReportOutcome } from '../report-status.js';
 
 export interface PushSession {
   pid: number;
@@ -37,6 +38,11 @@ export interface PushSession {
   atomic?: boolean;
   /** Updates (ref old new) that upstream took (src/upstream/gate.ts). */
   forwarded?: Set<string>;
+  /**
+   * git's report-status to the client, read from receive-pack's output (../report-status.ts):
+   * what moved. null: no report (the client asked for none, or it was cut off).
+   */
+  report?: () => ReportOutcome | null;
   /** The trusted branch named by the host's config (src/host/identity.ts), instead of the repository's HEAD. */
   trustedBranch?: string;
 }
