@@ -233,7 +233,8 @@ export class HookService {
           return verdict;
         } finally {
           // Before the answer leaves: what this receive-pack's update hook may take without asking.
-          if (this.sessions.get(hr.ppid) === session && !session.ended) this.passes?.answered(hr.ppid, verdict, session.decisions.values());
+          // A one-ref push has no update hook (a leftover one asks, and is answered the same).
+          if (this.sessions.get(hr.ppid) === session && !session.ended && hr.lines.length > 1) this.passes?.answered(hr.ppid, verdict, session.decisions.values());
           else this.passes?.remove(hr.ppid);
         }
       }

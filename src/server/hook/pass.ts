@@ -1,7 +1,8 @@
 // The update hook's shortcut. git runs hooks/update once per ref after pre-receive, and that
 // shim used to ask the daemon each time for a verdict pre-receive had already given: a
-// connection, a request and an answer (about 3 ms of every push). When pre-receive accepted
-// every ref of a push, the daemon now leaves `<data>/hook-pass/<receive-pack pid>` (0600, in a
+// connection, a request and an answer (about 3 ms of every push). The hook is there only
+// during a push of several refs (./update-hook.ts); when pre-receive accepted every ref of
+// such a push, the daemon leaves `<data>/hook-pass/<receive-pack pid>` (0600, in a
 // 0700 folder) with those ref lines, "old new ref" each, and the update shim accepts a ref it
 // finds there, line for line, without asking. No file, another line, or a push with a refused
 // ref: the shim asks the daemon as before, which refuses what pre-receive did not judge.
