@@ -106,6 +106,17 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/** What a push's receive-pack showed on its way out: git's report, and the confirm rows' write. */
+interface Seen {
+  report: ReportStatusReader;
+  /** Settles the exit's write (the answer's end waits for it when no report was read). */
+  settle: (w?: Promise<void>) => void;
+  /** receive-pack's pid once registered (0 before). */
+  pid: number;
+  /** The confirm rows written from the report, once it was whole. */
+  confirmed: Promise<void> | null;
+}
+
 type Identity = AuthenticatedToken & { remoteAddr: string; userAgent: string | null; repo: string; repoDir: string; pushTarget?: PushTarget };
 
 /** The hook names a metric label may carry (what a shim sends is not trusted to be one). */
@@ -233,11 +244,18 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         const report = new ReportStatusReader(exchangeOf(action.req)?.section?.caps ?? []);
         let settle: (w?: Promise<void>) => void = () => {};
         const written = new Promise<void>((r) => (settle = r));
-        // Registered or not (no pid: nothing was judged), the answer's end waits for the exit.
+        // Registered or not (no pid: nothing was judged), without a report the answer's end waits for the exit.
         ps.once('exit', () => setImmediate(() => settle(undefined)));
-        interposeStdout(ps, (c) => report.push(c), written, CONFIRM_HOLD_MS);
+        const seen: Seen = { report, settle, pid: 0, confirmed: null };
+        const tap = (c: Buffer): void => {
+          report.push(c);
+          if (seen.confirmed || !seen.pid) return;
+          // The report is whole: its confirm rows now, before receive-pack has exited.
+          const whole = report.outcome;
+          if (whole) seen.confirmed = hooks.confirmReported(seen.pid, whole) ?? Promise.resolve();
+        };
+        interposeStdout(ps, tap, () => seen.confirmed ?? written, CONFIRM_HOLD_MS);
         trackChild(action.req, ps, log);
-        const seen = { report, settle };
         if (ps.pid) return register(ps, ps.pid, seen);
         if (!(ps instanceof HelperChild)) return;
         // Started by the spawn helper: the pid follows in a moment; its hooks wait for it.
@@ -249,8 +267,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         });
         hooks.pendingSessions.add(pending);
       });
-      const register = (ps: ChildProcess, pid: number, seen: { report: ReportStatusReader; settle: (w?: Promise<void>) => void }): void => {
+      const register = (ps: ChildProcess, pid: number, seen: Seen): void => {
         servicePids.add(pid);
+        seen.pid = pid;
         hooks.sessions.set(pid, {
           pid, pushId: newPushId(), repo: who.repo, repoDir: who.repoDir, actor: who.name, role: who.role,
           remoteAddr: who.remoteAddr, userAgent: who.userAgent, decisions: new Map(), confirmed: new Set(),

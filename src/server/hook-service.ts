@@ -39,7 +39,8 @@ import { DecisionLog } from './hook/decision-log.js';
 import { HookEndpoint, remoteProgress } from './hook/endpoint.js';
 import { Judge } from './hook/judge.js';
 import { preReceive, type HookParts } from './hook/pre-receive.js';
-import { confirmEnded, update } from './hook/confirm.js';
+import { confirmEnded, confirmReported, update } from './hook/confirm.js';
+import type { ReportOutcome } from './report-status.js';
 import { UpdateHooks } from './hook/update-hook.js';
 import { HookPasses } from './hook/pass.js';
 import { inside, type HookRequest } from './hook/request.js';
@@ -178,6 +179,20 @@ export class HookService {
 
   get busy(): number {
     return this.endpoint.busy;
+  }
+
+  /**
+   * git's report to the client is whole (src/server/report-status.ts): the confirm rows of what
+   * it says moved and did not, written now. Returns their write (settled once tried), or
+   * undefined when the pid has no session.
+   */
+  confirmReported(pid: number, report: ReportOutcome): Promise<void> | undefined {
+    const s = this.sessions.get(pid);
+    if (!s) return undefined;
+    const write = confirmReported(this.parts, s, report);
+    this.background.add(write);
+    void write.finally(() => this.background.delete(write));
+    return write;
   }
 
   /**

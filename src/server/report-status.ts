@@ -1,7 +1,7 @@
 // What git itself told the pusher: receive-pack's report-status, read from its output on the
 // way to the client. A repository served here has no post-receive hook (one bash start, one
 // connection and one request less per push, issue 24): the confirm rows of the refs that moved
-// are written from this report when receive-pack exits, and the client's HTTP answer is held
+// are written from this report as soon as it is whole, and the client's HTTP answer is held
 // open until they are (./app.ts), as it was held while post-receive ran.
 //
 // Format (git's Documentation/gitprotocol-pack.txt): with side-band-64k (receive-pack has no
@@ -119,12 +119,12 @@ export class ReportStatusReader {
  * Put a stream of our own between `ps.stdout` and where the next `pipe` of it goes
  * (node-git-server pipes it into the HTTP answer right after its 'service' event): every chunk
  * goes through as it comes and is shown to `tap`; the end is passed on only once git's output
- * ended and `hold` has settled, or `maxHoldMs` after git's output ended, whichever is first (a
+ * ended and what `hold` returns then has settled, or `maxHoldMs` after git's output ended, whichever is first (a
  * hold never keeps a client waiting on a store that does not answer: the rows stay queued, and
  * the push's intent entry records them at the latest at the next start). `ps.stdout` itself
  * stays the same object (the spawn helper's child writes into it).
  */
-export function interposeStdout(ps: ChildProcess, tap: (chunk: Buffer) => void, hold: Promise<unknown>, maxHoldMs: number): void {
+export function interposeStdout(ps: ChildProcess, tap: (chunk: Buffer) => void, hold: () => Promise<unknown>, maxHoldMs: number): void {
   const real = ps.stdout as Readable | null;
   if (!real) return;
   const out = new PassThrough();
@@ -147,7 +147,7 @@ export function interposeStdout(ps: ChildProcess, tap: (chunk: Buffer) => void, 
     sawEnd = true;
     const timer = setTimeout(finish, maxHoldMs);
     timer.unref();
-    void hold.then(finish, finish).finally(() => clearTimeout(timer));
+    void hold().then(finish, finish).finally(() => clearTimeout(timer));
   };
   real.once('end', ended);
   // Destroyed without an end (an error, a killed helper): the same hold, then the end.

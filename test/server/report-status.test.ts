@@ -77,7 +77,7 @@ t.test('the reader on real receive-pack output', async (t) => {
 function run(hold: Promise<unknown>, maxHoldMs: number, onEnd: () => void) {
   const ps = spawn(process.execPath, ['-e', 'process.stdout.write("0008abc\\n0000")']);
   const seen: Buffer[] = [];
-  interposeStdout(ps, (c) => seen.push(c), hold, maxHoldMs);
+  interposeStdout(ps, (c) => seen.push(c), () => hold, maxHoldMs);
   const got: Buffer[] = [];
   return new Promise<{ out: string; tapped: string }>((resolve) => {
     ps.stdout!.pipe(new Writable({ write(c, _e, cb) { got.push(c); cb(); }, final(cb) { onEnd(); cb(); resolve({ out: Buffer.concat(got).toString(), tapped: Buffer.concat(seen).toString() }); } }));

@@ -12,6 +12,7 @@ import type { HookContext } from './context.js';
 import type { DecisionLog } from './decision-log.js';
 import { parseRefLine, type HookRequest } from './request.js';
 import { key, type PushSession } from './session.js';
+import type { ReportOutcome } from '../report-status.js';
 
 export async function update(s: PushSession, hr: HookRequest, lines: string[]): Promise<'accept' | 'reject'> {
   const [u] = hr.lines.map(parseRefLine);
@@ -25,27 +26,51 @@ export async function update(s: PushSession, hr: HookRequest, lines: string[]): 
   return d.verdict;
 }
 
+/** Judged ref updates of the session that have no confirm row yet. */
+function unconfirmed(s: PushSession): RefDecision[] {
+  return [...s.decisions.values()].filter((d) => !s.confirmed.has(key(d.ref, d.oldId, d.newId)));
+}
+
 /**
- * receive-pack exited (the session is ended): the confirm rows of every judged ref, moved or
- * not. The caller keeps the returned promise until it settles (the push's HTTP answer waits).
+ * The confirm rows of `judged` (moved: those in `moved`) and the `upstream.diverged` row, in
+ * order through the row queue (retried, never dropped; stop() waits for them). They count as
+ * confirmed from this call on, so nothing writes them twice.
+ */
+function confirmRows(ctx: HookContext, s: PushSession, judged: RefDecision[], moved: Set<RefDecision>): Promise<void> {
+  for (const d of judged) s.confirmed.add(key(d.ref, d.oldId, d.newId));
+  const items = judged.map((d) => ({ ref: d.ref, new: d.newId, moved: moved.has(d) }));
+  // Upstream took refs the gate did not move: audited, and the next fetch repairs the gate.
+  const diverged = s.forwarded?.size ? judged.filter((d) => !moved.has(d) && s.forwarded!.has(key(d.ref, d.oldId, d.newId))) : [];
+  return (async () => {
+    if (diverged.length) await ctx.rows.write(s.pushId, 'the upstream.diverged row', () => recordDiverged(ctx.opts.audit, ctx.upstream, s, diverged));
+    if (items.length) await ctx.rows.write(s.pushId, 'the confirm rows', () => ctx.opts.audit.confirmRefs(s.pushId, items, { repo: s.repo }));
+  })();
+}
+
+/**
+ * git's report to the client is whole: every ref it names has moved (`ok`) or not (`ng`), so
+ * the confirm rows are written now, while receive-pack is still on its way out. The push's
+ * HTTP answer waits for this write.
+ */
+export function confirmReported(ctx: HookContext, s: PushSession, report: ReportOutcome): Promise<void> {
+  const judged = unconfirmed(s);
+  const moved = new Set(judged.filter((d) => d.verdict === 'accept' && report.refs.get(d.ref) === true));
+  return confirmRows(ctx, s, judged, moved);
+}
+
+/**
+ * receive-pack exited (the session is ended): the confirm rows of every judged ref that has
+ * none yet (no report was read), moved or not, then the settling of the intent entry (which
+ * checks the log against the refs and records anything still missing). The caller keeps the
+ * returned promise until it settles.
  */
 export function confirmEnded(ctx: HookContext & { readonly decisions: DecisionLog }, s: PushSession): Promise<void> {
   // The repository's next push finds a reader running (src/git/spare-reader.ts): started now,
   // when this push's processes are done, not while it is judged or answered.
   ctx.stores.prime(s.repoDir);
+  const judged = unconfirmed(s);
   return (async () => {
-    const judged = [...s.decisions.values()].filter((d) => !s.confirmed.has(key(d.ref, d.oldId, d.newId)));
-    const moved = await movedRefs(ctx, s, judged);
-    const items = judged.map((d) => ({ ref: d.ref, new: d.newId, moved: moved.has(d) }));
-    for (const d of judged) if (moved.has(d)) s.confirmed.add(key(d.ref, d.oldId, d.newId));
-    const unmoved = judged.filter((d) => !moved.has(d));
-    // In order, through the row queue (retried, never dropped): the diverged row, the confirms,
-    // then the settling of the intent entry (which checks the log against the refs and records
-    // anything still missing). stop() waits for these writes.
-    // Upstream took refs the gate did not move: audited, and the next fetch repairs the gate.
-    const diverged = s.forwarded?.size ? unmoved.filter((d) => s.forwarded!.has(key(d.ref, d.oldId, d.newId))) : [];
-    if (diverged.length) await ctx.rows.write(s.pushId, 'the upstream.diverged row', () => recordDiverged(ctx.opts.audit, ctx.upstream, s, diverged));
-    if (items.length) await ctx.rows.write(s.pushId, 'the confirm rows', () => ctx.opts.audit.confirmRefs(s.pushId, items, { repo: s.repo }));
+    if (judged.length) await confirmRows(ctx, s, judged, await movedRefs(ctx, s, judged));
     if (s.journaled && ctx.journal) ctx.decisions.settleLater(s);
   })();
 }
