@@ -9,6 +9,7 @@
 // with it; the next spare is started when that push's receive-pack has ended.
 
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CatFileBatch } from './cat-file.js';
@@ -44,7 +45,8 @@ export class SpareReaders {
     try {
       mkdirSync(join(slot, 'objects', 'info'), { recursive: true });
       const batch = new CatFileBatch(repoDir, gitEnv({ GIT_ALTERNATE_OBJECT_DIRECTORIES: join(slot, 'objects') }));
-      batch.whenClosed(() => rmSync(slot, { recursive: true, force: true }));
+      // Removed in the background: its reader's exit arrives while a push may be answered.
+      batch.whenClosed(() => void rm(slot, { recursive: true, force: true }).catch(() => {}));
       this.spares.set(repoDir, { batch, slot });
     } catch {
       rmSync(slot, { recursive: true, force: true });
