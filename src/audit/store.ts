@@ -17,7 +17,7 @@
 //   store.appendAuthFailure(AuthFailureInput): number
 //   store.appendAdmin(AdminInput): number    token create/revoke, repo create, ...
 //   store.appendCi(CiInput): number
-//   store.appendConfirm(ConfirmInput): number   post-receive: did this ref really move?
+//   store.appendConfirm(ConfirmInput): number   after receive-pack: did this ref really move?
 //   store.appendEscalation(EscalationInput): number   `git push -o patchgate.escalate=…` (src/audit/escalation.ts)
 //   store.closeEscalation(EscalationCloseInput): number   a person closes one; refused when not open
 //   store.confirmRefs(pushId, ConfirmItem[]): number[]   several confirms, one transaction
@@ -53,7 +53,7 @@
 //   who owns the file — that is what verify() is for.
 //
 // Moved
-//   Rows are never updated, so post-receive records a `confirm` row (push_id, ref, new,
+//   Rows are never updated, so the end of a push records a `confirm` row (push_id, ref, new,
 //
 // Layout (issue 22): this file is the SQLite store and the module every caller imports; the
 // pieces it is made of, re-exported here, live beside it:

@@ -16,7 +16,7 @@ export interface GateMetrics {
   /** Seconds the policy took per push (the audit row's `timings.total`). */
   judgeSeconds: Histogram<string>;
   hookTimeouts: Counter<string>;
-  /** Hook shim requests the daemon answered, by hook (pre-receive, update, post-receive, other) and verdict. */
+  /** Hook shim requests the daemon answered, by hook (pre-receive, update, other) and verdict. */
   hookAnswers: Counter<'hook' | 'verdict'>;
   auditWriteFailures: Counter<string>;
   /** HTTP requests answered, by route kind and status code. */

@@ -3,7 +3,8 @@
 // every repository's hooks are byte-for-byte ours. A repo with a missing or foreign hook is
 // never served. A served repository has hooks/pre-receive; hooks/update is there only while a
 // push of several refs is in flight (src/server/hook/update-hook.ts), and there is no
-// post-receive (what moved is read from git's report to the client: ./report-status.ts). Each repository also gets git's own push limits and `receive.autogc=false`
+// post-receive (what moved is read from git's report to the client: ./report-status.ts).
+// Each repository also gets git's own push limits and `receive.autogc=false`
 // (REPO_GIT_CONFIG), at creation, on `repo hooks NAME` and at server start.
 
 import { existsSync, readFileSync, realpathSync, readdirSync, copyFileSync, chmodSync, statSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
