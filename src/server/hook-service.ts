@@ -94,12 +94,12 @@ export class HookService {
     const dir = opts.intentsDir ?? (opts.dataDir ? join(opts.dataDir, 'intents') : null);
     this.journal = dir ? new IntentJournal(dir) : null;
     this.notifier = opts.notifyUrl ? new Notifier(opts.notifyUrl, { log: this.log, ...opts.notify }) : null;
-    const ctx = { opts, log: this.log, upstream: this.upstream, journal: this.journal, rows: this.rows, notifier: this.notifier, stores: this.stores };
+    this.updateHooks = new UpdateHooks(this.log);
+    const ctx = { opts, log: this.log, upstream: this.upstream, journal: this.journal, rows: this.rows, notifier: this.notifier, stores: this.stores, updateHooks: this.updateHooks };
     this.parts = { ...ctx, judge: new Judge(ctx), decisions: new DecisionLog(ctx) };
     this.endpoint = new HookEndpoint({ endpointPath: opts.endpointPath, timeoutMs: opts.timeoutMs, authRows: this.authRows, onAnswer: opts.onAnswer, route: (hr, lines, gone, res) => this.route(hr, lines, gone, res) });
     this.warmer = new Warmer(ctx, this.stopping.signal, () => this.endpoint.listening);
     this.passes = opts.dataDir ? new HookPasses(join(opts.dataDir, 'hook-pass'), this.log) : null;
-    this.updateHooks = new UpdateHooks(this.log);
   }
 
   /** At start: settle what the previous run left in the intent journal (a crash, a kill, a store that was down). */
@@ -240,9 +240,6 @@ export class HookService {
         }
       } else if (hr.hook === 'pre-receive') {
         let verdict: 'accept' | 'reject' = 'reject';
-        // Several refs: one may be refused and the others accepted, which only the update hook
-        // can tell git; it is put in place now, before anything is judged (./hook/update-hook.ts).
-        if (hr.lines.length > 1 && !session.ended) this.updateHooks.need(session.repoDir, hr.ppid);
         try {
           verdict = await preReceive(this.parts, session, hr, lines, gone, remote);
           return verdict;

@@ -78,9 +78,14 @@ t.test('UpdateHooks: in place from the first multi-ref push to the end of the la
   try {
     u.need(gone, 5);
   } catch (err) {
-    t.match((err as Error).message, /push each ref on its own/, 'that says what to do');
+    t.match((err as Error).message, /could not put its per-ref hook/, 'that says what failed');
+    t.match((err as UpdateHookError).next, /push each ref on its own/, 'and what to do');
     t.ok((err as Error).cause, 'and carries its cause');
   }
   t.equal(u.repos, 0, 'nothing is counted for a push whose hook was not put in place');
+  t.type(u.tryNeed(gone, 6), UpdateHookError, 'tryNeed returns the same error');
+  t.equal(u.tryNeed(a, 8), null, 'and null when the hook is in place');
+  t.ok(has(a));
+  u.release(a, 8);
   t.same(logs, []);
 });

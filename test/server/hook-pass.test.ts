@@ -116,3 +116,28 @@ t.test('the shim takes only a complete, identical line of its own receive-pack',
   writeFileSync(pass, '');
   t.equal((await runShim(data, [ref, old, neu])).code, 1, "another receive-pack's pass is not taken");
 });
+
+t.test('a push of several refs whose update hook cannot be put in place is refused whole, before judging', async (t) => {
+  let judged = 0;
+  const { gate, agent, w, bare } = await seededGate(t, { 'src/app.py': 'x = 1\n' }, { beforeJudge: async () => void judged++ });
+  const remote = gate.remote('app', 'agent-1', agent);
+  const before = judged;
+  // The daemon writes the hook next to its place first: a folder there makes that fail.
+  mkdirSync(join(bare, 'hooks', `update.patchgate-${process.pid}.tmp`));
+  w.checkout('agent/a', true);
+  w.commit('a', { 'src/app.py': 'x = 2\n' });
+  w.checkout('agent/b', true);
+  w.commit('b', { 'src/app.py': 'x = 3\n' });
+  const r = await gitAsync(w.dir, ['push', remote, 'agent/a', 'agent/b']);
+  t.not(r.code, 0, 'refused');
+  t.match(r.stderr, /could not put its per-ref hook \(hooks\/update\) in place/, 'saying why');
+  t.match(r.stderr, /push each ref on its own/, 'and what to do');
+  const rows = gate.srv.audit.query({ kind: 'ref', actor: 'agent-1' });
+  t.same(rows.map((x) => [x.ref, x.verdict]).sort(), [['refs/heads/agent/a', 'reject'], ['refs/heads/agent/b', 'reject']], 'audited: both refs refused');
+  t.equal(await refIn(bare, 'refs/heads/agent/a'), null, 'nothing moved');
+  t.equal(await refIn(bare, 'refs/heads/agent/b'), null);
+  t.equal(judged, before, 'nothing was judged');
+  t.notOk(existsSync(join(bare, 'hooks/update')), 'no hook left half in place');
+  const one = await gitAsync(w.dir, ['push', remote, 'agent/b']);
+  t.equal(one.code, 0, `one ref alone goes through: ${one.stderr}`);
+});

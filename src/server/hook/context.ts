@@ -12,6 +12,7 @@ import type { Notifier, NotifyOptions } from '../notify.js';
 import type { HookRequest } from './request.js';
 import type { PushSession } from './session.js';
 import type { MainStores } from './stores.js';
+import type { UpdateHooks } from './update-hook.js';
 
 export interface HookServiceOptions {
   /** Where the shims find the daemon: "127.0.0.1 <port> <secret>", written on start. */
@@ -78,4 +79,6 @@ export interface HookContext {
   readonly notifier: Notifier | null;
   /** Each repository's own object store, kept open across pushes. */
   readonly stores: MainStores;
+  /** hooks/update while a push of several refs is in flight (./update-hook.ts). */
+  readonly updateHooks: UpdateHooks;
 }

@@ -6,7 +6,7 @@
 // (../escalate.ts) and one patchgate-json line per refused ref.
 
 import { Git, QUARANTINE_VARS } from '../../git/git.js';
-import { renderDecision } from '../../policy/engine.js';
+import { errorDecision, renderDecision } from '../../policy/engine.js';
 import { machineLine } from '../../policy/machine-line.js';
 import type { SlowPhaseOptions } from '../../progress.js';
 import type { RefDecision } from '../../policy/types.js';
@@ -17,6 +17,7 @@ import { recordEscalation } from '../escalate.js';
 import type { HookContext } from './context.js';
 import type { DecisionLog } from './decision-log.js';
 import type { Judge } from './judge.js';
+import { UpdateHookError } from './update-hook.js';
 import { inside, parseRefLine, type HookRequest } from './request.js';
 import { key, type PushSession } from './session.js';
 
@@ -55,8 +56,13 @@ export async function preReceive(ctx: HookParts, s: PushSession, hr: HookRequest
   try {
     // Upstream and evaluate mode (src/upstream/gate.ts): refresh the trusted branch first,
     // forward what was accepted after; the engine's judgement in between is the same.
-    const pre = await beforeJudging(ctx.upstream, ctx.opts.dataDir, s.repoDir, ctx.opts.timeoutMs).catch((err: unknown) => err as Error);
-    if (pre instanceof Error) {
+    // Several refs: one may be refused and the others accepted, which only the update hook can
+    // tell git; it is put in place before anything is judged (./update-hook.ts), or none is.
+    const perRef = updates.length > 1 && !s.auditAtJudge ? ctx.updateHooks.tryNeed(s.repoDir, s.pid) : null;
+    const pre = perRef ?? (await beforeJudging(ctx.upstream, ctx.opts.dataDir, s.repoDir, ctx.opts.timeoutMs).catch((err: unknown) => err as Error));
+    if (pre instanceof UpdateHookError) {
+      decisions = updates.map((u) => ({ ...errorDecision(u, pre, t0), remediation: pre.next }));
+    } else if (pre instanceof Error) {
       decisions = updates.map((u) => upstreamRefused(u, pre));
     } else {
       if (pre.fetch) timings.upstreamFetch = pre.fetch.ms;

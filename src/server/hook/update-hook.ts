@@ -8,7 +8,7 @@
 // in place (written and renamed, so git never runs half a file) when such a push's pre-receive
 // request arrives, before it is judged, and removed when the last of them has ended. git looks
 // for the hook when it runs it, after pre-receive, so every such push finds it. A hook that
-// cannot be put in place refuses the push before anything is judged or written. A hook found
+// cannot be put in place refuses the push (every ref, audited as a gate error) unjudged. A hook found
 // already there (a daemon killed mid-push left it) is ours (checkHooks) and is removed like one
 // put there, once the pushes that needed it have ended.
 
@@ -19,6 +19,8 @@ import { PACKAGE_HOOKS } from '../repos.js';
 
 /** The update hook could not be put in place: the push is refused (naming why). */
 export class UpdateHookError extends PatchgateError {
+  /** What the pusher can do (the refusal's remediation line). */
+  readonly next = 'nothing was accepted; push each ref on its own (git push REMOTE BRANCH, one branch per push), or ask a person to check the server\'s disk';
   constructor(message: string, options?: { cause?: unknown }) {
     super('UPDATE_HOOK', message, options);
   }
@@ -42,12 +44,26 @@ export class UpdateHooks {
         chmodSync(tmp, 0o755);
         renameSync(tmp, target);
       } catch (err) {
-        rmSync(tmp, { force: true });
+        try {
+          rmSync(tmp, { force: true });
+        } catch {
+          // (a folder in its way, say): the refusal below names the first failure
+        }
         if (pids.size === 0) this.needing.delete(repoDir);
-        throw new UpdateHookError(`the gate could not put its per-ref hook (hooks/update) in place for this push of several refs (${(err as Error).message}); nothing was judged or accepted: push each ref on its own, or ask a person to check the server's disk`, { cause: err });
+        throw new UpdateHookError(`the gate could not put its per-ref hook (hooks/update) in place for this push of several refs (${(err as Error).message}), so none of them was judged`, { cause: err });
       }
     }
     pids.add(pid);
+  }
+
+  /** As need(), returning the error instead of throwing it (the push is refused with it). */
+  tryNeed(repoDir: string, pid: number): UpdateHookError | null {
+    try {
+      this.need(repoDir, pid);
+      return null;
+    } catch (err) {
+      return err instanceof UpdateHookError ? err : new UpdateHookError(`the gate could not put its per-ref hook (hooks/update) in place (${(err as Error).message})`, { cause: err });
+    }
   }
 
   /** receive-pack `pid` ended: the last multi-ref push of its repository removes hooks/update. */
