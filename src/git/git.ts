@@ -13,7 +13,7 @@ import { CatFileBatch } from './cat-file.js';
 import { parseCommitHeader, parseRevList, parseTimestampedRevList, pushedLine, readHeadFile, type CommitHeader, type CommitInfo } from './commits.js';
 import { credentialArgs, redactUrl } from './credentials.js';
 import { gitEnv, runGit, runRemote, type RemoteOptions, type RemoteResult, type RunOptions } from './exec.js';
-import { QuarantineObjects } from './loose.js';
+import { LOOSE_MAX_BLOB, QuarantineObjects } from './loose.js';
 import type { BatchResult } from './cat-file.js';
 import { headersOf, parseObjectList, QUARANTINE_HEADER_MAX, QUARANTINE_LIST_ARGS, QUARANTINE_VARS, quarantineIds, readQuarantine, type PushedObject, type QuarantineStats } from './quarantine.js';
 import { commitDiff, diffInto, findTreeEntry, lsTreeArgs, parseDiffTree, parseLsTree, parseTree, writeTreeFiles, type Change, type OddMode, type RawTreeEntry, type TreeEntry } from './trees.js';
@@ -58,6 +58,7 @@ const REMOTE_REF_TIMEOUT_MS = 60_000;
 const OBJECT_MEMO_ENTRIES = 8192;
 const EMPTY_DATA = Buffer.alloc(0);
 const COMMIT_OR_TREE = ['commit', 'tree'] as const;
+const BLOB = ['blob'] as const;
 /** A path pathInPush walks itself: no empty, `.` or `..` part, no slash at either end. */
 const PLAIN_PATH = /^(?!\.\.?(?:\/|$))(?:[^/]+)(?:\/(?!\.\.?(?:\/|$))[^/]+)*$/;
 
@@ -338,9 +339,13 @@ export class Git {
 
   /** The contents of a blob by id, or of `rev:path`; null when it does not exist. */
   async readBlob(spec: string): Promise<Buffer | null> {
-    // A blob the push did not bring is read by the store's cat-file; the push's own blobs by
-    // the push's (never in process: loose.ts reads only commits, trees and headers).
-    const r = await (this.pushLacks(spec) ? this.store!.batchReader() : this.batchReader()).read(spec);
+    // A blob the push brought as a loose file is read here (loose.ts: checked against its id,
+    // at most LOOSE_MAX_FILE on disk and LOOSE_MAX_BLOB inflated); one it did not bring by the store's cat-file; anything
+    // else (a packed push, a larger file) by the push's cat-file.
+    const q = this.quarantineLoose();
+    const own = q && OBJECT_ID_RE.test(spec) ? q.read(spec, BLOB, LOOSE_MAX_BLOB) : undefined;
+    if (own) return own.data;
+    const r = own === null && q!.loosesOnly() ? await this.store!.batchReader().read(spec) : await (this.pushLacks(spec) ? this.store!.batchReader() : this.batchReader()).read(spec);
     if (!r) return null;
     if (r.type !== 'blob') throw new GitError(['cat-file', '--batch'], 0, `${spec} is a ${r.type}, not a blob`);
     return r.data;

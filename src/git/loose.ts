@@ -1,9 +1,10 @@
 // The loose objects of a push's quarantine, read in process (issue 24). A small push (under
 // receive-pack's unpack limit, 100 objects by default) arrives as loose object files: zlib over
-// "<type> <size>\0<content>", named by the hash of exactly those bytes. Its commits and trees
-// are read here, and so are object headers (type and size), so judging a small push does not
-// wait for the push's own `cat-file` process to start (3-5 ms of every push's judging, traced).
-// Blob contents still go through cat-file (git.ts). Anything this module cannot answer for
+// "<type> <size>\0<content>", named by the hash of exactly those bytes. Its commits, trees and
+// blobs (up to LOOSE_MAX_FILE on disk; git.ts readBlob) are read here, and so are object
+// headers (type and size), so judging a small push does not wait for the push's own `cat-file`
+// (3-5 ms of every push's judging, traced; the changed blob was the last read that needed
+// it, twelfth round). Anything this module cannot answer for
 // sure (a pack in the quarantine, a large or damaged file, a hash that does not match) is
 // answered by git as before: undefined here means "ask cat-file".
 
@@ -13,10 +14,12 @@ import { join } from 'node:path';
 import { constants, inflateSync } from 'node:zlib';
 import type { BatchResult } from './cat-file.js';
 
-/** Loose files above this size on disk are left to cat-file (a push's commits and trees are far smaller). */
+/** Loose files above this size on disk are left to cat-file (a push's commits, trees and source files are far smaller). */
 export const LOOSE_MAX_FILE = 1024 * 1024;
 /** Nor is an object that inflates to more than this. */
 export const LOOSE_MAX_OBJECT = 8 * 1024 * 1024;
+/** A blob is read here only up to this size inflated (source files; git inflates the rest off this thread). */
+export const LOOSE_MAX_BLOB = 1024 * 1024;
 
 const ID_RE = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 const HEADER_RE = /^(commit|tree|blob|tag) (\d+)$/;
@@ -62,9 +65,9 @@ export class QuarantineObjects {
    * The whole object, checked against its id, when its header names one of `kinds`; null when
    * no loose file of that id is here; undefined when it is here but not answered (another kind,
    * too large, damaged, another hash). The header is read first, so an object of another kind
-   * is never inflated whole.
+   * is never inflated whole. `maxObject` bounds what is inflated on this thread (more: undefined).
    */
-  read(id: string, kinds: readonly string[]): BatchResult | null | undefined {
+  read(id: string, kinds: readonly string[], maxObject = LOOSE_MAX_OBJECT): BatchResult | null | undefined {
     const fd = this.open(id);
     if (fd === null || fd === undefined) return fd;
     let raw: Buffer;
@@ -87,7 +90,7 @@ export class QuarantineObjects {
     }
     let bytes: Buffer;
     try {
-      bytes = inflateSync(raw, { maxOutputLength: LOOSE_MAX_OBJECT + 64 });
+      bytes = inflateSync(raw, { maxOutputLength: maxObject + 64 });
     } catch {
       return undefined;
     }

@@ -2,11 +2,12 @@
 // loose files of its quarantine (src/git/loose.ts, Git.objectById/headerById/pathInPush), and
 // what the push did not bring from the repository's own store: checked against git's own
 // cat-file on a real quarantine made by unpack-objects, with the push's cat-file never started
-// until a pushed blob is read. A quarantine that holds a pack, a loose file under the wrong
+// (pushed blobs are read from their loose files too, up to LOOSE_MAX_FILE on disk). A quarantine that holds a pack, a loose file under the wrong
 // name and a tree git would search differently fall back to git or answer as git does.
 
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { copyFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Git } from '../../src/git/git.js';
@@ -56,8 +57,24 @@ t.test('a small push is read in process, as cat-file reads it, without starting 
   t.equal((await push.readBlob(oldBlob))?.toString(), 'export const a = 1;\n', 'a blob the push did not bring comes from the store');
   t.equal((push as unknown as { batch: unknown }).batch, null);
   const newBlob = (await push.pathId(s.head, 'src/new.ts'))!.id;
-  t.equal((await push.readBlob(newBlob))?.toString(), 'export const n = 4;\n', 'a pushed blob is read by the push\'s cat-file');
-  t.not((push as unknown as { batch: unknown }).batch, null, 'which now runs: blob contents go through git');
+  t.equal((await push.readBlob(newBlob))?.toString(), 'export const n = 4;\n', 'a pushed blob is read from its loose file');
+  t.equal((push as unknown as { batch: unknown }).batch, null, 'still without the push\'s cat-file');
+  const tree = (await push.commitHeader(s.head))!.tree;
+  await t.rejects(push.readBlob(tree), /is a tree, not a blob/, 'a tree asked for as a blob is refused, as before');
+});
+
+t.test('a pushed blob whose loose file is over LOOSE_MAX_FILE is read by the push\'s cat-file', async (t) => {
+  // base64 of random bytes: about 1.5 MiB on disk once deflated, over the 1 MiB in-process cap.
+  const big = randomBytes(1536 * 1024).toString('base64');
+  const s = pushedRepo({ 'src/a.ts': 'export const a = 1;\n' }, { 'src/big.txt': big });
+  const qenv = quarantine(s, 'big', false);
+  const store = new Git({ dir: s.bare, bare: true });
+  const push = new Git({ dir: s.bare, bare: true, env: qenv, store });
+  t.teardown(() => [store, push].forEach((g) => g.close()));
+  const id = (await push.pathId(s.head, 'src/big.txt'))!.id;
+  t.equal(new QuarantineObjects(qenv.GIT_QUARANTINE_PATH!).read(id, ['blob']), undefined, 'not answered in process');
+  t.equal((await push.readBlob(id))?.toString(), big, 'the same bytes, from cat-file');
+  t.not((push as unknown as { batch: unknown }).batch, null, 'the push\'s cat-file answered');
 });
 
 t.test('a quarantine that holds a pack is read by cat-file', async (t) => {
@@ -120,4 +137,18 @@ t.test('a pushed blob asked for as a commit or tree is read by cat-file, never i
   t.equal(await push.commitHeader(blob), null, 'not a commit');
   t.not((push as unknown as { batch: unknown }).batch, null, 'answered by the push\'s cat-file');
   await t.rejects(push.readTree(blob), /is not a tree/);
+});
+
+t.test('a pushed blob that inflates past LOOSE_MAX_BLOB is read by the push\'s cat-file', async (t) => {
+  // Two MiB of one letter: a few KiB on disk, but more than the daemon's thread inflates.
+  const wide = 'a'.repeat(2 * 1024 * 1024);
+  const s = pushedRepo({ 'src/a.ts': 'export const a = 1;\n' }, { 'src/wide.txt': wide });
+  const qenv = quarantine(s, 'wide', false);
+  const store = new Git({ dir: s.bare, bare: true });
+  const push = new Git({ dir: s.bare, bare: true, env: qenv, store });
+  t.teardown(() => [store, push].forEach((g) => g.close()));
+  const id = (await push.pathId(s.head, 'src/wide.txt'))!.id;
+  t.ok(new QuarantineObjects(qenv.GIT_QUARANTINE_PATH!).read(id, ['blob']), 'under the general cap it would be answered');
+  t.equal((await push.readBlob(id))?.length, wide.length, 'the whole blob');
+  t.not((push as unknown as { batch: unknown }).batch, null, 'from the push\'s cat-file');
 });
