@@ -42,8 +42,11 @@ export interface GitOptions {
    * `HEAD` file read directly; in a work tree a file named HEAD is pushed content.
    */
   bare?: boolean;
-  /** A cat-file already started for this view (spare-reader.ts): used until it ends. */
-  reader?: CatFileBatch | null;
+  /**
+   * A cat-file already started for this view (spare-reader.ts): used until it ends. A function
+   * is called at the first read that needs a reader (a small push may need none).
+   */
+  reader?: CatFileBatch | null | (() => CatFileBatch | null);
   /**
    * The repository's long-lived store (a Git on the same repository without the quarantine):
    * what the repository had before a push is asked of its reader, not of a new process.
@@ -115,6 +118,8 @@ export class Git {
   private readonly bare: boolean;
   private readonly env: NodeJS.ProcessEnv;
   private batch: CatFileBatch | null = null;
+  /** Where the first reader comes from when it was given as a function (taken once). */
+  private pendingReader: (() => CatFileBatch | null) | null = null;
   private format: ObjectFormat | null = null;
   private readonly store: Git | null;
   /** Trees and commit headers read lately, shared with the store's Git (so with every push to its repository). */
@@ -126,7 +131,8 @@ export class Git {
     this.store = opts.store ?? null;
     this.objects = this.store?.objects ?? new ObjectMemo();
     this.env = gitEnv(opts.env);
-    this.batch = opts.reader ?? null;
+    if (typeof opts.reader === 'function') this.pendingReader = opts.reader;
+    else this.batch = opts.reader ?? null;
   }
 
   /** Run one git command and return stdout. Non-zero exit throws GitError unless listed in `okExit`. */
@@ -580,12 +586,26 @@ export class Git {
     this.batchReader();
   }
 
+  /**
+   * start(), unless this is a push's view whose objects are all loose files (read in process:
+   * loose.ts), which may never need its own reader.
+   */
+  startUnlessLoose(): void {
+    if (!this.quarantineLoose()?.loosesOnly()) this.start();
+  }
+
   private batchReader(): CatFileBatch {
+    if (!this.batch && this.pendingReader) {
+      const take = this.pendingReader;
+      this.pendingReader = null;
+      this.batch = take();
+    }
     if (!this.batch || this.batch.dead) this.batch = new CatFileBatch(this.dir, this.env);
     return this.batch;
   }
 
   close(): void {
+    this.pendingReader = null;
     this.batch?.close();
     this.batch = null;
   }

@@ -40,12 +40,12 @@ export async function preReceive(ctx: HookParts, s: PushSession, hr: HookRequest
     env[v] = val;
   }
   const t0 = Date.now();
-  // The push's object reader (started through the spawn helper, src/git/spawner.ts) now: its
-  // start-up overlaps the setup reads below, which the repository's long-lived reader answers.
-  // A spare reader started when the repository's last push ended (src/git/spare-reader.ts) is
-  // already running: then nothing waits for git's start.
-  const git = new Git({ dir: s.repoDir, env, bare: true, store: ctx.stores.get(s.repoDir), reader: ctx.stores.spare(s.repoDir, env) });
-  git.start();
+  // The push's object reader: a push of loose objects (under receive-pack's unpack limit) is
+  // read in process (src/git/loose.ts) and may need none; it takes the spare reader started
+  // when the repository's last push ended (src/git/spare-reader.ts) at its first read that
+  // needs one. A push that holds a pack gets it now, so its start-up overlaps the setup reads.
+  const git = new Git({ dir: s.repoDir, env, bare: true, store: ctx.stores.get(s.repoDir), reader: () => ctx.stores.spare(s.repoDir, env) });
+  git.startUnlessLoose();
   let decisions: RefDecision[];
   const timings: Record<string, number> = {};
   let shown: string[] | null = null;
