@@ -152,3 +152,24 @@ t.test('a pushed blob that inflates past LOOSE_MAX_BLOB is read by the push\'s c
   t.equal((await push.readBlob(id))?.length, wide.length, 'the whole blob');
   t.not((push as unknown as { batch: unknown }).batch, null, 'from the push\'s cat-file');
 });
+
+t.test('a reader given as a function is taken only when a read needs one, or at once for a pack', async (t) => {
+  const s = setup();
+  const store = new Git({ dir: s.bare, bare: true });
+  t.teardown(() => store.close());
+  let taken = 0;
+  const spare = () => (taken++, null); // no spare: the view starts its own reader if it needs one
+  const loose = new Git({ dir: s.bare, bare: true, env: quarantine(s, 'lazy', false), store, reader: spare });
+  t.teardown(() => loose.close());
+  loose.startUnlessLoose();
+  await answers(loose, s);
+  await loose.readBlob((await loose.pathId(s.head, 'src/new.ts'))!.id);
+  t.equal(taken, 0, 'a loose push answered everything without taking a reader');
+  t.equal((loose as unknown as { batch: unknown }).batch, null);
+  await loose.readBlob(`${s.head}:src/new.ts`); // a rev:path spec is cat-file's to resolve
+  t.equal(taken, 1, 'the first read that needs one takes it');
+  const packed = new Git({ dir: s.bare, bare: true, env: quarantine(s, 'lazy-pack', true), store, reader: spare });
+  t.teardown(() => packed.close());
+  packed.startUnlessLoose();
+  t.equal(taken, 2, 'a push that holds a pack takes it at once');
+});
