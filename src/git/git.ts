@@ -118,6 +118,8 @@ export class Git {
   private readonly bare: boolean;
   private readonly env: NodeJS.ProcessEnv;
   private batch: CatFileBatch | null = null;
+  /** dispose() ran: no reader is started any more. */
+  private disposed = false;
   /** Where the first reader comes from when it was given as a function (taken once). */
   private pendingReader: (() => CatFileBatch | null) | null = null;
   private format: ObjectFormat | null = null;
@@ -595,6 +597,9 @@ export class Git {
   }
 
   private batchReader(): CatFileBatch {
+    // A walk still on its way after its owner is done (a cancelled judgement, a stopped
+    // warm-up) gets an error here, not a new reader that nothing would close.
+    if (this.disposed) throw new GitError(['cat-file', '--batch-command'], 0, `the reader of ${this.dir} was closed for good: the work that used it is over`);
     if (!this.batch && this.pendingReader) {
       const take = this.pendingReader;
       this.pendingReader = null;
@@ -608,5 +613,11 @@ export class Git {
     this.pendingReader = null;
     this.batch?.close();
     this.batch = null;
+  }
+
+  /** close(), for good: a later read that needs cat-file fails instead of starting one (a push's view, a warm-up's). */
+  dispose(): void {
+    this.disposed = true;
+    this.close();
   }
 }

@@ -137,15 +137,22 @@ export class HookService {
     this.authRows.close();
     const gcStopped = this.gc.stop();
     this.stores.closeAll();
-    const closed = this.endpoint.close();
-    if (!closed) return void (await gcStopped);
-    await closed;
-    await Promise.all([...this.background]);
-    await this.rows.flush();
-    await this.journal?.close();
-    await this.notifier?.stop();
-    await gcStopped;
-    this.endpoint.removeEndpointFile();
+    try {
+      const closed = this.endpoint.close();
+      if (!closed) return void (await gcStopped);
+      await closed;
+      await Promise.all([...this.background]);
+      await this.rows.flush();
+      await this.journal?.close();
+      await this.notifier?.stop();
+      await gcStopped;
+      this.endpoint.removeEndpointFile();
+    } finally {
+      // The rows written while stopping (a receive-pack that exits now: its confirms, its
+      // intent entry's settling) read through the stores again: those readers end here too,
+      // or their processes would keep this one alive.
+      this.stores.closeAll();
+    }
   }
 
   /** The cache warm-up of a repository's trusted tip, in the background (./hook/warm.ts). */

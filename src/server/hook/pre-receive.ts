@@ -97,7 +97,8 @@ export async function preReceive(ctx: HookParts, s: PushSession, hr: HookRequest
       }
     }
   } finally {
-    git.close();
+    // For good: a read of a cancelled judgement still on its way starts no reader.
+    git.dispose();
   }
   const accepted = decisions.filter((d) => d.verdict === 'accept').length;
   if (forward) {

@@ -81,7 +81,8 @@ export class Warmer {
       progress.end(note);
     } finally {
       this.warmProgress = null;
-      git.close();
+      // For good: a file of the walk still on its way (a stopped warm-up) reads nothing more.
+      git.dispose();
     }
   }
 }
