@@ -14,6 +14,7 @@ import { parseCommitHeader, parseRevList, parseTimestampedRevList, pushedLine, r
 import { credentialArgs, redactUrl } from './credentials.js';
 import { gitEnv, runGit, runRemote, type RemoteOptions, type RemoteResult, type RunOptions } from './exec.js';
 import { LOOSE_MAX_BLOB, QuarantineObjects } from './loose.js';
+import { ObjectMemo } from './object-memo.js';
 import type { BatchResult } from './cat-file.js';
 import { headersOf, parseObjectList, QUARANTINE_HEADER_MAX, QUARANTINE_LIST_ARGS, QUARANTINE_VARS, quarantineIds, readQuarantine, type PushedObject, type QuarantineStats } from './quarantine.js';
 import { commitDiff, diffInto, findTreeEntry, lsTreeArgs, parseDiffTree, parseLsTree, parseTree, writeTreeFiles, type Change, type OddMode, type RawTreeEntry, type TreeEntry } from './trees.js';
@@ -22,6 +23,7 @@ export { classifyMode, isFileKind, type EntryKind } from './modes.js';
 export { isZeroId, type CommitInfo } from './commits.js';
 export { credentialArgs, credentialOrigin, REDIRECT_REFUSED, redactUrl } from './credentials.js';
 export { setConfigSync } from './exec.js';
+export { ObjectMemo } from './object-memo.js';
 export { QUARANTINE_VARS, type PushedObject, type QuarantineStats } from './quarantine.js';
 export type { Change, OddMode, RawTreeEntry, TreeEntry } from './trees.js';
 
@@ -57,8 +59,6 @@ export interface GitOptions {
 /** How long one fetch or push of the checkpoint ref may take. */
 const REMOTE_REF_TIMEOUT_MS = 60_000;
 
-/** How many tree entries (and commit headers) a repository's Git keeps parsed (about 1-2 MB; a push reads a few folders). */
-const OBJECT_MEMO_ENTRIES = 8192;
 const EMPTY_DATA = Buffer.alloc(0);
 const COMMIT_OR_TREE = ['commit', 'tree'] as const;
 const BLOB = ['blob'] as const;
@@ -67,51 +67,6 @@ const PLAIN_PATH = /^(?!\.\.?(?:\/|$))(?:[^/]+)(?:\/(?!\.\.?(?:\/|$))[^/]+)*$/;
 
 /** A full object id: only those are kept (a ref name or `rev:path` names different objects over time). */
 const OBJECT_ID_RE = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
-
-/**
- * Parsed trees and commit headers by object id, the most recently read kept up to
- * OBJECT_MEMO_ENTRIES entries in all. An object never changes under its id, and a push's walks
- * (the line of pushed commits, the carried commits, the commit diff, the contract digest, the
- * fixture folders) and the next push read the same ones: each is read once. Sharing it between
- * a push's reader and the repository's store is sound because git checks that a push's objects
- * are all there (connectivity) before any hook runs, and an id names one content wherever it
- * is stored. A read that failed, or found nothing, is not kept.
- */
-export class ObjectMemo {
-  private readonly map = new Map<string, { value: Promise<unknown>; size: number }>();
-  private total = 0;
-
-  async get<T>(key: string, read: () => Promise<T>, size: (v: T) => number): Promise<T> {
-    const memo = this.map.get(key);
-    if (memo) {
-      this.map.delete(key);
-      this.map.set(key, memo);
-      // A read another reader started may fail for its own reasons (its push was cancelled
-      // and its reader closed): this caller then reads for itself.
-      return (memo.value as Promise<T>).catch(read);
-    }
-    const slot = { value: read() as Promise<unknown>, size: 0 };
-    this.map.set(key, slot);
-    try {
-      const v = (await slot.value) as T;
-      if (v === null || v === undefined) {
-        if (this.map.get(key) === slot) this.map.delete(key);
-      } else if (this.map.get(key) === slot) {
-        slot.size = size(v);
-        this.total += slot.size;
-        for (const [k, e] of this.map) {
-          if (this.total <= OBJECT_MEMO_ENTRIES || e === slot) break;
-          this.map.delete(k);
-          this.total -= e.size;
-        }
-      }
-      return v;
-    } catch (err) {
-      if (this.map.get(key) === slot) this.map.delete(key);
-      throw err;
-    }
-  }
-}
 
 export class Git {
   readonly dir: string;

@@ -1,4 +1,4 @@
-// Git.readTree and Git.commitHeader keep recently read objects (src/git/git.ts ObjectMemo), shared between a push's
+// Git.readTree and Git.commitHeader keep recently read objects (src/git/object-memo.ts ObjectMemo), shared between a push's
 // reader and its repository's store: a push reads each folder once, and the next push to the
 // repository finds the folders it shares with the last one. These tests check that what the
 // memo answers is what git stores, that a failed read is not kept, that a reader which
