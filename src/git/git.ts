@@ -303,12 +303,16 @@ export class Git {
   /** The contents of a blob by id, or of `rev:path`; null when it does not exist. */
   async readBlob(spec: string): Promise<Buffer | null> {
     // A blob the push brought as a loose file is read here (loose.ts: checked against its id,
-    // at most LOOSE_MAX_FILE on disk and LOOSE_MAX_BLOB inflated); one it did not bring by the store's cat-file; anything
-    // else (a packed push, a larger file) by the push's cat-file.
+    // at most LOOSE_MAX_FILE on disk and LOOSE_MAX_BLOB inflated); one it did not bring by the
+    // store's cat-file; anything else (a packed push, a larger file, `rev:path`) by the push's.
+    let reader: CatFileBatch | null = null;
     const q = this.quarantineLoose();
-    const own = q && OBJECT_ID_RE.test(spec) ? q.read(spec, BLOB, LOOSE_MAX_BLOB) : undefined;
-    if (own) return own.data;
-    const r = own === null && q!.loosesOnly() ? await this.store!.batchReader().read(spec) : await (this.pushLacks(spec) ? this.store!.batchReader() : this.batchReader()).read(spec);
+    if (q && OBJECT_ID_RE.test(spec)) {
+      const own = q.read(spec, BLOB, LOOSE_MAX_BLOB);
+      if (own) return own.data;
+      if (own === null && q.loosesOnly()) reader = this.store!.batchReader();
+    }
+    const r = await (reader ?? this.batchReader()).read(spec);
     if (!r) return null;
     if (r.type !== 'blob') throw new GitError(['cat-file', '--batch'], 0, `${spec} is a ${r.type}, not a blob`);
     return r.data;

@@ -247,12 +247,16 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         // Registered or not (no pid: nothing was judged), without a report the answer's end waits for the exit.
         ps.once('exit', () => setImmediate(() => settle(undefined)));
         const seen: Seen = { report, settle, pid: 0, confirmed: null };
+        let reported = false;
         const tap = (c: Buffer): void => {
           report.push(c);
-          if (seen.confirmed || !seen.pid) return;
-          // The report is whole: its confirm rows now, before receive-pack has exited.
+          if (reported || !seen.pid) return;
           const whole = report.outcome;
-          if (whole) seen.confirmed = hooks.confirmReported(seen.pid, whole) ?? Promise.resolve();
+          if (!whole) return;
+          // The report is whole: its confirm rows now, before receive-pack has exited. (A session
+          // already ended, its output read after its exit: the exit's write is what the end waits for.)
+          reported = true;
+          seen.confirmed = hooks.confirmReported(seen.pid, whole) ?? null;
         };
         interposeStdout(ps, tap, () => seen.confirmed ?? written, CONFIRM_HOLD_MS);
         trackChild(action.req, ps, log);
