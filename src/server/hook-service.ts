@@ -13,8 +13,8 @@
 // push and forwards nothing. What follows (the forward's outcome, the confirms of what
 // really moved, from git's report to the client, `upstream.diverged`) goes through a row
 // queue that retries and never drops, and the push's intent entry is removed only when the
-// log and the refs agree. The
-// shims wait for the daemon's own time limit plus a margin (`hook.endpoint` carries it).
+// log and the refs agree. The shims wait for the daemon's own time limit plus a margin
+// (`hook.endpoint` carries it).
 //
 // This file is the facade callers use (HookService, and every name they import); the work is
 // in ./hook/, whose files import nothing of it: endpoint.ts (the HTTP server, the secret,
