@@ -8,9 +8,9 @@
 // in place (written and renamed, so git never runs half a file) when such a push's pre-receive
 // request arrives, before it is judged, and removed when the last of them has ended. git looks
 // for the hook when it runs it, after pre-receive, so every such push finds it. A hook that
-// cannot be put in place refuses the push (every ref, audited as a gate error) unjudged. A hook found
-// already there (a daemon killed mid-push left it) is ours (checkHooks) and is removed like one
-// put there, once the pushes that needed it have ended.
+// cannot be put in place refuses the push unjudged (every ref, audited as a gate error). A
+// hook found already there (a daemon killed mid-push left it) is ours (checkHooks) and is
+// removed like one put there, once the pushes that needed it have ended.
 
 import { chmodSync, copyFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -49,20 +49,20 @@ export class UpdateHooks {
         } catch {
           // (a folder in its way, say): the refusal below names the first failure
         }
-        if (pids.size === 0) this.needing.delete(repoDir);
+        this.needing.delete(repoDir);
         throw new UpdateHookError(`the gate could not put its per-ref hook (hooks/update) in place for this push of several refs (${(err as Error).message}), so none of them was judged`, { cause: err });
       }
     }
     pids.add(pid);
   }
 
-  /** As need(), returning the error instead of throwing it (the push is refused with it). */
+  /** As need(), returning its error (it throws no other) instead of throwing it: the push is refused with it. */
   tryNeed(repoDir: string, pid: number): UpdateHookError | null {
     try {
       this.need(repoDir, pid);
       return null;
     } catch (err) {
-      return err instanceof UpdateHookError ? err : new UpdateHookError(`the gate could not put its per-ref hook (hooks/update) in place (${(err as Error).message})`, { cause: err });
+      return err as UpdateHookError;
     }
   }
 
