@@ -82,7 +82,6 @@ export class ReportStatusReader {
       // band 1 is the report; 2 and 3 are progress and errors; a flush ends the output
       if (p && p.length && p[0] === 1) this.inner.push(p.subarray(1), (q) => this.line(q));
     });
-    if (this.outer.broken) this.bad = true;
   }
 
   private line(p: Buffer | null): void {
@@ -106,12 +105,12 @@ export class ReportStatusReader {
     } else if (!s.startsWith('option ')) {
       this.bad = true;
     }
-    if (this.inner.broken) this.bad = true;
   }
 
   /** git's report, once whole; null when there is none (not asked for, cut off, or not parsable). */
   get outcome(): ReportOutcome | null {
-    return this.complete && !this.bad && this.unpack !== null ? { unpackOk: this.unpack, refs: new Map(this.refs) } : null;
+    // A stream that broke, even right after the report, gives none: nothing is guessed.
+    return this.complete && !this.bad && !this.outer.broken && !this.inner.broken && this.unpack !== null ? { unpackOk: this.unpack, refs: new Map(this.refs) } : null;
   }
 }
 
