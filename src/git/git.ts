@@ -537,9 +537,18 @@ export class Git {
     if (q && OBJECT_ID_RE.test(spec)) {
       const h = q.header(spec);
       if (h) return Promise.resolve({ ...h, data: EMPTY_DATA });
-      if (h === null && q.loosesOnly()) return this.store!.batchReader().header(spec);
+      if (h === null && q.loosesOnly()) return this.store!.storedHeader(spec);
     }
     return this.batchReader().header(spec);
+  }
+
+  /**
+   * The header of an object by id, asked of this store's reader and kept in the shared memo: an
+   * id's type and size never change, and a push's walks ask for the same few (the trusted tip,
+   * its `src` tree, the policy's and the ledger's blobs) on every push. Not found is not kept.
+   */
+  private storedHeader(id: string): Promise<BatchResult | null> {
+    return this.objects.get(`header ${id}`, () => this.batchReader().header(id), () => 1);
   }
 
   /** Start the object reader process now rather than at the first read. */

@@ -1,4 +1,4 @@
-// The parsed trees and commit headers a repository's Git keeps (and shares with every push's
+// The parsed trees, commit headers and object headers a repository's Git keeps (and shares with every push's
 // view of that repository), so a push's walks and the next push read each object once. Split
 // out of ./git.ts, whose Git facade holds one.
 
@@ -6,7 +6,7 @@
 const OBJECT_MEMO_ENTRIES = 8192;
 
 /**
- * Parsed trees and commit headers by object id, the most recently read kept up to
+ * Parsed trees, commit headers and (for what the store holds) object headers by object id, the most recently read kept up to
  * OBJECT_MEMO_ENTRIES entries in all. An object never changes under its id, and a push's walks
  * (the line of pushed commits, the carried commits, the commit diff, the contract digest, the
  * fixture folders) and the next push read the same ones: each is read once. Sharing it between
