@@ -166,3 +166,25 @@ t.test('a reader given as a function is taken only when a read needs one, or at 
   packed.startUnlessLoose();
   t.equal(taken, 2, 'a push that holds a pack takes it at once');
 });
+
+t.test('headers of what the store holds are asked of its cat-file once, then kept', async (t) => {
+  const s = setup();
+  const qenv = quarantine(s, 'headers', false);
+  const store = new Git({ dir: s.bare, bare: true });
+  const push = new Git({ dir: s.bare, bare: true, env: qenv, store });
+  const later = new Git({ dir: s.bare, bare: true, env: qenv, store }); // the next push's view shares the memo
+  t.teardown(() => [store, push, later].forEach((g) => g.close()));
+  const first = await push.pathId(s.base, 'src/deep/b.ts');
+  // Count what the store's reader is asked from here on.
+  const reader = (store as unknown as { batchReader(): { header(spec: string): Promise<unknown> } }).batchReader();
+  const asked: string[] = [];
+  const header = reader.header.bind(reader);
+  reader.header = (spec: string) => (asked.push(spec), header(spec));
+  t.same(await push.pathId(s.base, 'src/deep/b.ts'), first, 'the same answer');
+  t.same(await later.pathId(s.base, 'src/deep/b.ts'), first, 'the same answer in the next push\'s view');
+  t.same(asked, [], 'no header asked of the store again');
+  const missing = 'f'.repeat(40);
+  t.equal(await push.pathId(missing, null), null);
+  t.equal(await push.pathId(missing, null), null);
+  t.same(asked, [missing, missing], 'an object the store does not have is asked again each time (it may come later)');
+});
