@@ -19,7 +19,7 @@ import { TokenStore } from '../../dist/audit/tokens.js';
 import { ContentCache, PersistentCache } from '../../dist/cache/content-cache.js';
 import { createRepo } from '../../dist/server/repos.js';
 import { makeEdits, type GeneratedRepo } from './gen.js';
-import { git, median, memOf, nowMs, percentile, Rng, run, startNodeChild, startServeChild, stopServeChild, tempDir, trackChild } from './util.js';
+import { git, median, memOf, nowMs, percentile, Rng, run, startNodeChild, startServeChild, stopServeChild, tempDir, trackChild, waitQuiet } from './util.js';
 
 // ------------------------------------------------------------------ repositories
 
@@ -425,6 +425,8 @@ export async function pushBench(size: string, gen: GeneratedRepo, iterations: nu
     log(`  [${size}] first push ${opts.prewarm ? 'on a new daemon with the prewarmed cache.db' : 'on a cold daemon (empty cache)'}: ${Math.round(first.ms)} ms (baseline ${Math.round(firstBase.ms)} ms); daemon RSS ${Math.round(memOf(gate.pid)?.rss ?? Number.NaN)} MB`);
     const warmedMs = await waitWarmed(gate.url);
     if (warmedMs > 250) log(`  [${size}] waited ${Math.round(warmedMs)} ms for the daemon's start-up warm-up to end before the timed pushes`);
+    const quietMs = await waitQuiet(gate.pid);
+    log(`  [${size}] waited ${Math.round(quietMs)} ms more for the daemon to go quiet (its parsers' JIT warm-up) before the timed pushes`);
 
     const commits = await makeEdits(client, 'agent/bench', gen.main, gen.srcFiles, iterations + 1, rng, 'bench');
     const ref = 'refs/heads/agent/bench';

@@ -160,6 +160,37 @@ export function memOf(pid: number): { rss: number; hwm: number } | null {
   }
 }
 
+/** CPU time a process has used so far (user + system), in clock ticks (/proc/PID/stat); null when it is gone. */
+export function cpuTicks(pid: number): number | null {
+  try {
+    // The command name (field 2) may hold spaces: the fields after its closing parenthesis.
+    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    return Number(f[11]) + Number(f[12]); // utime, stime (fields 14 and 15)
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Waits until process `pid` has used at most one clock tick of CPU in each of two windows of
+ * 500 ms in a row (at most `maxMs`); the time waited. A daemon's background work at start (the
+ * parsers' JIT warm-up, src/server/hook/parser-warm.ts, which /healthz does not report) runs
+ * between pushes and would share the machine with both servers' timed pushes.
+ */
+export async function waitQuiet(pid: number, maxMs = 60_000): Promise<number> {
+  const t0 = nowMs();
+  let quiet = 0;
+  let last = cpuTicks(pid);
+  while (last !== null && quiet < 2 && nowMs() - t0 < maxMs) {
+    await new Promise((r) => setTimeout(r, 500));
+    const now = cpuTicks(pid);
+    quiet = now !== null && now - last <= 1 ? quiet + 1 : 0;
+    last = now;
+  }
+  return nowMs() - t0;
+}
+
 // ------------------------------------------------------------------ cleanup
 
 const tempDirs = new Set<string>();
