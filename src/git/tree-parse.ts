@@ -9,7 +9,22 @@
 
 import { GitError } from '../errors.js';
 import { classifyMode } from './modes.js';
-import type { RawTreeEntry } from './trees.js';
+import type { EntryKind } from './modes.js';
+
+/**
+ * One entry of a tree object. `mode` is the mode as git reports it after reading, `rawMode`
+ * the stored digits, `kind` what checkout makes of it: walkers decide on `kind`, never on the
+ * digits. `raw` holds the name's bytes (git orders by bytes) only when decoding them as UTF-8
+ * replaced some (the name holds U+FFFD); otherwise the name encodes back to exactly its bytes.
+ */
+export interface RawTreeEntry {
+  mode: string;
+  rawMode: string;
+  kind: EntryKind;
+  name: string;
+  raw?: Buffer;
+  id: string;
+}
 
 /** A tree object at least this large is kept for, and parsed by, difference. */
 export const WIDE_TREE_BYTES = 16 * 1024;

@@ -8,6 +8,9 @@ import { dirname, join, resolve, sep } from 'node:path';
 import { GitError } from '../errors.js';
 import type { CommitInfo } from './commits.js';
 import { classifyMode, kindOfReportedMode, type EntryKind } from './modes.js';
+import type { RawTreeEntry } from './tree-parse.js';
+
+export type { RawTreeEntry } from './tree-parse.js';
 
 /** One changed path between two trees, from `diff-tree -r -z --raw --no-renames`. */
 export interface Change {
@@ -39,20 +42,6 @@ export interface TreeEntry {
   path: string;
 }
 
-/**
- * One entry of a tree object. `mode` is the mode as git reports it after reading, `rawMode`
- * the stored digits, `kind` what checkout makes of it: walkers decide on `kind`, never on the
- * digits. `raw` holds the name's bytes (git orders by bytes) only when decoding them as UTF-8
- * replaced some (the name holds U+FFFD); otherwise the name encodes back to exactly its bytes.
- */
-export interface RawTreeEntry {
-  mode: string;
-  rawMode: string;
-  kind: EntryKind;
-  name: string;
-  raw?: Buffer;
-  id: string;
-}
 
 const SLASH = Buffer.from('/');
 
