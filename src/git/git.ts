@@ -545,7 +545,7 @@ export class Git {
   /**
    * The header of an object by id, asked of this store's reader and kept in the shared memo: an
    * id's type and size never change, and a push's walks ask for the same few (the trusted tip,
-   * its `src` tree, the policy's and the ledger's blobs) on every push. Not found is not kept.
+   * its `src` tree, the ledger's and the fixtures' blobs) on every push. Not found is not kept.
    */
   private storedHeader(id: string): Promise<BatchResult | null> {
     return this.objects.get(`header ${id}`, () => this.batchReader().header(id), () => 1);

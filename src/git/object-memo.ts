@@ -1,13 +1,13 @@
-// The parsed trees, commit headers and object headers a repository's Git keeps (and shares with every push's
-// view of that repository), so a push's walks and the next push read each object once. Split
-// out of ./git.ts, whose Git facade holds one.
+// The parsed trees, commit headers and object headers a repository's Git keeps (and shares with
+// every push's view of that repository), so a push's walks and the next push read each object
+// once. Split out of ./git.ts, whose Git facade holds one.
 
-/** How many tree entries (and commit headers) a repository's Git keeps parsed (about 1-2 MB; a push reads a few folders). */
+/** How many tree entries (and commit and object headers) a repository's Git keeps (about 1-2 MB; a push reads a few folders). */
 const OBJECT_MEMO_ENTRIES = 8192;
 
 /**
- * Parsed trees, commit headers and (for what the store holds) object headers by object id, the most recently read kept up to
- * OBJECT_MEMO_ENTRIES entries in all. An object never changes under its id, and a push's walks
+ * Parsed trees, commit headers and (for what the store holds) object headers by object id,
+ * the most recently read kept up to OBJECT_MEMO_ENTRIES entries in all. An object never changes under its id, and a push's walks
  * (the line of pushed commits, the carried commits, the commit diff, the contract digest, the
  * fixture folders) and the next push read the same ones: each is read once. Sharing it between
  * a push's reader and the repository's store is sound because git checks that a push's objects

@@ -42,7 +42,6 @@ export interface TreeEntry {
   path: string;
 }
 
-
 const SLASH = Buffer.from('/');
 
 /** An entry's name as git orders it: its bytes, a tree's as if they ended in "/". */
