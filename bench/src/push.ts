@@ -19,7 +19,7 @@ import { TokenStore } from '../../dist/audit/tokens.js';
 import { ContentCache, PersistentCache } from '../../dist/cache/content-cache.js';
 import { createRepo } from '../../dist/server/repos.js';
 import { makeEdits, type GeneratedRepo } from './gen.js';
-import { git, median, memOf, nowMs, percentile, Rng, run, startNodeChild, startServeChild, stopServeChild, tempDir, trackChild, waitQuiet } from './util.js';
+import { git, median, memOf, nowMs, percentile, Rng, run, startNodeChild, startServeChild, stopServeChild, tempDir, statFields, trackChild, waitQuiet } from './util.js';
 
 // ------------------------------------------------------------------ repositories
 
@@ -243,11 +243,7 @@ function gitLabel(argv: string[]): string {
 export function childrenOf(pid: number): number[] {
   const out: number[] = [];
   for (const p of readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
-    try {
-      if (Number(readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]) === pid) out.push(Number(p));
-    } catch {
-      // gone
-    }
+    if (Number(statFields(p)?.[1]) === pid) out.push(Number(p)); // the parent (field 4); gone: skipped
   }
   return out;
 }

@@ -160,16 +160,23 @@ export function memOf(pid: number): { rss: number; hwm: number } | null {
   }
 }
 
-/** CPU time a process has used so far (user + system), in clock ticks (/proc/PID/stat); null when it is gone. */
-export function cpuTicks(pid: number): number | null {
+/**
+ * The fields of /proc/PID/stat after the command name (field 3, the state, first), or null when
+ * the process is gone. The name (field 2) may hold spaces and parentheses: it ends at the last `)`.
+ */
+export function statFields(pid: number | string): string[] | null {
   try {
-    // The command name (field 2) may hold spaces: the fields after its closing parenthesis.
     const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-    return Number(f[11]) + Number(f[12]); // utime, stime (fields 14 and 15)
+    return s.slice(s.lastIndexOf(')') + 2).split(' ');
   } catch {
     return null;
   }
+}
+
+/** CPU time a process has used so far (user + system), in clock ticks; null when it is gone. */
+export function cpuTicks(pid: number): number | null {
+  const f = statFields(pid);
+  return f ? Number(f[11]) + Number(f[12]) : null; // utime, stime (fields 14 and 15)
 }
 
 /**

@@ -302,17 +302,9 @@ export class Git {
 
   /** The contents of a blob by id, or of `rev:path`; null when it does not exist. */
   async readBlob(spec: string): Promise<Buffer | null> {
-    // A blob the push brought as a loose file is read here (loose.ts: checked against its id,
-    // at most LOOSE_MAX_FILE on disk and LOOSE_MAX_BLOB inflated); one it did not bring by the
-    // store's cat-file; anything else (a packed push, a larger file, `rev:path`) by the push's.
-    let reader: CatFileBatch | null = null;
-    const q = this.quarantineLoose();
-    if (q && OBJECT_ID_RE.test(spec)) {
-      const own = q.read(spec, BLOB, LOOSE_MAX_BLOB);
-      if (own) return own.data;
-      if (own === null && q.loosesOnly()) reader = this.store!.batchReader();
-    }
-    const r = await (reader ?? this.batchReader()).read(spec);
+    // A blob the push brought as a loose file is read here (loose.ts: at most LOOSE_MAX_FILE on
+    // disk and LOOSE_MAX_BLOB inflated); larger ones, packs and `rev:path` by cat-file.
+    const r = await this.objectById(spec, BLOB, LOOSE_MAX_BLOB);
     if (!r) return null;
     if (r.type !== 'blob') throw new GitError(['cat-file', '--batch'], 0, `${spec} is a ${r.type}, not a blob`);
     return r.data;
@@ -503,14 +495,14 @@ export class Git {
   }
 
   /**
-   * A commit or tree by id (or any spec): the push's loose file, the store, or this view's
-   * cat-file. A loose file is read whole only once its header says commit or tree: a pushed
-   * blob (a ref may name one) goes to cat-file.
+   * An object of one of `kinds` by id (or any spec): the push's loose file, the store, or this
+   * view's cat-file. A loose file is read whole only once its header names one of `kinds` and
+   * it inflates to at most `maxObject`: anything else the push brought goes to cat-file.
    */
-  private objectById(spec: string): Promise<BatchResult | null> {
+  private objectById(spec: string, kinds: readonly string[] = COMMIT_OR_TREE, maxObject?: number): Promise<BatchResult | null> {
     const q = this.quarantineLoose();
     if (q && OBJECT_ID_RE.test(spec)) {
-      const r = q.read(spec, COMMIT_OR_TREE);
+      const r = q.read(spec, kinds, maxObject);
       if (r) return Promise.resolve(r);
       if (r === null && q.loosesOnly()) return this.store!.batchReader().read(spec);
     }

@@ -3,10 +3,10 @@
 // "<type> <size>\0<content>", named by the hash of exactly those bytes. Its commits, trees and
 // blobs (up to LOOSE_MAX_FILE on disk; git.ts readBlob) are read here, and so are object
 // headers (type and size), so judging a small push does not wait for the push's own `cat-file`
-// (3-5 ms of every push's judging, traced; the changed blob was the last read that needed
-// it, twelfth round). Anything this module cannot answer for
-// sure (a pack in the quarantine, a large or damaged file, a hash that does not match) is
-// answered by git as before: undefined here means "ask cat-file".
+// (3-5 ms of every push's judging, traced; the changed blob was the last read that needed it,
+// twelfth round). Anything this module cannot answer for sure (a pack in the quarantine, a
+// large or damaged file, a hash that does not match) is answered by git as before: undefined
+// here means "ask cat-file".
 
 import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readdirSync, readSync } from 'node:fs';
