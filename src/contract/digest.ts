@@ -7,7 +7,7 @@
 // read them back by, so a 50k-file first push does not hold the whole tree's rows.
 
 import { createHash } from 'node:crypto';
-import { isFileKind, type EntryKind, type Git, type TreeEntry } from '../git/git.js';
+import { isFileKind, type EntryKind, type Git, type RawTreeEntry, type TreeEntry } from '../git/git.js';
 import { ContractParseError, ContractSizeError } from '../errors.js';
 import { cancelledBy, currentSignal, throwIfCancelled } from '../cancel.js';
 import { isTypeScriptPath, TS_EXTRACTOR_VERSION } from './typescript.js';
@@ -19,6 +19,8 @@ import { APPROX_BYTES, ContentCache } from '../cache/content-cache.js';
 import { FileQueue } from './file-queue.js';
 import { backgroundTurn, joinOther } from './priority.js';
 import { Earlier, keepWalk, lastWalk, storedRecord, type StoredEntry } from './folder-record.js';
+import { keepLevel, lastLevel, levelOf, walkChanged, type FolderLevel } from './folder-level.js';
+import { fileLineKey, isStoredTree, keepTree, lazyRows, levelTree, treeBytes, treeMemKey, treeStoredKey, type Part, type TreeContract } from './tree-contract.js';
 
 export type ContractFormat = 'v1' | 'seed';
 
@@ -246,47 +248,6 @@ function cancellable<T>(work: Promise<T>): Promise<T> {
   });
 }
 
-interface TreeContract {
-  /** sha256 over the tree's entries that carry rows: `F name sha256(file rows)` or `T name digest`. */
-  digest: string;
-  /**
-   * The rows, in path order, built on each read from the per-file rows in the cache (only a
-   * refusal's diff needs them, and a cold 50k-file tree's rows are not held in memory);
-   * RowsNotLoaded when the cache no longer has some (contractRows then walks the trees again).
-   */
-  readonly rows: string[];
-  /** Files under the tree that carry rows. */
-  files: number;
-  /** Python re-exports and private modules under the tree (py-reexport.ts). */
-  py: PyIndex;
-}
-
-/** Rows built on each read: a contract does not keep them (see TreeContract.rows). */
-function lazyRows(build: () => string[]): { readonly rows: string[] } {
-  return { get rows() { return build(); } };
-}
-
-/** Approximate memory of one in-memory tree contract (ContentCache's bound): its digest, its parts' row thunks, its Python index. */
-function treeBytes(parts: number, py: PyIndex): number {
-  return 256 + parts * 200 + (py.x.length + py.p.length) * 160;
-}
-
-/** A tree contract's key in memory (the whole object). */
-function treeMemKey(treeId: string, prefix: string, lim: Lim): string {
-  return `mem:tree-contract:v1:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${lim.tag}:${treeId}:${prefix}`;
-}
-
-/** A tree contract's key on disk (digest, file count, Python index). */
-function treeStoredKey(treeId: string, prefix: string, lim: Lim): string {
-  return `tree-digest:v1:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${lim.tag}:${treeId}:${prefix}`;
-}
-
-/** A tree contract as stored on disk (digest, file count, Python index); anything else is computed again. */
-function isStoredTree(v: unknown): v is { digest: string; files: number; py: PyIndex } {
-  const o = v as { digest?: unknown; files?: unknown; py?: unknown } | undefined;
-  return !!o && typeof o.digest === 'string' && /^[0-9a-f]{64}$/.test(o.digest) && Number.isInteger(o.files) && isPyIndex(o.py);
-}
-
 /** Whether the v1 contract of `rev` is in the cache for every root, in memory or on disk as treeContract reads it (a lookup per root, no parse). */
 export async function contractCached(git: Git, rev: string, roots: string[], cache: Map<string, unknown>, limits: ContractLimits = {}): Promise<boolean> {
   const lim = limitOf(limits);
@@ -298,11 +259,6 @@ export async function contractCached(git: Git, rev: string, roots: string[], cac
     if (cache.get(treeMemKey(tree, prefix, lim)) === undefined && !isStoredTree(cache.get(treeStoredKey(tree, prefix, lim)))) return false;
   }
   return true;
-}
-
-/** A file's Merkle line's key ('' for a file without rows). */
-function fileLineKey(blob: string, path: string, lim: Lim): string {
-  return `file-line:${TS_EXTRACTOR_VERSION}:${PY_EXTRACTOR_VERSION}:${lim.tag}:${blob}:${path}`;
 }
 
 /** Tree contracts being computed, per cache: a tree shared by two revisions (a push and a warm-up of its base) is walked once. */
@@ -351,6 +307,8 @@ async function treeContract(git: Git, treeId: string, prefix: string, cache: Map
 
 async function walkTree(git: Git, treeId: string, prefix: string, cache: Map<string, unknown>, lim: Lim, key: string, storedKey: string): Promise<TreeContract> {
   const entries = await git.readTree(treeId);
+  const spliced = await walkChangedTree(git, entries, prefix, cache, lim);
+  if (spliced) return levelTree(cache, key, storedKey, spliced);
   // Subtrees are walked at once (their own files join this walk's queue); files go through the queue.
   const parts: Array<Part | null> = entries.map(() => null);
   const subtrees: Array<Promise<void>> = [];
@@ -391,10 +349,7 @@ async function walkTree(git: Git, treeId: string, prefix: string, cache: Map<str
   }
   for (const i of treeIndexes) {
     const e = entries[i]!;
-    subtrees.push(treeContract(git, e.id, `${prefix}${e.name}/`, cache, lim).then((sub) => {
-      if (sub.files) parts[i] = { line: `T ${e.name} ${sub.digest}`, rows: () => sub.rows, files: sub.files, py: sub.py };
-      else if (sub.py.p.length || sub.py.x.length) parts[i] = { line: '', rows: () => [], files: 0, py: sub.py };
-    }));
+    subtrees.push(treeContract(git, e.id, `${prefix}${e.name}/`, cache, lim).then((sub) => void (parts[i] = subtreePart(e.name, sub))));
   }
   for (const i of unknown) {
     const e = entries[i]!;
@@ -407,22 +362,42 @@ async function walkTree(git: Git, treeId: string, prefix: string, cache: Map<str
     if (files.length * 4 >= fileIndexes.length) recordFolder(cache, recordKey, fileIndexes.map((i) => [entries[i]!, parts[i] ?? null]));
     keepWalk<Part>(cache, recordKey, { names: fileIndexes.map((i) => entries[i]!.name), ids: fileIndexes.map((i) => entries[i]!.id), parts: fileIndexes.map((i) => parts[i] ?? null) });
   }
+  if (wide) {
+    // The whole level, for the next push into this folder (walkChanged).
+    const level = levelOf(entries, parts, fileIndexes.length);
+    keepLevel(cache, recordKey, level);
+    return levelTree(cache, key, storedKey, level);
+  }
   const kept = parts.filter((p): p is Part => p !== null);
   const lined = kept.filter((p) => p.line);
   // Only the row thunks are kept (not the Merkle lines, not the parts).
   const thunks = lined.map((p) => p.rows);
-  const tc: TreeContract = Object.assign(lazyRows(() => thunks.flatMap((rows) => rows())), {
-    digest: sha256(lined.map((p) => p.line).join('\n')),
-    files: lined.reduce((n, p) => n + p.files, 0),
-    py: mergeIndex(kept.map((p) => p.py)),
-  });
-  Object.defineProperty(tc, APPROX_BYTES, { value: treeBytes(thunks.length, tc.py) });
-  cache.set(key, tc);
-  cache.set(storedKey, { digest: tc.digest, files: tc.files, py: tc.py });
-  return tc;
+  return keepTree(cache, key, storedKey, sha256(lined.map((p) => p.line).join('\n')), lined.reduce((n, p) => n + p.files, 0), mergeIndex(kept.map((p) => p.py)), () => thunks.flatMap((rows) => rows()), thunks.length);
 }
 
-type Part = { line: string; rows: () => string[]; files: number; py: PyIndex };
+/** A wide folder's tree walked from its last one (./folder-level.ts): only the entries that changed are looked at. Null: walk every entry. */
+async function walkChangedTree(git: Git, entries: readonly RawTreeEntry[], prefix: string, cache: Map<string, unknown>, lim: Lim): Promise<FolderLevel<Part> | null> {
+  const recordKey = folderRecordKey(prefix, lim);
+  const last = lastLevel<Part>(cache, recordKey);
+  const level = last && await walkChanged(last, entries, (e) => e.kind !== 'tree' && isContractFile(e.kind, e.name), FOLDER_RECORD_MIN_FILES, async (changed) => {
+    const parts: Array<Part | null> = changed.map(() => null);
+    const files: Array<() => Promise<void>> = [];
+    const subtrees = changed.map(async (e, k) => {
+      if (e.kind === 'tree') parts[k] = subtreePart(e.name, await treeContract(git, e.id, `${prefix}${e.name}/`, cache, lim));
+      else if (isContractFile(e.kind, e.name)) files.push(async () => void (parts[k] = await filePart(git, cache, e, prefix + e.name, lim)));
+    });
+    await Promise.all([...subtrees, lim.files.all(files)]);
+    return parts;
+  }, lim.onFile);
+  if (level) keepLevel(cache, recordKey, level);
+  return level;
+}
+
+/** A subtree's part of its folder: its Merkle line, or only its Python index when it has no rows. */
+function subtreePart(name: string, sub: TreeContract): Part | null {
+  if (sub.files) return { line: `T ${name} ${sub.digest}`, rows: () => sub.rows, files: sub.files, py: sub.py };
+  return sub.py.p.length || sub.py.x.length ? { line: '', rows: () => [], files: 0, py: sub.py } : null;
+}
 
 /**
  * Folders with at least this many contract files keep a folder record. A one-file change in a
