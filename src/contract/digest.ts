@@ -18,8 +18,8 @@ import { EMPTY_INDEX, isPyIndex, isPyLinks, mergeIndex, resolveReexports, type P
 import { APPROX_BYTES, ContentCache } from '../cache/content-cache.js';
 import { FileQueue } from './file-queue.js';
 import { backgroundTurn, joinOther } from './priority.js';
-import { Earlier, keepWalk, lastWalk, storedRecord, type StoredEntry } from './folder-record.js';
-import { keepLevel, lastLevel, levelOf, walkChanged, type FolderLevel } from './folder-level.js';
+import { Earlier, storedRecord, type StoredEntry } from './folder-record.js';
+import { filesOf, keepLevel, lastLevel, levelOf, walkChanged, type FolderLevel, type LevelEntry } from './folder-level.js';
 import { fileLineKey, isStoredTree, keepTree, lazyRows, levelTree, treeBytes, treeMemKey, treeStoredKey, type Part, type TreeContract } from './tree-contract.js';
 
 export type ContractFormat = 'v1' | 'seed';
@@ -319,11 +319,12 @@ async function walkTree(git: Git, treeId: string, prefix: string, cache: Map<str
     if (e.kind === 'tree') treeIndexes.push(i);
     else if (isContractFile(e.kind, e.name)) fileIndexes.push(i);
   });
-  // A wide folder's files are answered from its last walk (in memory) or its record (on disk)
+  // A wide folder's files are answered from its last level (in memory) or its record (on disk)
   // where their name and blob are the same; nothing is built per unchanged file.
   const wide = fileIndexes.length >= FOLDER_RECORD_MIN_FILES;
   const recordKey = wide ? folderRecordKey(prefix, lim) : '';
-  const last = wide ? lastWalk<Part>(cache, recordKey) : null;
+  const lastLevelHere = wide ? lastLevel<Part>(cache, recordKey) : null;
+  const last = lastLevelHere ? filesOf(lastLevelHere, isContractEntry) : null;
   const stored = wide && !last ? storedRecord(cache, recordKey) : null;
   const earlier = last ? new Earlier(last.names, last.ids) : stored ? new Earlier(stored.map((s) => s[0]), stored.map((s) => s[1])) : null;
   const unknown: number[] = [];
@@ -360,10 +361,7 @@ async function walkTree(git: Git, treeId: string, prefix: string, cache: Map<str
     // On disk only after a walk that looked up a quarter of the folder's files or more (a cold
     // walk, or a folder that grew wide), so a one-file push does not rewrite thousands of lines.
     if (files.length * 4 >= fileIndexes.length) recordFolder(cache, recordKey, fileIndexes.map((i) => [entries[i]!, parts[i] ?? null]));
-    keepWalk<Part>(cache, recordKey, { names: fileIndexes.map((i) => entries[i]!.name), ids: fileIndexes.map((i) => entries[i]!.id), parts: fileIndexes.map((i) => parts[i] ?? null) });
-  }
-  if (wide) {
-    // The whole level, for the next push into this folder (walkChanged).
+    // The whole level, for the next push into this folder (walkChangedTree).
     const level = levelOf(entries, parts, fileIndexes.length);
     keepLevel(cache, recordKey, level);
     return levelTree(cache, key, storedKey, level);
@@ -379,11 +377,13 @@ async function walkTree(git: Git, treeId: string, prefix: string, cache: Map<str
 async function walkChangedTree(git: Git, entries: readonly RawTreeEntry[], prefix: string, cache: Map<string, unknown>, lim: Lim): Promise<FolderLevel<Part> | null> {
   const recordKey = folderRecordKey(prefix, lim);
   const last = lastLevel<Part>(cache, recordKey);
-  const level = last && await walkChanged(last, entries, (e) => e.kind !== 'tree' && isContractFile(e.kind, e.name), FOLDER_RECORD_MIN_FILES, async (changed) => {
+  const level = last && await walkChanged(last, entries, isContractEntry, FOLDER_RECORD_MIN_FILES, async (changed) => {
+    // As walkTree does for every entry: subtrees at once, files through the walk's queue.
     const parts: Array<Part | null> = changed.map(() => null);
+    const subtrees: Array<Promise<void>> = [];
     const files: Array<() => Promise<void>> = [];
-    const subtrees = changed.map(async (e, k) => {
-      if (e.kind === 'tree') parts[k] = subtreePart(e.name, await treeContract(git, e.id, `${prefix}${e.name}/`, cache, lim));
+    changed.forEach((e, k) => {
+      if (e.kind === 'tree') subtrees.push(treeContract(git, e.id, `${prefix}${e.name}/`, cache, lim).then((sub) => void (parts[k] = subtreePart(e.name, sub))));
       else if (isContractFile(e.kind, e.name)) files.push(async () => void (parts[k] = await filePart(git, cache, e, prefix + e.name, lim)));
     });
     await Promise.all([...subtrees, lim.files.all(files)]);
@@ -391,6 +391,11 @@ async function walkChangedTree(git: Git, entries: readonly RawTreeEntry[], prefi
   }, lim.onFile);
   if (level) keepLevel(cache, recordKey, level);
   return level;
+}
+
+/** A folder's entry that is a contract file (what makes a folder wide). */
+function isContractEntry(e: LevelEntry): boolean {
+  return e.kind !== 'tree' && isContractFile(e.kind, e.name);
 }
 
 /** A subtree's part of its folder: its Merkle line, or only its Python index when it has no rows. */

@@ -64,6 +64,18 @@ export interface FolderLevel<P extends LevelPart> {
   py: PyIndex;
 }
 
+/** The level's files (entries `isFile` says are), in order: their names, blob ids and parts, for a walk over every entry to find them in. */
+export function filesOf<P extends LevelPart>(level: FolderLevel<P>, isFile: (e: LevelEntry) => boolean): { names: string[]; ids: string[]; parts: Array<P | null> } {
+  const out = { names: [] as string[], ids: [] as string[], parts: [] as Array<P | null> };
+  level.entries.forEach((e, i) => {
+    if (!isFile(e)) return;
+    out.names.push(e.name);
+    out.ids.push(e.id);
+    out.parts.push(level.parts[i] ?? null);
+  });
+  return out;
+}
+
 /** The level of a walk over every entry. */
 export function levelOf<P extends LevelPart>(entries: readonly LevelEntry[], parts: ReadonlyArray<P | null>, contractFiles: number): FolderLevel<P> {
   const at = new Int32Array(entries.length + 1);

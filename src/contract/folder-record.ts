@@ -1,11 +1,10 @@
 // A wide folder's memory for the contract digest (issue 24): what its files gave last time,
 // by name and blob id, so a one-file change in a folder of thousands of files neither looks up
-// every sibling's line on its own nor rebuilds anything per sibling. Two forms: the last walk
-// of the folder, in memory (its parts, reused as they are), and a record of each file's Merkle
-// line and Python re-exports in cache.db (for the first walk after a restart). Split out of
-// src/contract/digest.ts, which owns the keys and decides when each is read and written.
-
-import { APPROX_BYTES } from '../cache/content-cache.js';
+// every sibling's line on its own nor rebuilds anything per sibling. Two forms: the folder's
+// last level, in memory (./folder-level.ts: its parts, reused as they are), and a record of
+// each file's Merkle line and Python re-exports in cache.db (for the first walk after a
+// restart, read here). Split out of src/contract/digest.ts, which owns the keys and decides
+// when each is read and written.
 
 /** One file as stored: [name, blob id, Merkle line ('' for no rows), re-exports (PyLinks.exports)]. */
 export type StoredEntry = [string, string, string, Array<[string, string, string]>];
@@ -22,29 +21,8 @@ export function storedRecord(cache: Map<string, unknown>, key: string): StoredEn
   return Array.isArray(stored) && stored.every(isStoredEntry) ? stored : null;
 }
 
-/** A folder's last walk in memory: its contract files' names and blob ids in tree order, and the part each gave. */
-export interface FolderWalk<P> {
-  names: string[];
-  ids: string[];
-  parts: Array<P | null>;
-}
-
-/** Keeps a folder's last walk in memory (a `mem:` key, so the cache's byte bound can drop it). */
-export function keepWalk<P>(cache: Map<string, unknown>, key: string, walk: FolderWalk<P>): void {
-  // Names and ids are the tree's own strings; each file's part (an object and its row closure)
-  // outlives the tree contract that shares it once that is dropped, so it is counted here.
-  Object.defineProperty(walk, APPROX_BYTES, { value: 256 + walk.names.length * 160 });
-  cache.set(`mem:walk:${key}`, walk);
-}
-
-/** The folder's last walk, or null when memory no longer has it. */
-export function lastWalk<P>(cache: Map<string, unknown>, key: string): FolderWalk<P> | null {
-  const w = cache.get(`mem:walk:${key}`) as FolderWalk<P> | undefined;
-  return w && Array.isArray(w.names) && Array.isArray(w.ids) && Array.isArray(w.parts) ? w : null;
-}
-
 /**
- * Finds a file of a new walk in an earlier one (a last walk or a stored record) by name and
+ * Finds a file of a new walk in an earlier one (a last level or a stored record) by name and
  * blob id. Trees are sorted and a push changes few entries, so the same position is tried
  * first, which costs two string compares and allocates nothing; a map by name is built only
  * when a position disagrees (a file was added or removed before it).
