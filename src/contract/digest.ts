@@ -6,7 +6,6 @@
 // once, each file's rows go to the cache and are dropped, and the contract keeps only keys to
 // read them back by, so a 50k-file first push does not hold the whole tree's rows.
 
-import { createHash } from 'node:crypto';
 import { isFileKind, type EntryKind, type Git, type RawTreeEntry, type TreeEntry } from '../git/git.js';
 import { ContractParseError, ContractSizeError } from '../errors.js';
 import { cancelledBy, currentSignal, throwIfCancelled } from '../cancel.js';
@@ -20,7 +19,7 @@ import { FileQueue } from './file-queue.js';
 import { backgroundTurn, joinOther } from './priority.js';
 import { Earlier, storedRecord, type StoredEntry } from './folder-record.js';
 import { filesOf, keepLevel, lastLevel, levelOf, walkChanged, type FolderLevel, type LevelEntry } from './folder-level.js';
-import { fileLineKey, isStoredTree, keepTree, lazyRows, levelTree, treeBytes, treeMemKey, treeStoredKey, type Part, type TreeContract } from './tree-contract.js';
+import { fileLineKey, isStoredTree, keepTree, lazyRows, levelTree, sha256, treeBytes, treeMemKey, treeStoredKey, type Part, type TreeContract } from './tree-contract.js';
 
 export type ContractFormat = 'v1' | 'seed';
 
@@ -76,10 +75,6 @@ async function rootFiles(git: Git, rev: string, root: string): Promise<TreeEntry
   const r = normRoot(root);
   const entries = await git.lsTree(rev, { recursive: true, path: r ? `${r}/` : undefined });
   return entries.filter((e) => e.type === 'blob' && isFileKind(e.kind));
-}
-
-function sha256(s: string): string {
-  return createHash('sha256').update(s, 'utf8').digest('hex');
 }
 
 /**

@@ -8,6 +8,11 @@ import { PY_EXTRACTOR_VERSION } from './python.js';
 import { TS_EXTRACTOR_VERSION } from './typescript.js';
 import type { FolderLevel } from './folder-level.js';
 
+/** sha256 of a string's UTF-8, in hex: the digests' one hash. */
+export function sha256(s: string): string {
+  return createHash('sha256').update(s, 'utf8').digest('hex');
+}
+
 /** What a walk's limits add to the keys (./digest.ts Lim). */
 type Tagged = { tag: string };
 
@@ -63,7 +68,7 @@ export function fileLineKey(blob: string, path: string, lim: Tagged): string {
 /** A wide folder's tree contract from its level (whose parts its memory holds already): the digest is sha256 of its text less the last '\n'. */
 export function levelTree(cache: Map<string, unknown>, key: string, storedKey: string, level: FolderLevel<Part>): TreeContract {
   const parts = level.parts;
-  return keepTree(cache, key, storedKey, createHash('sha256').update(level.text.slice(0, -1), 'utf8').digest('hex'), level.files, level.py, () => parts.flatMap((p) => (p?.line ? p.rows() : [])), level.lined);
+  return keepTree(cache, key, storedKey, sha256(level.text.slice(0, -1)), level.files, level.py, () => parts.flatMap((p) => (p?.line ? p.rows() : [])), level.lined);
 }
 
 /** The tree contract of a walked tree, kept in memory (whole) and on disk (its digest, files and Python index). */
