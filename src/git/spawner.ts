@@ -17,10 +17,12 @@
 import { spawn as nodeSpawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
+import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { pkt } from '../server/pkt-line.js';
 import { HelperChild, type ChildOwner } from './helper-child.js';
 import { SocketPairs } from './socket-pairs.js';
+import { isPushAdvert, RefAdverts, type AdvertChild } from './ref-advert.js';
 
 export { HelperChild } from './helper-child.js';
 
@@ -51,6 +53,8 @@ export class GitSpawner implements ChildOwner {
   private stopped = false;
 
   private readonly answerMs: number;
+  /** Push ref advertisements made ahead and kept while their key holds (./ref-advert.ts). */
+  readonly adverts = new RefAdverts((dir) => this.startService('git-receive-pack', ['--stateless-rpc', '--advertise-refs', dir]));
 
   constructor(private readonly log: (line: string) => void = () => {}, opts: { answerMs?: number } = {}) {
     this.answerMs = opts.answerMs ?? SPAWN_ANSWER_MS;
@@ -145,6 +149,11 @@ export class GitSpawner implements ChildOwner {
     return child;
   }
 
+  /** A service as node-git-server starts it: through the helper, else from the daemon. */
+  private startService(cmd: string, args: string[]): AdvertChild {
+    return this.spawn(cmd, args) ?? (nodeSpawn(cmd, args) as AdvertChild);
+  }
+
   /** @internal */
   kill(id: number, signal: NodeJS.Signals): void {
     if (this.helper?.connected) this.helper.send({ op: 'kill', id, signal }, () => {});
@@ -211,12 +220,19 @@ export function routeServiceSpawns(spawner: GitSpawner): () => void {
       const args = rest[0];
       const s = routed[routed.length - 1];
       if (s && SERVICES.has(cmd) && Array.isArray(args) && rest.length === 1) {
-        const child = s.spawn(cmd, args as string[]);
+        const child = isPushAdvert(cmd, args) ? s.adverts.answer(args[2] as string) : s.spawn(cmd, args as string[]);
         if (child) {
-          // A ref advertisement that cannot be made: git's ERR line, which the client prints as
-          // "remote error: …", rather than a cut-off answer it reports as a missing repository.
-          // (The listener is the first one: it writes before the child's output ends.)
-          if (args.includes('--advertise-refs')) child.once('error', (e: Error) => child.stdout.write(pkt(`ERR patchgate: the gate could not start ${cmd} (${e.message}); nothing was pushed or fetched: run the same git command again\n`)));
+          // A service that cannot be started: a line the client prints as "remote error: …",
+          // rather than a cut-off answer it reports as a missing repository or a hang-up. For a
+          // ref advertisement that is git's ERR line; for a push's POST (its advertisement may
+          // have come from ./ref-advert.ts with no start at all) sideband 3, which `git push`
+          // asks for. (The listener is the first one: it writes before the child's output ends.)
+          const out = child.stdout;
+          const why = (e: Error): string => `patchgate: the gate could not start ${cmd} (${e.message}); nothing was pushed or fetched: run the same git command again\n`;
+          if (out instanceof PassThrough) {
+            if (args.includes('--advertise-refs')) child.once('error', (e: Error) => out.write(pkt(`ERR ${why(e)}`)));
+            else if (cmd === 'git-receive-pack') child.once('error', (e: Error) => out.write(pkt(`\x03${why(e)}`)));
+          }
           return child as unknown as ChildProcess;
         }
       }
@@ -244,4 +260,9 @@ export function routeServiceSpawns(spawner: GitSpawner): () => void {
  */
 export function helperSpawn(cmd: string, args: readonly string[], opts: { cwd: string; env: NodeJS.ProcessEnv }): HelperChild | null {
   return routed[routed.length - 1]?.spawn(cmd, args, opts) ?? null;
+}
+
+/** Make the repository's push advertisement ahead of its next push (./ref-advert.ts); nothing when no server routes. */
+export function primeAdvert(repoDir: string): void {
+  routed[routed.length - 1]?.adverts.prime(repoDir);
 }

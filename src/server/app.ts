@@ -13,7 +13,8 @@ import { readFileSync } from 'node:fs';
 import { privateDir } from '../private-files.js';
 import { join, resolve } from 'node:path';
 import { Git as GitServer } from 'node-git-server';
-import { GitSpawner, HelperChild, routeServiceSpawns } from '../git/spawner.js';
+import { GitSpawner, HelperChild, primeAdvert, routeServiceSpawns } from '../git/spawner.js';
+import type { RefAdverts } from '../git/ref-advert.js';
 import { AuditStore, newPushId, type QueryOptions } from '../audit/store.js';
 import { allowsRepo, type AuthenticatedToken, type TokenSource } from '../audit/tokens.js';
 import { ConfigError, errorMessage, StartupError, UsageError } from '../errors.js';
@@ -95,6 +96,8 @@ export interface RunningServer {
   /** The tokens of `sink` (sync on SQLite, async on PostgreSQL: await them). */
   tokens: TokenSource;
   hooks: HookService;
+  /** Push ref advertisements made ahead (src/git/ref-advert.ts): its counters, for tests and the bench. */
+  adverts: RefAdverts;
   metrics: GateMetrics;
   /** The port of the separate metrics listener, when one was asked for. */
   metricsPort: number | null;
@@ -429,6 +432,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       // A push's requests (ref advertisement, receive-pack and the hooks it runs) go ahead of
       // any warm-up's parses until they end (src/contract/priority.ts).
       if (service === 'git-receive-pack') res.on('close', holdForeground());
+      // Once a push's answer is sent, its ref advertisement for the next push is made (src/git/ref-advert.ts).
+      if (m[2] === 'git-receive-pack') res.on('close', () => primeAdvert(repoDir));
       // node-git-server gets a stand-in for the request: a POST only once its command section was read and checked.
       const post = m[2] === 'git-receive-pack' || m[2] === 'git-upload-pack';
       if (post !== (req.method === 'POST')) return send(res, 405, `patchgate: ${req.method} is not the method for ${m[2]}`);
@@ -559,6 +564,6 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       lock.release();
     };
 
-    return { url, port, audit, sink, tokens, hooks, metrics, metricsPort, firstAdminSecret, adminTokenFile, close };
+    return { url, port, audit, sink, tokens, hooks, adverts: spawner.adverts, metrics, metricsPort, firstAdminSecret, adminTokenFile, close };
   }
 }

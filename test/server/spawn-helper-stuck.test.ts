@@ -4,7 +4,9 @@
 // within 5 s on a loaded machine) made node-git-server emit 'error' on its server object, which
 // had no listener. Here the spawn helper is frozen (SIGSTOP) so the next info/refs gets no
 // answer: that push fails with a "remote error:" line saying why, the daemon logs it and
-// lives, and once a new helper runs, a push lands and is audited.
+// lives, and once a new helper runs, a push lands and is audited. The same holds when the
+// advertisement was made ahead (src/git/ref-advert.ts) and the push's POST is the first start
+// the frozen helper cannot make: the reason comes on sideband 3, not as a hang-up.
 
 import t from 'tap';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -28,7 +30,7 @@ function helpers(): number[] {
   return out;
 }
 
-t.test('a frozen spawn helper: that push fails with the reason logged, the daemon lives, the next push lands', async (t) => {
+for (const at of ['info/refs', 'POST'] as const) t.test(`a frozen spawn helper at the push's ${at}: that push fails with the reason logged, the daemon lives, the next push lands`, async (t) => {
   const logs: string[] = [];
   const gate = await startGate(t, { log: (l: string) => logs.push(l) });
   await gate.repo('app');
@@ -54,6 +56,12 @@ t.test('a frozen spawn helper: that push fails with the reason logged, the daemo
     if (!serving) await new Promise((r) => setTimeout(r, 100));
   }
   t.ok(serving, 'the helper serves');
+  const bare = bareDir(gate, 'app');
+  if (at === 'info/refs') {
+    // A ref moved outside the gate: the advertisement made after the seed no longer holds.
+    await gitAsync(bare, ['update-ref', 'refs/heads/outside', 'main']);
+  } else t.equal(await gate.srv.adverts.isKept(bare), true, 'the advertisement for the next push was made ahead');
+  const before = { ...gate.srv.adverts.stats };
   process.kill(helper!, 'SIGSTOP');
   t.teardown(() => {
     try {
@@ -65,11 +73,12 @@ t.test('a frozen spawn helper: that push fails with the reason logged, the daemo
 
   w.checkout('agent/one', true);
   w.commit('one', { 'src/app.py': 'x = 2\n' });
-  const bare = bareDir(gate, 'app');
   const stuck = await gitAsync(w.dir, ['push', gate.remote('app', 'agent-1', agent), 'agent/one']);
   t.not(stuck.code, 0, 'the push whose service could not be started failed');
-  t.match(stuck.stderr, /remote error: patchgate: the gate could not start git-receive-pack \(the spawn helper did not start git-receive-pack within 15 s\); nothing was pushed or fetched: run the same git command again/, 'the agent is told why and what to do');
+  t.match(stuck.stderr, at === 'info/refs' ? /remote error: patchgate: the gate could not start git-receive-pack \(the spawn helper did not start git-receive-pack within 15 s\); nothing was pushed or fetched: run the same git command again/ : /remote: patchgate: the gate could not start git-receive-pack \(the spawn helper did not start git-receive-pack within 15 s\); nothing was pushed or fetched: run the same git command again/, 'the agent is told why and what to do');
   t.equal(await refIn(bare, 'refs/heads/agent/one'), null, 'and moved nothing');
+  if (at === 'info/refs') t.equal(gate.srv.adverts.stats.git, before.git + 1, 'its advertisement was to be started');
+  else t.equal(gate.srv.adverts.stats.kept, before.kept + 1, 'its advertisement came from the bytes made ahead');
   for (let i = 0; i < 300 && !logs.some((l) => /git request error: .*did not start git-receive-pack/.test(l)); i++) await new Promise((r) => setTimeout(r, 100));
   t.match(logs.join('\n'), /patchgate: git request error: .*the spawn helper did not start git-receive-pack within 15 s/, 'the daemon logged why');
 
