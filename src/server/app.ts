@@ -241,7 +241,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const accept = (action: any, who: Identity, onStart: () => void, release: () => void): void => {
       action.once('service', (ps: ChildProcess) => {
         onStart();
+        // Once receive-pack has exited and the answer is sent, the advertisement for the next push
+        // is made (src/git/ref-advert.ts), unless another push of the repository is under way
+        // (its refs would move before it is used). Off the path of this push and of the next.
+        let ends = 0;
+        const ended = (): void => void (++ends === 2 && hooks.gc.inFlight(who.repoDir) === 0 && primeAdvert(who.repoDir));
         ps.once('exit', release);
+        ps.once('exit', ended); // after release: this push is no longer in flight
+        action.res?.once?.('close', ended);
         // git's report-status on its way to the client is what moved (no post-receive hook:
         // src/server/report-status.ts); the answer ends once the session's rows are written.
         const report = new ReportStatusReader(exchangeOf(action.req)?.section?.caps ?? []);
@@ -432,8 +439,6 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       // A push's requests (ref advertisement, receive-pack and the hooks it runs) go ahead of
       // any warm-up's parses until they end (src/contract/priority.ts).
       if (service === 'git-receive-pack') res.on('close', holdForeground());
-      // Once a push's answer is sent, its ref advertisement for the next push is made (src/git/ref-advert.ts).
-      if (m[2] === 'git-receive-pack') res.on('close', () => primeAdvert(repoDir));
       // node-git-server gets a stand-in for the request: a POST only once its command section was read and checked.
       const post = m[2] === 'git-receive-pack' || m[2] === 'git-upload-pack';
       if (post !== (req.method === 'POST')) return send(res, 405, `patchgate: ${req.method} is not the method for ${m[2]}`);
