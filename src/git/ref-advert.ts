@@ -2,11 +2,11 @@
 // with `GET info/refs?service=git-receive-pack`, which node-git-server answers by starting
 // `git-receive-pack --advertise-refs`: 3-5 ms of the push's wall at 1k files (client trace),
 // for bytes that only change when a ref or the repository's config does. The advertisement is
-// made ahead instead, when the repository's previous push has ended, and kept with a key of
-// everything git's answer is made from: the loose refs, packed-refs, HEAD, shallow, the
-// repository's config and the stat of the global ones. A request whose key (read again, in
-// process, at each request) is the kept one gets the kept bytes; any other request starts git
-// as before, and its answer is kept when the key did not change while git ran.
+// made ahead instead, when the repository's previous push has ended and no other is under way,
+// and kept with a key of everything git's answer is made from: the loose refs, packed-refs,
+// HEAD, shallow, the repository's config and the stat of the global ones, read before git runs
+// and again after (the bytes are kept only when both agree). A request whose key (read again,
+// in process) is the kept one gets the kept bytes; any other request starts git as before.
 // A stale advertisement could only make a push refused, never one accepted unjudged:
 // receive-pack compares each ref's old id when it updates it, and the hooks judge what is
 // pushed. Repositories whose answer is not a function of that key are never kept: alternates
@@ -132,22 +132,26 @@ export class RefAdverts {
 
   /**
    * node-git-server's start of a push advertisement: the kept bytes when the key still holds,
-   * the run made ahead when it started with this key, else git (its answer kept for the next).
+   * the run made ahead when it started with this key, else git. The key is read only when
+   * there is something to compare it with: a repository that is pushed to by several agents at
+   * once has none (nothing is made ahead while another push is under way), and its requests
+   * cost no reads. Only runs made ahead are kept; a key that moved drops what was kept.
    */
   answer(repoDir: string): AdvertChild {
-    const key = advertKey(repoDir);
     const kept = this.kept.get(repoDir);
+    const making = this.making.get(repoDir);
+    const key = kept || making ? advertKey(repoDir) : null;
     if (key !== null && kept?.key === key) {
       this.stats.kept++;
       return fromBytes(Promise.resolve(kept.bytes), () => this.run(repoDir, null));
     }
-    const making = this.making.get(repoDir);
     if (key !== null && making?.key === key) {
       this.stats.ahead++;
       return fromBytes(making.done, () => this.run(repoDir, null));
     }
+    if (kept) this.kept.delete(repoDir);
     this.stats.git++;
-    return this.run(repoDir, key);
+    return this.run(repoDir, null);
   }
 
   /** Make the repository's advertisement now, ahead of its next push (after a push ended). */

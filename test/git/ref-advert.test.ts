@@ -103,9 +103,12 @@ t.test('kept bytes are git\'s answer; a failed run made ahead leaves the request
   const moved = await readAll(adverts.answer(dir));
   t.equal(adverts.stats.git, 1, 'a ref moved outside: git answers');
   t.ok(moved.includes(first) && moved.equals(gitAdvert(dir)), 'with the ref where it is now');
-  t.equal(await adverts.isKept(dir), true);
+  t.equal(await adverts.isKept(dir), false, 'what was kept under the old key is dropped');
   await readAll(adverts.answer(dir));
-  t.equal(adverts.stats.kept, 2, 'and what git said then is kept for the next request');
+  t.same(adverts.stats, { kept: 1, ahead: 1, git: 2 }, 'nothing kept: git again (and no key read for it)');
+  adverts.prime(dir);
+  t.ok((await readAll(adverts.answer(dir))).equals(gitAdvert(dir)), 'made ahead again: git\'s answer');
+  t.equal(adverts.stats.ahead + adverts.stats.kept, 3, 'from the run made ahead');
 });
 
 t.test('a gate answers a push\'s ref advertisement from bytes made ahead, and follows refs moved outside it', async (t) => {
@@ -140,6 +143,12 @@ t.test('a gate answers a push\'s ref advertisement from bytes made ahead, and fo
   t.ok(after.equals(expected()), 'with the ref where it is now');
 
   w.commit('two', { 'src/a.ts': 'export function a(): number { return 3; }\n' });
+  const g = gate.srv.adverts.stats.git;
+  await push('refs/heads/agent/two');
+  t.equal(gate.srv.adverts.stats.git, g + 1, 'the next push\'s GET: nothing kept since the move, git answered');
+  t.equal(git(bare, ['rev-parse', 'refs/heads/agent/two']), git(w.dir, ['rev-parse', 'HEAD']), 'and the push landed');
+  t.equal(await gate.srv.adverts.isKept(bare), true, 'its end made the next advertisement');
+  w.commit('three', { 'src/a.ts': 'export function a(): number { return 4; }\n' });
   const k = gate.srv.adverts.stats.kept + gate.srv.adverts.stats.ahead;
   await push('refs/heads/agent/two');
   t.equal(gate.srv.adverts.stats.kept + gate.srv.adverts.stats.ahead, k + 1, 'a real push\'s GET took the advertisement made for it');
