@@ -26,6 +26,8 @@ export const MAX_REF_FILES = 512;
 const MAX_KEPT = 256;
 /** An advertisement larger than this is not kept. */
 const MAX_BYTES = 1 << 20;
+/** All kept advertisements together at most (the daemon's memory target is 300 MB). */
+const MAX_TOTAL = 16 << 20;
 /** Config that makes git's answer differ from one run to the next, or depend on files not in the key. */
 const UNKEYED_CONFIG = /certnonceseed|advertisesid|^\s*\[\s*include|refstorage/im;
 
@@ -124,6 +126,8 @@ interface Making {
 
 export class RefAdverts {
   private readonly kept = new Map<string, Kept>();
+  /** Bytes of every kept advertisement. */
+  private total = 0;
   private readonly making = new Map<string, Making>();
   /** Counters, for tests and the bench: answers from the kept bytes, from a run made ahead, from git. */
   readonly stats = { kept: 0, ahead: 0, git: 0 };
@@ -149,7 +153,7 @@ export class RefAdverts {
       this.stats.ahead++;
       return fromBytes(making.done, () => this.run(repoDir, null));
     }
-    if (kept) this.kept.delete(repoDir);
+    if (kept) this.drop(repoDir);
     this.stats.git++;
     return this.run(repoDir, null);
   }
@@ -193,12 +197,20 @@ export class RefAdverts {
   }
 
   private keep(repoDir: string, k: Kept): void {
-    this.kept.delete(repoDir);
+    this.drop(repoDir);
     this.kept.set(repoDir, k);
+    this.total += k.bytes.length;
     for (const dir of this.kept.keys()) {
-      if (this.kept.size <= MAX_KEPT) break;
-      this.kept.delete(dir);
+      if (this.kept.size <= MAX_KEPT && this.total <= MAX_TOTAL) break;
+      this.drop(dir);
     }
+  }
+
+  private drop(repoDir: string): void {
+    const k = this.kept.get(repoDir);
+    if (!k) return;
+    this.kept.delete(repoDir);
+    this.total -= k.bytes.length;
   }
 }
 

@@ -154,3 +154,29 @@ t.test('a gate answers a push\'s ref advertisement from bytes made ahead, and fo
   t.equal(gate.srv.adverts.stats.kept + gate.srv.adverts.stats.ahead, k + 1, 'a real push\'s GET took the advertisement made for it');
   t.equal(git(bare, ['rev-parse', 'refs/heads/agent/two']), git(w.dir, ['rev-parse', 'HEAD']), 'and the push landed');
 });
+
+t.test('kept advertisements stay within their memory bound, the most recent kept', async (t) => {
+  const { dir, first } = bareRepo(t);
+  // About 0.95 MiB of advertisement per repository: 13,000 packed refs.
+  const lines = ['# pack-refs with: peeled fully-peeled sorted'];
+  for (let i = 0; i < 13_000; i++) lines.push(`${first} refs/heads/r/${String(i).padStart(6, '0')}-${'x'.repeat(8)}`);
+  const repos: string[] = [];
+  for (let n = 0; n < 20; n++) {
+    const copy = `${dir}-${n}`;
+    execFileSync('cp', ['-r', dir, copy]);
+    t.teardown(() => removeTree(copy));
+    writeFileSync(join(copy, 'packed-refs'), lines.join('\n') + '\n');
+    repos.push(copy);
+  }
+  const size = gitAdvert(repos[0]!).length;
+  t.ok(size > 850_000 && size < 1 << 20, `one advertisement is ${size} bytes`);
+  const adverts = new RefAdverts(startAdvert);
+  for (const r of repos) {
+    adverts.prime(r);
+    await adverts.isKept(r);
+  }
+  const kept = [];
+  for (const r of repos) if (await adverts.isKept(r)) kept.push(r);
+  t.ok(kept.length >= 15 && kept.length <= Math.floor((16 << 20) / size), `${kept.length} of 20 kept, no more than 16 MiB`);
+  t.ok(kept.includes(repos[19]!) && !kept.includes(repos[0]!), 'the oldest went first');
+});
