@@ -106,12 +106,20 @@ function hashRefs(h: Hash, dir: string, rel: string, count: { n: number }): bool
   return true;
 }
 
-/** What the cache needs to start git's own advertisement: the same start node-git-server makes. */
-export type AdvertStart = (repoDir: string) => AdvertChild;
+/**
+ * What the cache needs to start git's own advertisement, the same start node-git-server makes:
+ * `helper` through the spawn helper (null when it is not there: nothing is made ahead then, a
+ * fork of the daemon would block its loop), `direct` from the daemon when a request must be answered.
+ */
+export interface AdvertStart {
+  helper(repoDir: string): AdvertChild | null;
+  direct(repoDir: string): AdvertChild;
+}
 
 /** The parts of a child process the cache and node-git-server use. */
 export interface AdvertChild extends EventEmitter {
   stdout: Readable | null;
+  stderr?: Readable | null;
 }
 
 interface Kept {
@@ -147,22 +155,23 @@ export class RefAdverts {
     const key = kept || making ? advertKey(repoDir) : null;
     if (key !== null && kept?.key === key) {
       this.stats.kept++;
-      return fromBytes(Promise.resolve(kept.bytes), () => this.run(repoDir, null));
+      return fromBytes(Promise.resolve(kept.bytes), () => this.run(repoDir));
     }
     if (key !== null && making?.key === key) {
       this.stats.ahead++;
-      return fromBytes(making.done, () => this.run(repoDir, null));
+      return fromBytes(making.done, () => this.run(repoDir));
     }
     if (kept) this.drop(repoDir);
     this.stats.git++;
-    return this.run(repoDir, null);
+    return this.run(repoDir);
   }
 
   /** Make the repository's advertisement now, ahead of its next push (after a push ended). */
   prime(repoDir: string): void {
     const key = advertKey(repoDir);
     if (key === null || this.kept.get(repoDir)?.key === key || this.making.get(repoDir)?.key === key) return;
-    this.run(repoDir, key);
+    const child = this.start.helper(repoDir);
+    if (child) this.make(repoDir, key, child);
   }
 
   /** Whether the repository has an advertisement kept, once any run making one has ended (for tests). */
@@ -171,10 +180,15 @@ export class RefAdverts {
     return this.kept.has(repoDir);
   }
 
-  /** Starts git; its whole answer is kept under `key` when the key read again after it is the same. */
-  private run(repoDir: string, key: string | null): AdvertChild {
-    const child = this.start(repoDir);
-    if (key === null || !child.stdout) return child;
+  /** git's answer for a request (node-git-server reads it). */
+  private run(repoDir: string): AdvertChild {
+    return this.start.helper(repoDir) ?? this.start.direct(repoDir);
+  }
+
+  /** A run made ahead: its whole answer is kept under `key` when the key read again after it is the same. */
+  private make(repoDir: string, key: string, child: AdvertChild): void {
+    child.stderr?.resume();
+    if (!child.stdout) return;
     const chunks: Buffer[] = [];
     let size = 0;
     child.stdout.on('data', (c: Buffer) => {
@@ -193,7 +207,6 @@ export class RefAdverts {
     };
     child.once('error', () => end(false));
     child.once('close', (code: number | null) => end(code === 0));
-    return child;
   }
 
   private keep(repoDir: string, k: Kept): void {
@@ -228,7 +241,13 @@ function fromBytes(bytes: Promise<Buffer | null>, fallback: () => AdvertChild): 
       setImmediate(() => (child.emit('exit', 0, null), child.emit('close', 0, null)));
       return;
     }
-    const real = fallback();
+    let real: AdvertChild;
+    try {
+      real = fallback();
+    } catch (e) {
+      stdout.end();
+      return void child.emit('error', e);
+    }
     real.once('error', (e: Error) => child.emit('error', e));
     real.once('exit', (...a: unknown[]) => child.emit('exit', ...a));
     real.once('close', (...a: unknown[]) => child.emit('close', ...a));

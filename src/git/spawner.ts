@@ -54,7 +54,10 @@ export class GitSpawner implements ChildOwner {
 
   private readonly answerMs: number;
   /** Push ref advertisements made ahead and kept while their key holds (./ref-advert.ts). */
-  readonly adverts = new RefAdverts((dir) => this.startService('git-receive-pack', ['--stateless-rpc', '--advertise-refs', dir]));
+  readonly adverts = new RefAdverts({
+    helper: (dir) => this.spawn('git-receive-pack', ['--stateless-rpc', '--advertise-refs', dir]),
+    direct: (dir) => nodeSpawn('git-receive-pack', ['--stateless-rpc', '--advertise-refs', dir]) as AdvertChild,
+  });
 
   constructor(private readonly log: (line: string) => void = () => {}, opts: { answerMs?: number } = {}) {
     this.answerMs = opts.answerMs ?? SPAWN_ANSWER_MS;
@@ -147,11 +150,6 @@ export class GitSpawner implements ChildOwner {
       void child.pidReady.then(() => clearTimeout(timer));
     })().catch((e: unknown) => this.fail(id, e as Error));
     return child;
-  }
-
-  /** A service as node-git-server starts it: through the helper, else from the daemon. */
-  private startService(cmd: string, args: string[]): AdvertChild {
-    return this.spawn(cmd, args) ?? (nodeSpawn(cmd, args) as AdvertChild);
   }
 
   /** @internal */

@@ -83,10 +83,20 @@ t.test('more loose refs than the key reads: no key', async (t) => {
   t.not(advertKey(dir), null, `${MAX_REF_FILES} loose refs in all (main included) still have a key`);
 });
 
+t.test('no spawn helper: nothing is made ahead, requests are answered from the daemon', async (t) => {
+  const { dir } = bareRepo(t);
+  let direct = 0;
+  const adverts = new RefAdverts({ helper: () => null, direct: (d) => (direct++, startAdvert(d)) });
+  adverts.prime(dir);
+  t.equal(await adverts.isKept(dir), false, 'nothing made ahead');
+  t.ok((await readAll(adverts.answer(dir))).equals(gitAdvert(dir)), 'git\'s answer');
+  t.equal(direct, 1, 'started by the daemon itself');
+});
+
 t.test('kept bytes are git\'s answer; a failed run made ahead leaves the request to git', async (t) => {
   const { dir, first } = bareRepo(t);
   let fail = 1;
-  const adverts = new RefAdverts((d) => (fail-- > 0 ? spawn('git', ['receive-pack', '--no-such-option', d], { stdio: ['ignore', 'pipe', 'ignore'] }) : startAdvert(d)));
+  const adverts = new RefAdverts({ helper: (d) => (fail-- > 0 ? spawn('git', ['receive-pack', '--no-such-option', d], { stdio: ['ignore', 'pipe', 'pipe'] }) : startAdvert(d)), direct: startAdvert });
   adverts.prime(dir); // fails: git exits non-zero
   const viaFallback = await readAll(adverts.answer(dir));
   t.same(adverts.stats, { kept: 0, ahead: 1, git: 0 }, 'the request waited on the run made ahead');
@@ -170,7 +180,7 @@ t.test('kept advertisements stay within their memory bound, the most recent kept
   }
   const size = gitAdvert(repos[0]!).length;
   t.ok(size > 850_000 && size < 1 << 20, `one advertisement is ${size} bytes`);
-  const adverts = new RefAdverts(startAdvert);
+  const adverts = new RefAdverts({ helper: startAdvert, direct: startAdvert });
   for (const r of repos) {
     adverts.prime(r);
     await adverts.isKept(r);
