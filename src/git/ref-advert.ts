@@ -26,6 +26,8 @@ export const MAX_REF_FILES = 512;
 const MAX_KEPT = 256;
 /** An advertisement larger than this is not kept. */
 const MAX_BYTES = 1 << 20;
+/** How long a run made ahead may take; then it is stopped and the requests waiting on it start their own git. */
+const MAKE_MS = 10_000;
 /** All kept advertisements together at most (the daemon's memory target is 300 MB). */
 const MAX_TOTAL = 16 << 20;
 /** Config that makes git's answer differ from one run to the next, or depend on files not in the key. */
@@ -120,6 +122,7 @@ export interface AdvertStart {
 export interface AdvertChild extends EventEmitter {
   stdout: Readable | null;
   stderr?: Readable | null;
+  kill?(signal?: NodeJS.Signals): boolean;
 }
 
 interface Kept {
@@ -140,7 +143,11 @@ export class RefAdverts {
   /** Counters, for tests and the bench: answers from the kept bytes, from a run made ahead, from git. */
   readonly stats = { kept: 0, ahead: 0, git: 0 };
 
-  constructor(private readonly start: AdvertStart) {}
+  private readonly makeMs: number;
+
+  constructor(private readonly start: AdvertStart, opts: { makeMs?: number } = {}) {
+    this.makeMs = opts.makeMs ?? MAKE_MS;
+  }
 
   /**
    * node-git-server's start of a push advertisement: the kept bytes when the key still holds,
@@ -199,12 +206,22 @@ export class RefAdverts {
     const done = new Promise<Buffer | null>((r) => (settle = r));
     const making: Making = { key, done };
     this.making.set(repoDir, making);
+    let ended = false;
     const end = (ok: boolean): void => {
+      if (ended) return;
+      ended = true;
+      clearTimeout(timer);
       if (this.making.get(repoDir) === making) this.making.delete(repoDir);
       const bytes = ok && size <= MAX_BYTES && advertKey(repoDir) === key ? Buffer.concat(chunks) : null;
       if (bytes) this.keep(repoDir, { key, bytes });
       settle(bytes);
     };
+    // A git that hangs must not hold every request of the repository that waits on it.
+    const timer = setTimeout(() => {
+      child.kill?.('SIGKILL');
+      end(false);
+    }, this.makeMs);
+    timer.unref();
     child.once('error', () => end(false));
     child.once('close', (code: number | null) => end(code === 0));
   }

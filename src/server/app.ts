@@ -96,7 +96,10 @@ export interface RunningServer {
   /** The tokens of `sink` (sync on SQLite, async on PostgreSQL: await them). */
   tokens: TokenSource;
   hooks: HookService;
-  /** Push ref advertisements made ahead (src/git/ref-advert.ts): its counters, for tests and the bench. */
+  /**
+   * Push ref advertisements made ahead (src/git/ref-advert.ts), for tests and the bench: this
+   * server's own; when one process runs several servers (tests), the newest one's serve them all.
+   */
   adverts: RefAdverts;
   metrics: GateMetrics;
   /** The port of the separate metrics listener, when one was asked for. */

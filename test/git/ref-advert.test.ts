@@ -93,6 +93,21 @@ t.test('no spawn helper: nothing is made ahead, requests are answered from the d
   t.equal(direct, 1, 'started by the daemon itself');
 });
 
+t.test('a run made ahead that hangs is stopped in time: the request waiting on it gets git\'s answer', async (t) => {
+  const { dir } = bareRepo(t);
+  let hung: AdvertChild | null = null;
+  const adverts = new RefAdverts({ helper: (d) => (hung ? startAdvert(d) : (hung = spawn('sleep', ['30'], { stdio: ['ignore', 'pipe', 'pipe'] }))), direct: startAdvert }, { makeMs: 300 });
+  adverts.prime(dir);
+  const t0 = Date.now();
+  const got = await readAll(adverts.answer(dir));
+  t.equal(adverts.stats.ahead, 1, 'the request waited on the run made ahead');
+  t.ok(got.equals(gitAdvert(dir)), 'and got git\'s answer once it was stopped');
+  t.ok(Date.now() - t0 < 20_000, 'not after the hung run\'s own end');
+  t.equal(await adverts.isKept(dir), false);
+  const killed = await new Promise((r) => (hung!.exitCode !== null || (hung as unknown as { signalCode: unknown }).signalCode ? r(true) : hung!.once('exit', () => r(true))));
+  t.ok(killed, 'the hung git was killed');
+});
+
 t.test('kept bytes are git\'s answer; a failed run made ahead leaves the request to git', async (t) => {
   const { dir, first } = bareRepo(t);
   let fail = 1;
