@@ -62,8 +62,11 @@ const STEPS: Array<[string, (m: ClientMarks) => number]> = [
   ['GET to its answer\'s head', (m) => m.getHead - m.lastGet],
   ['head to the advertisement\'s last byte', (m) => m.getEnd - m.getHead],
   ['the client\'s pack, to the POST', (m) => m.post - m.getEnd],
-  ['POST to its answer\'s head (receive-pack, hooks)', (m) => m.postHead - m.post],
-  ['head to the last byte (report)', (m) => m.end - m.postHead],
+  // The POST's answer starts with its first sideband bytes: the gate's are the pre-receive
+  // hook's `remote:` lines (before git updates the refs), plain git's its report. Compare the sum.
+  ['POST to its answer\'s head (first sideband bytes)', (m) => m.postHead - m.post],
+  ['head to the last byte', (m) => m.end - m.postHead],
+  ['POST to the last byte', (m) => m.end - m.post],
   ['first trace line to the last', (m) => m.end - m.start],
 ];
 
