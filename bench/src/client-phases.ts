@@ -9,10 +9,9 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { generateRepo, makeEdits } from './gen.js';
 import { agentRepo, prepareGateData, pushOnce, startBaseline, startGate, waitWarmed, type Baseline, type Gate } from './push.js';
-import { cleanup, median, parseSize, Rng, stopServeChild, tempDir } from './util.js';
+import { median, phaseFlags, runTool, Rng, stopServeChild, tempDir } from './util.js';
 
 /** One push's marks, ms since midnight (GIT_TRACE_CURL's clock), null where a step did not show. */
 export interface ClientMarks {
@@ -71,16 +70,7 @@ const STEPS: Array<[string, (m: ClientMarks) => number]> = [
 ];
 
 async function main(): Promise<void> {
-  const usage = 'usage: node bench/dist/client-phases.js [--size 1k|10k|N] [--pushes N]';
-  let flags: { size: string; pushes: string };
-  try {
-    flags = parseArgs({ options: { size: { type: 'string', default: '1k' }, pushes: { type: 'string', default: '30' } }, strict: true }).values as { size: string; pushes: string };
-  } catch (err) {
-    throw new Error(`${err instanceof Error ? err.message : String(err)}; ${usage}`);
-  }
-  const files = parseSize(flags.size);
-  const pushes = Number(flags.pushes);
-  if (files < 10 || !Number.isInteger(pushes) || pushes < 1) throw new Error(usage);
+  const { files, pushes } = phaseFlags('client-phases.js', 30);
   const gen = await generateRepo(tempDir('gen-'), files, 1);
   const data = tempDir('pgc-', tmpdir());
   const traceFile = join(tempDir('curl-'), 'trace.txt');
@@ -131,8 +121,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(() => cleanup(), (err: unknown) => {
-  console.error(`client-phases: ${err instanceof Error ? err.message : String(err)}`);
-  cleanup();
-  process.exitCode = 1;
-});
+runTool('client-phases', main);

@@ -10,10 +10,9 @@
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { generateRepo, makeEdits } from './gen.js';
 import { agentRepo, prepareGateData, pushOnce, startBaseline, startGate, type Baseline, type Gate } from './push.js';
-import { cleanup, median, parseSize, Rng, stopServeChild, tempDir } from './util.js';
+import { median, phaseFlags, runTool, Rng, stopServeChild, tempDir } from './util.js';
 
 interface Trace2Event {
   event: string;
@@ -50,16 +49,7 @@ export function receivePackPhases(events: readonly Trace2Event[]): { total: numb
 }
 
 async function main(): Promise<void> {
-  const usage = 'usage: node bench/dist/push-phases.js [--size 1k|10k|N] [--pushes N]';
-  let flags: { size: string; pushes: string };
-  try {
-    flags = parseArgs({ options: { size: { type: 'string', default: '1k' }, pushes: { type: 'string', default: '12' } }, strict: true }).values as { size: string; pushes: string };
-  } catch (err) {
-    throw new Error(`${err instanceof Error ? err.message : String(err)}; ${usage}`);
-  }
-  const files = parseSize(flags.size);
-  const pushes = Number(flags.pushes);
-  if (files < 10 || !Number.isInteger(pushes) || pushes < 1) throw new Error(usage);
+  const { files, pushes } = phaseFlags('push-phases.js', 12);
   const gen = await generateRepo(tempDir('gen-'), files, 1);
   const data = tempDir('pgp-', tmpdir());
   const traceFile = join(tempDir('trace2-'), 'events.json');
@@ -102,8 +92,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(() => cleanup(), (err: unknown) => {
-  console.error(`push-phases: ${err instanceof Error ? err.message : String(err)}`);
-  cleanup();
-  process.exitCode = 1;
-});
+runTool('push-phases', main);

@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 
 /** The repository top (bench/dist/util.js -> ../../). */
 export const REPO_TOP = fileURLToPath(new URL('../../', import.meta.url));
@@ -35,6 +36,30 @@ export function parseSize(s: string): number {
   const m = /^(\d+(?:\.\d+)?)([kKmM]?)$/.exec(s.trim());
   if (!m) throw new Error(`not a size: ${s} (use e.g. 1k, 10k, 50k)`);
   return Math.round(Number(m[1]) * (m[2]!.toLowerCase() === 'k' ? 1000 : m[2]!.toLowerCase() === 'm' ? 1e6 : 1));
+}
+
+/** Runs a bench tool's main: its temp folders and children are cleaned up; an error is one line and exit code 1. */
+export function runTool(name: string, main: () => Promise<void>): void {
+  main().then(() => cleanup(), (err: unknown) => {
+    console.error(`${name}: ${err instanceof Error ? err.message : String(err)}`);
+    cleanup();
+    process.exitCode = 1;
+  });
+}
+
+/** `--size` and `--pushes` of the phase tools (push-phases.ts, client-phases.ts); bad input throws the usage line. */
+export function phaseFlags(script: string, defaultPushes: number): { files: number; pushes: number } {
+  const usage = `usage: node bench/dist/${script} [--size 1k|10k|N] [--pushes N]`;
+  let flags: { size: string; pushes: string };
+  try {
+    flags = parseArgs({ options: { size: { type: 'string', default: '1k' }, pushes: { type: 'string', default: String(defaultPushes) } }, strict: true }).values as { size: string; pushes: string };
+  } catch (err) {
+    throw new Error(`${err instanceof Error ? err.message : String(err)}; ${usage}`);
+  }
+  const files = parseSize(flags.size);
+  const pushes = Number(flags.pushes);
+  if (files < 10 || !Number.isInteger(pushes) || pushes < 1) throw new Error(usage);
+  return { files, pushes };
 }
 
 export function median(xs: readonly number[]): number {
