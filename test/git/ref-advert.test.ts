@@ -5,7 +5,7 @@
 
 import t from 'tap';
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync, appendFileSync, rmSync } from 'node:fs';
+import { appendFileSync, cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { advertKey, MAX_REF_FILES, RefAdverts, type AdvertChild } from '../../src/git/ref-advert.js';
 import { gitAsync, seededGate } from '../helpers/gate.js';
@@ -26,17 +26,17 @@ function readAll(c: AdvertChild): Promise<Buffer> {
   });
 }
 
-/** A bare repository with two commits on main (ids returned). */
-function bareRepo(t: { teardown(fn: () => unknown): void }): { dir: string; first: string; second: string } {
+/** A bare repository with two commits on main; `first` is the older one. */
+function bareRepo(t: { teardown(fn: () => unknown): void }): { dir: string; first: string } {
   const root = tempDir('pg-advert-');
   t.teardown(() => removeTree(root));
   const dir = join(root, 'r.git');
   git(root, ['init', '-q', '--bare', '--initial-branch=main', dir]);
   const w = TestRepo.init(t);
   const first = w.commit('one', { 'a.txt': 'a\n' });
-  const second = w.commit('two', { 'a.txt': 'b\n' });
+  w.commit('two', { 'a.txt': 'b\n' }); // main one ahead of `first`
   git(w.dir, ['push', '-q', dir, 'main']);
-  return { dir, first, second };
+  return { dir, first };
 }
 
 t.test('the key moves with every input of the answer, and is null for what it cannot key', async (t) => {
@@ -188,7 +188,7 @@ t.test('kept advertisements stay within their memory bound, the most recent kept
   const repos: string[] = [];
   for (let n = 0; n < 20; n++) {
     const copy = `${dir}-${n}`;
-    execFileSync('cp', ['-r', dir, copy]);
+    cpSync(dir, copy, { recursive: true });
     t.teardown(() => removeTree(copy));
     writeFileSync(join(copy, 'packed-refs'), lines.join('\n') + '\n');
     repos.push(copy);
