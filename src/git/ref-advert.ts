@@ -46,21 +46,31 @@ export function isPushAdvert(cmd: string, args: readonly unknown[]): boolean {
 export function advertKey(repoDir: string): string | null {
   try {
     const h = createHash('sha256');
-    const config = readFileSync(join(repoDir, 'config'), 'utf8');
-    if (UNKEYED_CONFIG.test(config)) return null;
-    h.update(config).update('\0');
+    if (!hashConfig(h, repoDir)) return null;
     if (existsSync(join(repoDir, 'objects', 'info', 'alternates')) || existsSync(join(repoDir, 'packed-refs.lock'))) return null;
     for (const f of ['HEAD', 'packed-refs', 'shallow']) h.update(f).update('\0').update(readOptional(join(repoDir, f))).update('\0');
-    for (const f of globalConfigs()) {
-      const st = statSync(f, { throwIfNoEntry: false });
-      h.update(`${f}\0${st ? `${st.ino}:${st.size}:${st.mtimeMs}` : '-'}\0`);
-    }
     const count = { n: 0 };
     if (!hashRefs(h, join(repoDir, 'refs'), 'refs', count)) return null;
     return h.digest('hex');
   } catch {
     return null;
   }
+}
+
+/**
+ * The configuration git reads at its start into `h`: the repository's config file and the stat
+ * of the global ones. False when that config is not all there is to it (an include names other
+ * files) or changes git's answer from run to run (UNKEYED_CONFIG). Throws when config cannot be read.
+ */
+export function hashConfig(h: Hash, repoDir: string): boolean {
+  const config = readFileSync(join(repoDir, 'config'), 'utf8');
+  if (UNKEYED_CONFIG.test(config)) return false;
+  h.update(config).update('\0');
+  for (const f of globalConfigs()) {
+    const st = statSync(f, { throwIfNoEntry: false });
+    h.update(`${f}\0${st ? `${st.ino}:${st.size}:${st.mtimeMs}` : '-'}\0`);
+  }
+  return true;
 }
 
 function readOptional(path: string): Buffer {

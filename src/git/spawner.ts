@@ -23,6 +23,7 @@ import { pkt } from '../server/pkt-line.js';
 import { HelperChild, type ChildOwner } from './helper-child.js';
 import { SocketPairs } from './socket-pairs.js';
 import { isPushAdvert, RefAdverts, type AdvertChild } from './ref-advert.js';
+import { isPushPost, SpareReceivePacks } from './spare-receive.js';
 
 export { HelperChild } from './helper-child.js';
 
@@ -59,8 +60,12 @@ export class GitSpawner implements ChildOwner {
     direct: (dir) => nodeSpawn('git-receive-pack', ['--stateless-rpc', '--advertise-refs', dir]) as AdvertChild,
   });
 
-  constructor(private readonly log: (line: string) => void = () => {}, opts: { answerMs?: number } = {}) {
+  /** Push receive-packs started while their clients pack (./spare-receive.ts). */
+  readonly spares: SpareReceivePacks;
+
+  constructor(private readonly log: (line: string) => void = () => {}, opts: { answerMs?: number; spareIdleMs?: number } = {}) {
     this.answerMs = opts.answerMs ?? SPAWN_ANSWER_MS;
+    this.spares = new SpareReceivePacks((dir) => this.spawn('git-receive-pack', ['--stateless-rpc', dir]), opts.spareIdleMs === undefined ? {} : { idleMs: opts.spareIdleMs });
   }
 
   /** @internal the current stdio socket's path, if one is open. */
@@ -164,6 +169,7 @@ export class GitSpawner implements ChildOwner {
   }
 
   stop(): void {
+    this.spares.closeAll();
     this.stopped = true;
     const h = this.helper;
     this.helper = null;
@@ -218,7 +224,13 @@ export function routeServiceSpawns(spawner: GitSpawner): () => void {
       const args = rest[0];
       const s = routed[routed.length - 1];
       if (s && SERVICES.has(cmd) && Array.isArray(args) && rest.length === 1) {
-        const child = isPushAdvert(cmd, args) ? s.adverts.answer(args[2] as string) : s.spawn(cmd, args as string[]);
+        let child: AdvertChild | HelperChild | null;
+        if (isPushAdvert(cmd, args)) {
+          // Once the advertisement is answered, the POST's receive-pack is started while the client packs.
+          const dir = args[2] as string;
+          child = s.adverts.answer(dir);
+          child.once('exit', (code: number | null) => void (code === 0 && s.spares.prime(dir)));
+        } else child = (isPushPost(cmd, args) ? s.spares.take(args[1] as string) : null) ?? s.spawn(cmd, args as string[]);
         if (child) {
           // A service that cannot be started: a line the client prints as "remote error: …",
           // rather than a cut-off answer it reports as a missing repository or a hang-up. For a

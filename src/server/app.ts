@@ -14,6 +14,7 @@ import { privateDir } from '../private-files.js';
 import { join, resolve } from 'node:path';
 import { Git as GitServer } from 'node-git-server';
 import { GitSpawner, HelperChild, primeAdvert, routeServiceSpawns } from '../git/spawner.js';
+import type { SpareReceivePacks } from '../git/spare-receive.js';
 import type { RefAdverts } from '../git/ref-advert.js';
 import { AuditStore, newPushId, type QueryOptions } from '../audit/store.js';
 import { allowsRepo, type AuthenticatedToken, type TokenSource } from '../audit/tokens.js';
@@ -101,6 +102,8 @@ export interface RunningServer {
    * server's own; when one process runs several servers (tests), the newest one's serve them all.
    */
   adverts: RefAdverts;
+  /** Push receive-packs started while their clients pack (src/git/spare-receive.ts), for tests and the bench. */
+  spares: SpareReceivePacks;
   metrics: GateMetrics;
   /** The port of the separate metrics listener, when one was asked for. */
   metricsPort: number | null;
@@ -572,6 +575,6 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       lock.release();
     };
 
-    return { url, port, audit, sink, tokens, hooks, adverts: spawner.adverts, metrics, metricsPort, firstAdminSecret, adminTokenFile, close };
+    return { url, port, audit, sink, tokens, hooks, adverts: spawner.adverts, spares: spawner.spares, metrics, metricsPort, firstAdminSecret, adminTokenFile, close };
   }
 }
