@@ -24,6 +24,13 @@ export class GitError extends PatchgateError {
   }
 }
 
+/** A pack read in the daemon (src/git/pack-read.ts) is not one it reads; only a cache warm-up is given up. */
+export class PackReadError extends PatchgateError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('PACK_READ', `pack not read: ${message}`, options);
+  }
+}
+
 /** The policy file (or a CLI option standing in for it) is invalid. Message starts with CONFIG: and names the key. */
 export class ConfigError extends PatchgateError {
   readonly key: string;

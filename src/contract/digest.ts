@@ -77,12 +77,15 @@ async function rootFiles(git: Git, rev: string, root: string): Promise<TreeEntry
   return entries.filter((e) => e.type === 'blob' && isFileKind(e.kind));
 }
 
+/** What a file's rows are read through: a repository's Git, or a push's pack over it (src/git/pack-read.ts PackView). */
+export type BlobReader = Pick<Git, 'pathId' | 'readBlob'>;
+
 /**
  * Rows of one file, cached by blob id (the path is part of every row, so it is in the key).
  * A file over the byte limit is refused from its size alone (one header read), before it is
  * read or parsed, and whether or not its rows are cached: the verdict never depends on the cache.
  */
-export async function fileRows(git: Git, cache: Map<string, unknown>, e: TreeEntry, format: ContractFormat, max: number): Promise<string[]> {
+export async function fileRows(git: BlobReader, cache: Map<string, unknown>, e: TreeEntry, format: ContractFormat, max: number): Promise<string[]> {
   throwIfCancelled();
   if (Number.isFinite(max)) {
     const info = await git.pathId(e.id, null);
@@ -118,14 +121,14 @@ function linksKey(blob: string, path: string): string {
 }
 
 /** Reads, decodes and parses one file; caches its rows (and, v1 .py, its links). */
-function parseFile(git: Git, cache: Map<string, unknown>, e: TreeEntry, format: ContractFormat): Promise<{ rows: string[]; links: PyLinks | null }> {
+function parseFile(git: BlobReader, cache: Map<string, unknown>, e: TreeEntry, format: ContractFormat): Promise<{ rows: string[]; links: PyLinks | null }> {
   // A file in two folders being walked at once (the changed folder of a push and of its base) is parsed once.
   return shared(filesInflight, cache, rowsKey(format, e.id, e.path), () => parseFileNow(git, cache, e, format));
 }
 
 const filesInflight: Inflight<{ rows: string[]; links: PyLinks | null }> = new WeakMap();
 
-async function parseFileNow(git: Git, cache: Map<string, unknown>, e: TreeEntry, format: ContractFormat): Promise<{ rows: string[]; links: PyLinks | null }> {
+async function parseFileNow(git: BlobReader, cache: Map<string, unknown>, e: TreeEntry, format: ContractFormat): Promise<{ rows: string[]; links: PyLinks | null }> {
   const key = rowsKey(format, e.id, e.path);
   const blob = await git.readBlob(e.id);
   if (!blob) throw new Error(`blob ${e.id} for ${e.path} is missing`);

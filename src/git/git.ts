@@ -310,6 +310,12 @@ export class Git {
     return r.data;
   }
 
+  /** Any object's type and bytes by id (a thin pack's delta base, pack-read.ts); null when absent. */
+  async readObject(id: string): Promise<{ type: string; data: Buffer } | null> {
+    const r = await this.objectById(id);
+    return r ? { type: r.type, data: r.data } : null;
+  }
+
   /**
    * The inflated size of an object (a blob by id, or `rev:path`) from its header alone,
    * through the batch reader's `info`: nothing is inflated, however large it is. Null when absent.

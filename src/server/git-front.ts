@@ -19,6 +19,7 @@ import { createGunzip } from 'node:zlib';
 import type { ChildProcess } from 'node:child_process';
 import { RequestError, errorMessage } from '../errors.js';
 import { CommandSectionReader, PktLineError, receivePackRefusal, type CommandSection, type GitService } from './pkt-line.js';
+import { PACK_MAX } from '../git/pack-read.js';
 
 export interface RequestLimits {
   /** The ref commands (or wants) must have arrived this long after the request started. */
@@ -54,6 +55,12 @@ interface Exchange {
   gone: boolean;
   /** Called when the client goes away, to end the stand-in and let the child finish or stop. */
   abandon(why: string): void;
+  /**
+   * A receive-pack body's bytes after its command section (the pack, push options first when
+   * there are any) once the body has ended, or null when it did not end whole or passed
+   * PACK_MAX (src/server/hook/prewarm.ts reads it). Null for any other service.
+   */
+  pack: Promise<Buffer | null>;
 }
 
 const exchanges = new WeakMap<object, Exchange>();
@@ -187,11 +194,23 @@ export function preparePost(req: http.IncomingMessage, res: http.ServerResponse,
       ended = true;
       view.end();
     };
+    // The pack, kept for the cache warm-up while it stays small (receive-pack only).
+    let packParts: Buffer[] | null = service === 'receive-pack' ? [] : null;
+    let packSize = 0;
+    let settlePack: (b: Buffer | null) => void = () => {};
+    const keepPack = (b: Buffer): void => {
+      if (!packParts) return;
+      packSize += b.length;
+      if (packSize > PACK_MAX) packParts = null;
+      else packParts.push(b);
+    };
     const ex: Exchange = {
+      pack: packParts ? new Promise<Buffer | null>((r) => (settlePack = r)) : Promise.resolve(null),
       service, view, section: null, child: null, gone: false,
       abandon: (why) => {
         if (ex.gone) return;
         ex.gone = true;
+        settlePack(null);
         endView();
         stop();
         const child = ex.child;
@@ -231,6 +250,7 @@ export function preparePost(req: http.IncomingMessage, res: http.ServerResponse,
       }
       if (probe) return refuse(new RequestError(400, PROBE_WITH_MORE));
       if (!reader) {
+        keepPack(chunk);
         if (!ended && !view.write(chunk)) source.pause();
         return;
       }
@@ -254,6 +274,7 @@ export function preparePost(req: http.IncomingMessage, res: http.ServerResponse,
       }
       // node-git-server finds the ref command (or want) in its first chunk: this one.
       view.write(done.section.bytes);
+      keepPack(done.rest);
       if (done.rest.length && !view.write(done.rest)) source.pause();
       settle(view as unknown as http.IncomingMessage);
     };
@@ -264,6 +285,8 @@ export function preparePost(req: http.IncomingMessage, res: http.ServerResponse,
         const got = reader.received;
         return refuse(new RequestError(400, got === 0 ? `empty git-${service} request body` : `request body ended inside its command section (truncated pkt-line after ${got} bytes)`));
       }
+      settlePack(packParts && !ex.gone ? Buffer.concat(packParts) : null);
+      packParts = null;
       endView();
     };
     source.on('data', onData);
@@ -278,6 +301,8 @@ export function preparePost(req: http.IncomingMessage, res: http.ServerResponse,
     res.on('finish', () => clearTimeout(commandTimer));
 
     function stop(): void {
+      settlePack(null);
+      packParts = null;
       clearTimeout(commandTimer);
       source.off('data', onData);
       source.off('end', onEnd);

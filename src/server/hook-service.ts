@@ -50,6 +50,7 @@ import { MainStores } from './hook/stores.js';
 import { Warmer } from './hook/warm.js';
 import { warmParsers, type ParserWarmResult } from './hook/parser-warm.js';
 import { pushesInFlight } from '../contract/priority.js';
+import { prewarmPush } from './hook/prewarm.js';
 
 export type { HookServiceOptions } from './hook/context.js';
 export type { HookRequest } from './hook/request.js';
@@ -107,6 +108,20 @@ export class HookService {
   async recover(): Promise<{ settled: number; left: number }> {
     if (!this.journal) return { settled: 0, left: 0 };
     return recoverIntents(this.parts.decisions.settleDeps, this.log);
+  }
+
+  /** Pushes whose changed files were parsed ahead from their packs (./hook/prewarm.ts), for tests and the bench. */
+  readonly prewarms = { pushes: 0, files: 0, failed: 0 };
+
+  /**
+   * Parse what a push's pack changes into the caches the rules read, while receive-pack unpacks
+   * it (./hook/prewarm.ts). Never throws: a pack it cannot read leaves the rules to parse.
+   */
+  prewarm(repoDir: string, agent: boolean, pack: Buffer): Promise<void> {
+    return prewarmPush({ store: this.stores.get(repoDir), cache: this.opts.cache, agent, pack }).then(
+      (files) => void ((this.prewarms.pushes++), (this.prewarms.files += files)),
+      () => void this.prewarms.failed++,
+    );
   }
 
   /** Judgements still running, including cancelled ones that have not stopped yet (for tests). */

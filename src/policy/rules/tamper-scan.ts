@@ -5,17 +5,13 @@
 // test runner: runner or assertion internals, interpreter walks, runner/gate environment,
 // exits at import or in exit handlers, report file names, constant __eq__, package metadata.
 
-import { ContractParseError } from '../../errors.js';
 import { isTypeScriptPath } from '../../contract/typescript.js';
 import { isZeroId } from '../../git/git.js';
 import type { Finding, Rule } from '../types.js';
 import { short, shq } from '../types.js';
 import { pushAgain, RUN, startingPoint } from '../remedy.js';
-import { TAMPER_CHECKS, type TamperCheck, type TamperHit } from '../tamper/checks.js';
-import { scanPython } from '../tamper/scan-python.js';
-import { scanTypeScript } from '../tamper/scan-typescript.js';
-import { addedLines } from '../tamper/added-lines.js';
-import { parsePool } from '../../contract/parse-pool.js';
+import { TAMPER_CHECKS, type TamperCheck } from '../tamper/checks.js';
+import { tamperHitsOf, underRoots } from '../tamper/scan-file.js';
 
 const ADVICE: Record<TamperCheck, string> = {
   'runner-internals': 'code under test may not import or patch the test runner or assertion library',
@@ -26,16 +22,6 @@ const ADVICE: Record<TamperCheck, string> = {
   'constant-eq': 'an equality that returns a constant makes every assertion pass',
   'package-metadata': 'package metadata under a source root can register a runner plugin',
 };
-
-function underRoots(path: string, roots: string[]): boolean {
-  return roots.some((r) => {
-    const root = r.endsWith('/') ? r : `${r}/`;
-    return root === './' || path.startsWith(root);
-  });
-}
-
-/** Files up to this many characters are scanned on the calling thread (as parse-pool's inline parses). */
-const INLINE_SCAN_CHARS = 16 * 1024;
 
 export const tamperScan: Rule = {
   id: 'tamper-scan',
@@ -71,46 +57,10 @@ export const tamperScan: Rule = {
         const py = ch.path.endsWith('.py');
         if ((!py && !isTypeScriptPath(ch.path)) || (ch.newKind !== 'regular' && ch.newKind !== 'executable')) continue;
         const oldId = ch.status === 'A' || ch.oldKind === 'symlink' || !ch.oldId || isZeroId(ch.oldId) ? null : ch.oldId;
-        // The daemon keeps this cache across restarts (src/cache/content-cache.ts): bump the
-        // version whenever a check changes what it finds (2: raise SystemExit, corpus narrowings;
-        // 3: caller frames' f_globals, f_code/f_lineno, frame source lookups, settrace; 4: JS Error
-        // stacks, captureStackTrace, CallSite methods, inspector/v8, getBuiltinModule).
-        const key = `tamper:4:${oldId}:${ch.newId}:${py ? 'py' : 'ts'}`;
-        let hits = memo.get(key) as TamperHit[] | undefined;
-        if (!hits) {
-          // A file over contract.maxSourceBytes is never read or parsed here: the contract rule
-          // (same roots) refuses it from its size, and parsing it would hold the event loop.
-          const size = (await ctx.git.pathId(ch.newId, null))?.size ?? Infinity;
-          if (size > ctx.policy.contract.maxSourceBytes) continue;
-          const blob = await ctx.git.readBlob(ch.newId);
-          const text = blob ? blob.toString('utf8') : '';
-          // A new file is new on every line; a changed one is diffed against its old blob, in
-          // process (../tamper/added-lines.ts: the lines `git diff` reports, no process per file).
-          let lines: Set<number>;
-          if (oldId === null) lines = new Set(text.split('\n').map((_, i) => i + 1));
-          else {
-            // An old blob over the size limit is not read: every line of the new one is scanned.
-            const oldSize = (await ctx.git.pathId(oldId, null))?.size ?? Infinity;
-            const old = oldSize > ctx.policy.contract.maxSourceBytes ? null : await ctx.git.readBlob(oldId);
-            lines = old ? addedLines(old.toString('utf8'), text) : new Set(text.split('\n').map((_, i) => i + 1));
-          }
-          try {
-            // In the daemon a file above the inline size is scanned on a parse worker, which the
-            // hook time limit can stop: a large file never holds the event loop.
-            const onWorker = parsePool.isolated && text.length > INLINE_SCAN_CHARS;
-            hits = lines.size === 0 ? []
-              : onWorker ? (await parsePool.tamperScan(ch.path, text, lines)).map((r: string) => JSON.parse(r) as TamperHit)
-                : py ? await scanPython(text, ch.path, lines) : scanTypeScript(text, ch.path, lines);
-          } catch (e) {
-            // Source that does not parse is the contract rule's refusal (same roots, same grammars).
-            // typescript-estree's syntax errors are TSError; the contract rule refuses that file with its line.
-            if (e instanceof ContractParseError || (e as Error)?.name === 'TSError') hits = [];
-            else throw new Error(`${ch.path} could not be scanned: ${(e as Error).message}`, { cause: e });
-          }
-          memo.set(key, hits);
-          scanned++;
-        }
-        for (const h of hits) add(commit.id, ch.path, h);
+        // Cached by blob ids (../tamper/scan-file.ts), where a push's warm-up may have put it already.
+        const r = await tamperHitsOf(ctx.git, memo, ch.path, oldId, ch.newId, ctx.policy.contract.maxSourceBytes);
+        if (r.scanned) scanned++;
+        for (const h of r.hits ?? []) add(commit.id, ch.path, h);
       }
     }
     return { findings, details: { scanned, advisory, checks: Object.fromEntries(TAMPER_CHECKS.map((c) => [c, mode(c)])) } };
