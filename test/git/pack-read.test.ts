@@ -79,6 +79,11 @@ t.test('damaged, oversized and mutated packs: PackReadError, never anything else
   many.writeUInt32BE(100_000, 8);
   await t.rejects(readPack(withChecksum(many), base), { message: /objects/ }, 'more objects than it reads');
 
+  // A SHA-256 repository's pack (a 32-byte checksum, 32-byte ids) is not read as a SHA-1 one.
+  const s256 = TestRepo.init(t, { objectFormat: 'sha256' });
+  const sc = s256.commit('one', { 'src/a.ts': 'export const a = 1;\n' });
+  await t.rejects(readPack(git(s256.dir, ['pack-objects', '--stdout', '--revs', '-q'], `${sc}\n`), fromRepo(s256.dir)), { name: 'PackReadError', message: /checksum/ }, 'a SHA-256 pack is refused by the checksum');
+
   // A small pack that inflates to a lot (zeros compress a thousandfold): refused on the way, whole.
   const z = TestRepo.init(t);
   const files: Record<string, Buffer> = {};
