@@ -23,6 +23,8 @@ import { spawn } from 'node:child_process';
 
 /** @type {Map<number, import('node:child_process').ChildProcess>} */
 const children = new Map();
+/** The daemon's channel closed: spawn requests still queued are refused. */
+let stopping = false;
 /** Each spawn's stdin and stdout sockets, sent just before its spawn request (which carries stderr's). @type {Map<number, Array<Socket | undefined>>} */
 const stdio = new Map();
 /** @param {unknown} msg */
@@ -46,7 +48,8 @@ process.on('message', (/** @type {SpawnRequest | StdioHandle | KillRequest} */ m
   const [input, output] = stdio.get(m.id) ?? [];
   stdio.delete(m.id);
   const all = [input, output, handle];
-  if (!input || !output || !handle) {
+  // After the daemon went away nothing is started: no one would stop it.
+  if (stopping || !input || !output || !handle) {
     for (const s of all) s?.destroy();
     send({ op: 'error', id: m.id, message: 'the spawn helper got no pipes for it' });
     return;
@@ -78,6 +81,7 @@ send({ op: 'ready' });
 
 // The daemon went away (its channel closed): end what is still running, then stop.
 process.on('disconnect', () => {
+  stopping = true;
   for (const c of children.values()) c.kill('SIGTERM');
   setTimeout(() => process.exit(0), 2000).unref();
   if (children.size === 0) process.exit(0);

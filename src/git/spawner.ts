@@ -128,6 +128,8 @@ export class GitSpawner implements ChildOwner {
           pairs.close();
           this.openPairs();
         }
+        // Stopped meanwhile (the pairs were closed under it): nothing is started any more.
+        if (this.stopped) return void child.onError(new Error(`the spawn helper stopped before ${cmd} started`));
         this.log(`patchgate: spawn helper: ${(e as Error).message}; ${cmd} started from the daemon`);
         child.adopt(nodeSpawn(cmd, [...args], { cwd, env }));
         return;

@@ -118,6 +118,7 @@ export class HookService {
    * it (./hook/prewarm.ts). Never throws: a pack it cannot read leaves the rules to parse.
    */
   prewarm(repoDir: string, agent: boolean, pack: Buffer): Promise<void> {
+    if (this.stopping.signal.aborted) return Promise.resolve();
     return prewarmPush({ store: this.stores.get(repoDir), cache: this.opts.cache, agent, pack }).then(
       (files) => void ((this.prewarms.pushes++), (this.prewarms.files += files)),
       () => void this.prewarms.failed++,

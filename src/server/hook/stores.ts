@@ -11,8 +11,16 @@ export class MainStores {
   /** One long-lived reader per repository of its own object store (no quarantine), most recent last. */
   private readonly stores = new Map<string, Git>();
 
+  private closed = false;
+
   /** The repository's object store without any push's quarantine; kept open across pushes. */
   get(repoDir: string): Git {
+    if (this.closed) {
+      // After stop: a view whose reads fail rather than start a reader nothing would close.
+      const gone = new Git({ dir: repoDir, bare: true });
+      gone.dispose();
+      return gone;
+    }
     let g = this.stores.get(repoDir);
     if (g) this.stores.delete(repoDir);
     else g = new Git({ dir: repoDir, bare: true });
@@ -38,10 +46,11 @@ export class MainStores {
     this.spares.prime(repoDir);
   }
 
-  /** At stop: every reader closed. */
+  /** At stop: every reader closed for good (work still on its way, a push's warm-up say, gets an error, not a new reader). */
   closeAll(): void {
+    this.closed = true;
     this.spares.closeAll();
-    for (const g of this.stores.values()) g.close();
+    for (const g of this.stores.values()) g.dispose();
     this.stores.clear();
   }
 }
