@@ -40,7 +40,7 @@ export function limitOf(limits: ContractLimits): Lim {
 }
 
 /** How many contract files (TS/JS and Python, or the seed's Python files) the roots hold at `rev`: a warm-up's total. One ls-tree per root. */
-export async function contractFileCount(git: Git, rev: string, roots: string[], format: ContractFormat): Promise<number> {
+export async function contractFileCount(git: ContractGit, rev: string, roots: string[], format: ContractFormat): Promise<number> {
   let n = 0;
   for (const root of format === 'seed' ? roots.slice(0, 1) : roots) {
     if (!(await rootTree(git, rev, root))) continue;
@@ -66,12 +66,12 @@ export function normRoot(root: string): string {
 }
 
 /** The tree id of a root at `rev` (null when absent or not a folder). One batch-check lookup. */
-export async function rootTree(git: Git, rev: string, root: string): Promise<string | null> {
+export async function rootTree(git: ContractGit, rev: string, root: string): Promise<string | null> {
   const t = await git.pathId(rev, normRoot(root));
   return t && t.type === 'tree' ? t.id : null;
 }
 
-async function rootFiles(git: Git, rev: string, root: string): Promise<TreeEntry[]> {
+async function rootFiles(git: ContractGit, rev: string, root: string): Promise<TreeEntry[]> {
   const r = normRoot(root);
   const entries = await git.lsTree(rev, { recursive: true, path: r ? `${r}/` : undefined });
   return entries.filter((e) => e.type === 'blob' && isFileKind(e.kind));
@@ -79,6 +79,8 @@ async function rootFiles(git: Git, rev: string, root: string): Promise<TreeEntry
 
 /** What a file's rows are read through: a repository's Git, or a push's pack over it (src/git/pack-read.ts PackView). */
 export type BlobReader = Pick<Git, 'pathId' | 'readBlob'>;
+/** What a contract's walk reads through: the same two, or a repository's Git. */
+export type ContractGit = BlobReader & Pick<Git, 'readTree' | 'lsTree'>;
 
 /**
  * Rows of one file, cached by blob id (the path is part of every row, so it is in the key).
@@ -162,7 +164,7 @@ async function parseFileNow(git: BlobReader, cache: Map<string, unknown>, e: Tre
 }
 
 /** A v1 .py file's re-export links, from the cache or parsed again (size limit checked as for rows). */
-export async function fileLinks(git: Git, cache: Map<string, unknown>, path: string, blob: string, max: number): Promise<PyLinks> {
+export async function fileLinks(git: ContractGit, cache: Map<string, unknown>, path: string, blob: string, max: number): Promise<PyLinks> {
   const hit = cache.get(linksKey(blob, path));
   if (isPyLinks(hit)) return hit;
   const e: TreeEntry = { mode: '100644', kind: 'regular', type: 'blob', id: blob, path };
@@ -179,7 +181,7 @@ export async function fileLinks(git: Git, cache: Map<string, unknown>, path: str
  * order, a Merkle digest over each root's trees (see treeContract). seed: the seed article's
  * digest over the Python files of the first root, byte for byte.
  */
-export async function contractOf(git: Git, rev: string, roots: string[], format: ContractFormat, cache: Map<string, unknown> = new Map(), limits: ContractLimits = {}): Promise<Contract> {
+export async function contractOf(git: ContractGit, rev: string, roots: string[], format: ContractFormat, cache: Map<string, unknown> = new Map(), limits: ContractLimits = {}): Promise<Contract> {
   await initPython();
   const lim = limitOf(limits);
   const useRoots = format === 'seed' ? roots.slice(0, 1) : roots;
@@ -247,7 +249,7 @@ function cancellable<T>(work: Promise<T>): Promise<T> {
 }
 
 /** Whether the v1 contract of `rev` is in the cache for every root, in memory or on disk as treeContract reads it (a lookup per root, no parse). */
-export async function contractCached(git: Git, rev: string, roots: string[], cache: Map<string, unknown>, limits: ContractLimits = {}): Promise<boolean> {
+export async function contractCached(git: ContractGit, rev: string, roots: string[], cache: Map<string, unknown>, limits: ContractLimits = {}): Promise<boolean> {
   const lim = limitOf(limits);
   for (const root of roots) {
     const tree = await rootTree(git, rev, root);
@@ -277,7 +279,7 @@ export class RowsNotLoaded extends Error {}
  * the trees on that file's path instead of every row; entries without rows (files with no
  * exports, empty folders) do not count.
  */
-async function treeContract(git: Git, treeId: string, prefix: string, cache: Map<string, unknown>, lim: Lim): Promise<TreeContract> {
+async function treeContract(git: ContractGit, treeId: string, prefix: string, cache: Map<string, unknown>, lim: Lim): Promise<TreeContract> {
   throwIfCancelled();
   // The byte limit is in every key: a tree digested under another limit is digested again.
   const key = treeMemKey(treeId, prefix, lim);
@@ -303,7 +305,7 @@ async function treeContract(git: Git, treeId: string, prefix: string, cache: Map
   return shared(treesInflight, cache, key, () => walkTree(git, treeId, prefix, cache, lim, key, storedKey), (tc) => lim.onFile?.(tc.files));
 }
 
-async function walkTree(git: Git, treeId: string, prefix: string, cache: Map<string, unknown>, lim: Lim, key: string, storedKey: string): Promise<TreeContract> {
+async function walkTree(git: ContractGit, treeId: string, prefix: string, cache: Map<string, unknown>, lim: Lim, key: string, storedKey: string): Promise<TreeContract> {
   const entries = await git.readTree(treeId);
   const spliced = await walkChangedTree(git, entries, prefix, cache, lim);
   if (spliced) return levelTree(cache, key, storedKey, spliced);
@@ -372,7 +374,7 @@ async function walkTree(git: Git, treeId: string, prefix: string, cache: Map<str
 }
 
 /** A wide folder's tree walked from its last one (./folder-level.ts): only the entries that changed are looked at. Null: walk every entry. */
-async function walkChangedTree(git: Git, entries: readonly RawTreeEntry[], prefix: string, cache: Map<string, unknown>, lim: Lim): Promise<FolderLevel<Part> | null> {
+async function walkChangedTree(git: ContractGit, entries: readonly RawTreeEntry[], prefix: string, cache: Map<string, unknown>, lim: Lim): Promise<FolderLevel<Part> | null> {
   const recordKey = folderRecordKey(prefix, lim);
   const last = lastLevel<Part>(cache, recordKey);
   const level = last && await walkChanged(last, entries, isContractEntry, FOLDER_RECORD_MIN_FILES, async (changed) => {
@@ -437,7 +439,7 @@ function recordedPart(cache: Map<string, unknown>, id: string, path: string, [, 
 }
 
 /** One contract file's part of its tree: its Merkle line and, for Python, its re-export index entries. */
-async function filePart(git: Git, cache: Map<string, unknown>, e: { mode: string; kind: EntryKind; id: string; name: string }, path: string, lim: Lim): Promise<Part | null> {
+async function filePart(git: ContractGit, cache: Map<string, unknown>, e: { mode: string; kind: EntryKind; id: string; name: string }, path: string, lim: Lim): Promise<Part | null> {
   const part = await fileLine(git, cache, e, path, lim);
   if (!path.endsWith('.py')) return part;
   // Python: a private module is indexed by blob id (its links are read only if a public
@@ -453,7 +455,7 @@ async function filePart(git: Git, cache: Map<string, unknown>, e: { mode: string
 }
 
 /** One file's Merkle line (`F name sha256(rows)`), cached per blob; null for a file without rows. */
-async function fileLine(git: Git, cache: Map<string, unknown>, e: { mode: string; kind: EntryKind; id: string; name: string }, path: string, lim: Lim): Promise<{ line: string; rows: () => string[]; files: number; py: PyIndex } | null> {
+async function fileLine(git: ContractGit, cache: Map<string, unknown>, e: { mode: string; kind: EntryKind; id: string; name: string }, path: string, lim: Lim): Promise<{ line: string; rows: () => string[]; files: number; py: PyIndex } | null> {
     // Each file's Merkle line is kept as well ("" for a file without rows): a change in a folder
     // of 200 files would otherwise load and hash every sibling's rows again (about 1 MB per push
     // on the bench's 10k repository), and a restarted daemon would read all of them from disk.
@@ -478,7 +480,7 @@ async function fileLine(git: Git, cache: Map<string, unknown>, e: { mode: string
  * The re-export rows of one contract root (py-reexport.ts), cached per root tree id in
  * memory and in the persistent cache: they depend only on the blobs under that tree.
  */
-async function rootReexports(git: Git, treeId: string, prefix: string, cache: Map<string, unknown>, lim: Lim): Promise<string[]> {
+async function rootReexports(git: ContractGit, treeId: string, prefix: string, cache: Map<string, unknown>, lim: Lim): Promise<string[]> {
   const key = `pyres:${PY_EXTRACTOR_VERSION}:${lim.tag}:${treeId}:${prefix}`;
   const hit = cache.get(key);
   if (Array.isArray(hit) && hit.every((r) => typeof r === 'string')) return hit as string[];
@@ -489,7 +491,7 @@ async function rootReexports(git: Git, treeId: string, prefix: string, cache: Ma
 }
 
 /** Re-export rows of every root, each once, sorted; and the digest line they add ("" for none). */
-async function reexportsOf(git: Git, trees: Array<string | null>, roots: string[], cache: Map<string, unknown>, lim: Lim): Promise<{ rows: string[]; line: string }> {
+async function reexportsOf(git: ContractGit, trees: Array<string | null>, roots: string[], cache: Map<string, unknown>, lim: Lim): Promise<{ rows: string[]; line: string }> {
   const per = await Promise.all(roots.map((root, i) => {
     const r = normRoot(root);
     return trees[i] ? rootReexports(git, trees[i]!, r ? `${r}/` : '', cache, lim) : Promise.resolve([]);
@@ -500,7 +502,7 @@ async function reexportsOf(git: Git, trees: Array<string | null>, roots: string[
 }
 
 /** Rows of every contract file under a tree, in path order, from the per-file cache. */
-async function collectRows(git: Git, treeId: string, prefix: string, cache: Map<string, unknown>, lim: Lim): Promise<string[]> {
+async function collectRows(git: ContractGit, treeId: string, prefix: string, cache: Map<string, unknown>, lim: Lim): Promise<string[]> {
   const entries = await git.readTree(treeId);
   const parts: string[][] = entries.map(() => []);
   const subtrees: Array<Promise<void>> = [];
@@ -519,7 +521,7 @@ async function collectRows(git: Git, treeId: string, prefix: string, cache: Map<
  * has them; one whose trees were known only by their stored digests is walked again here,
  * with the rows of each file from the cache.
  */
-export async function contractRows(git: Git, c: Contract, rev: string, roots: string[], cache: Map<string, unknown> = new Map(), limits: ContractLimits = {}): Promise<string[]> {
+export async function contractRows(git: ContractGit, c: Contract, rev: string, roots: string[], cache: Map<string, unknown> = new Map(), limits: ContractLimits = {}): Promise<string[]> {
   try {
     return c.rows;
   } catch (err) {
@@ -539,7 +541,7 @@ export async function contractRows(git: Git, c: Contract, rev: string, roots: st
   return per.flat().filter((x) => (seen.has(x) ? false : (seen.add(x), true)));
 }
 
-async function computeContract(git: Git, rev: string, useRoots: string[], trees: Array<string | null>, format: ContractFormat, cache: Map<string, unknown>, lim: Lim): Promise<Contract> {
+async function computeContract(git: ContractGit, rev: string, useRoots: string[], trees: Array<string | null>, format: ContractFormat, cache: Map<string, unknown>, lim: Lim): Promise<Contract> {
   if (format === 'v1') {
     // Each root's tree contract; the digest covers every root's Merkle digest in order.
     const per = await Promise.all(useRoots.map((root, i) => {

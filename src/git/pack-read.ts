@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { inflateSync } from 'node:zlib';
 import { PackReadError } from '../errors.js';
 import { parseCommitHeader, type CommitHeader } from './commits.js';
-import { parseTree, type RawTreeEntry, type TreeReader } from './trees.js';
+import { findTreeEntry, parseTree, type RawTreeEntry, type TreeEntry, type TreeReader } from './trees.js';
 
 /** Largest pack read (the POST body after its command section). */
 export const PACK_MAX = 1 << 20;
@@ -222,10 +222,24 @@ export class PackView implements TreeReader {
     return o.type === 'blob' ? o.data : null;
   }
 
-  /** An object's header by id (`path` null); a `rev:path` is the repository's to answer. */
+  /**
+   * An object's header by id (`path` null), or of `rev:path` for a commit or tree of the pack,
+   * found as git's own lookup finds it (trees.ts findTreeEntry); anything else is the repository's.
+   */
   async pathId(rev: string, path: string | null): Promise<{ id: string; type: string; size: number } | null> {
-    const o = path === null ? this.objects.get(rev) : undefined;
-    return o ? { id: rev, type: o.type, size: o.data.length } : this.store.pathId(rev, path);
+    const o = this.objects.get(rev);
+    if (!o) return this.store.pathId(rev, path);
+    if (path === null) return { id: rev, type: o.type, size: o.data.length };
+    const tree = o.type === 'tree' ? rev : o.type === 'commit' ? parseCommitHeader(rev, o.data).tree : null;
+    if (!tree) return null;
+    if (path === '') return this.pathId(tree, null);
+    const e = await findTreeEntry(this, tree, path);
+    return e ? this.pathId(e.id, null) : null;
+  }
+
+  /** Not read from a pack: only the seed format's walk lists a tree recursively, and it is not warmed ahead. */
+  lsTree(): Promise<TreeEntry[]> {
+    return Promise.reject(new PackReadError('a recursive tree listing is not read from a pack'));
   }
 
   /** The pack's commits with their parents. */

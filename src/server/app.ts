@@ -248,7 +248,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       action.once('service', (ps: ChildProcess) => {
         onStart();
         // The changed files are parsed while receive-pack unpacks the pack (src/server/hook/prewarm.ts).
-        void exchangeOf(action.req)?.pack.then((pack) => pack && hooks.prewarm(who.repoDir, who.role === 'agent', pack));
+        const ex = exchangeOf(action.req);
+        void ex?.pack.then((pack) => pack && hooks.prewarm(who.repoDir, who.role === 'agent', pack, ex.section?.commands.map((c) => c.newId) ?? []));
         // Once receive-pack has exited and the answer is sent, the advertisement for the next push
         // is made (src/git/ref-advert.ts), unless another push of the repository is under way
         // (its refs would move before it is used). Off the path of this push and of the next.

@@ -110,17 +110,17 @@ export class HookService {
     return recoverIntents(this.parts.decisions.settleDeps, this.log);
   }
 
-  /** Pushes whose changed files were parsed ahead from their packs (./hook/prewarm.ts), for tests and the bench. */
-  readonly prewarms = { pushes: 0, files: 0, failed: 0 };
+  /** Pushes whose changed files (and tips' contracts) were worked out ahead from their packs (./hook/prewarm.ts), for tests and the bench. */
+  readonly prewarms = { pushes: 0, files: 0, contracts: 0, failed: 0 };
 
   /**
    * Parse what a push's pack changes into the caches the rules read, while receive-pack unpacks
    * it (./hook/prewarm.ts). Never throws: a pack it cannot read leaves the rules to parse.
    */
-  prewarm(repoDir: string, agent: boolean, pack: Buffer): Promise<void> {
+  prewarm(repoDir: string, agent: boolean, pack: Buffer, tips: readonly string[]): Promise<void> {
     if (this.stopping.signal.aborted) return Promise.resolve();
-    return prewarmPush({ store: this.stores.get(repoDir), cache: this.opts.cache, agent, pack }).then(
-      (files) => void ((this.prewarms.pushes++), (this.prewarms.files += files)),
+    return prewarmPush({ store: this.stores.get(repoDir), cache: this.opts.cache, agent, pack, tips }).then(
+      (r) => void ((this.prewarms.pushes++), (this.prewarms.files += r.files), (this.prewarms.contracts += r.contracts)),
       () => void this.prewarms.failed++,
     );
   }

@@ -62,6 +62,14 @@ t.test('a thin pack gives what git says it holds, byte for byte', async (t) => {
   const blob = [...objects].find(([, o]) => o.type === 'blob')![0];
   t.equal((await view.pathId(blob, null))?.size, objects.get(blob)!.data.length, 'sizes from the pack');
   t.ok((await view.readBlob(blob))?.equals(objects.get(blob)!.data));
+  for (const path of ['src/new/n.py', 'src/a2.ts', 'src', 'src/keep/k.ts', 'src/keep']) {
+    const got = await view.pathId(head, path);
+    t.equal(got?.id, git(dir, ['rev-parse', `${head}:${path}`]).toString().trim(), `${path} at the pushed tip, as rev-parse finds it`);
+    t.equal(got?.type, git(dir, ['cat-file', '-t', got!.id]).toString().trim());
+  }
+  t.equal((await view.pathId(head, ''))?.id, git(dir, ['rev-parse', `${head}^{tree}`]).toString().trim(), 'the empty path is the root tree');
+  t.equal(await view.pathId(head, 'src/nothing.ts'), null, 'a path that is not there');
+  await t.rejects(view.lsTree(), PackReadError, 'no recursive listing from a pack');
   const old = git(dir, ['rev-parse', `${base}:src/keep/k.ts`]).toString().trim();
   t.equal((await view.readBlob(old))?.toString(), 'export const k = 1;\n', 'what the pack lacks comes from the repository');
 });

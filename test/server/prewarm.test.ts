@@ -23,6 +23,7 @@ t.test('an agent\'s push finds its changed files parsed from its pack, and is ju
   const { gate, agent, w } = await seededGate(t, BASE);
   const url = gate.remote('app', 'agent-1', agent);
   const warm = gate.srv.hooks.prewarms;
+  const seed = w.git('rev-parse', 'HEAD').trim();
 
   // An honest change to a TS and a Python file: accepted, both files parsed ahead.
   const before = { ...warm };
@@ -31,6 +32,7 @@ t.test('an agent\'s push finds its changed files parsed from its pack, and is ju
   t.equal(r.code, 0, r.stderr || 'the honest push lands');
   t.equal(warm.pushes, before.pushes + 1, 'its pack was read');
   t.equal(warm.files, before.files + 2, 'and its two changed files parsed ahead');
+  t.equal(warm.contracts, before.contracts + 1, 'and its tip\'s contract walked ahead (its base, main, was judged at the seed)');
   t.equal(warm.failed, before.failed);
   const honest = lastRules(gate, 'refs/heads/agent/one');
   t.equal(honest.find((x) => x.rule === 'tamper-scan')?.details?.scanned, 0, 'the tamper scan found both results cached: it scanned nothing itself');
@@ -44,6 +46,27 @@ t.test('an agent\'s push finds its changed files parsed from its pack, and is ju
   const exit = lastRules(gate, 'refs/heads/agent/one').find((x) => x.rule === 'tamper-scan')!;
   t.equal(exit.status, 'fail');
   t.equal(exit.details?.scanned, 0, 'from the result parsed ahead');
+
+  // Nine changed files: more than are parsed ahead, so no walk either (it would parse the rest).
+  const nine = { ...warm };
+  w.git('checkout', '-q', '-b', 'nine', seed);
+  w.commit('nine', Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`src/n${i}.ts`, `const n${i} = ${i};\nconsole.log(n${i});\n`])));
+  r = await gitAsync(w.dir, ['push', url, 'HEAD:refs/heads/agent/nine']);
+  t.equal(r.code, 0, r.stderr || 'nine new files land');
+  t.equal(warm.files, nine.files + 8, 'eight files parsed ahead');
+  t.equal(warm.contracts, nine.contracts, 'and no contract walked ahead');
+  t.equal(lastRules(gate, 'refs/heads/agent/nine').find((x) => x.rule === 'contract')?.status, 'pass', 'the rule walked it itself');
+
+  // A merge in the pack: no walk ahead (a merge's changes are not all in the pack's diffs).
+  const merge = { ...warm };
+  w.git('checkout', '-q', '-b', 'side', seed);
+  w.commit('side', { 'src/side.ts': 'const side = 1;\nconsole.log(side);\n' });
+  w.git('merge', '-q', '--no-edit', 'nine');
+  r = await gitAsync(w.dir, ['push', url, 'HEAD:refs/heads/agent/merge']);
+  t.equal(r.code, 0, r.stderr || 'the merge lands');
+  t.equal(warm.pushes, merge.pushes + 1, 'its pack was read');
+  t.equal(warm.contracts, merge.contracts, 'a merge is not walked ahead');
+  w.git('checkout', '-q', 'main');
 
   // A moved signature: the contract rule refuses it from the rows parsed ahead.
   w.commit('undo', { 'src/a.ts': 'export function a(x: number): number {\n  return x + 2;\n}\n' });

@@ -8,9 +8,8 @@
 // before and finds, or joins, those results. Best effort: a pack it does not read, or any
 // error, only leaves the rules to parse as before.
 
-import { fileRows } from '../../contract/digest.js';
-import { isTypeScriptPath } from '../../contract/typescript.js';
-import type { Git } from '../../git/git.js';
+import { contractCached, contractOf, fileRows, isContractFile } from '../../contract/digest.js';
+import { isZeroId, type Git } from '../../git/git.js';
 import { PackView, readPack } from '../../git/pack-read.js';
 import { commitDiff, type TreeEntry } from '../../git/trees.js';
 import { tamperHitsOf, underRoots } from '../../policy/tamper/scan-file.js';
@@ -30,33 +29,57 @@ export interface PrewarmInput {
   agent: boolean;
   /** The POST body after its command section. */
   pack: Buffer;
+  /** The new ids of the push's ref commands: their contracts are walked ahead too, when that walk is as small as the files above. */
+  tips: readonly string[];
 }
 
-/** Parses the changed files the pack brings into the caches; resolves with how many (0 when it gave up). */
-export async function prewarmPush(input: PrewarmInput): Promise<number> {
+/**
+ * Parses the changed files the pack brings into the caches, then walks the pushed tips'
+ * contracts (the contract rule's `contractOf`, whose trees and digests are cached by tree id),
+ * but only when that walk can parse nothing more: no merge in the pack, every changed contract
+ * file parsed just now, and the line's base (the first commit it does not bring) already has
+ * its contract cached. Resolves with how many files were parsed and tips walked.
+ */
+export async function prewarmPush(input: PrewarmInput): Promise<{ files: number; contracts: number }> {
   const { store, cache } = input;
   // A SHA-256 repository's pack ends in a 32-byte checksum, which readPack's SHA-1 check refuses.
   const objects = await readPack(input.pack, (id) => store.readObject(id));
   const view = new PackView(objects, store);
   const { policy } = await trustedState(store);
   const { roots, format, maxSourceBytes } = policy.contract;
+  const commits = view.commits();
+  // Whether the tips' walks would parse only what was parsed here.
+  let whole = format === 'v1' && commits.every((c) => c.parents.length <= 1);
   let files = 0;
-  for (const c of view.commits()) {
+  for (const c of commits) {
     const { changes } = await commitDiff(view, c);
     for (const ch of changes) {
-      if (files >= MAX_FILES) return files;
-      if (ch.status === 'D' || !underRoots(ch.path, roots) || (ch.newKind !== 'regular' && ch.newKind !== 'executable')) continue;
-      if (!ch.path.endsWith('.py') && !isTypeScriptPath(ch.path)) continue;
+      if (ch.status === 'D' || !underRoots(ch.path, roots) || !ch.newKind || !isContractFile(ch.newKind, ch.path)) continue;
       const blob = objects.get(ch.newId);
-      if (!blob || blob.data.length > Math.min(maxSourceBytes, MAX_FILE_BYTES)) continue;
+      if (files >= MAX_FILES || !blob || blob.data.length > Math.min(maxSourceBytes, MAX_FILE_BYTES)) {
+        whole = false;
+        continue;
+      }
       files++;
       const entry: TreeEntry = { mode: ch.newMode, kind: ch.newKind, type: 'blob', id: ch.newId, path: ch.path };
-      const oldId = ch.status === 'A' || ch.oldKind === 'symlink' || !ch.oldKind ? null : ch.oldId;
+      const oldId = ch.status === 'A' || ch.oldKind === 'symlink' || !ch.oldId || isZeroId(ch.oldId) ? null : ch.oldId;
       await Promise.all([
         fileRows(view, cache, entry, format, maxSourceBytes),
         input.agent ? tamperHitsOf(view, cache, ch.path, oldId, ch.newId, maxSourceBytes) : null,
       ]);
     }
   }
-  return files;
+  if (!whole) return { files, contracts: 0 };
+  let contracts = 0;
+  const limits = { maxSourceBytes };
+  const inPack = new Map(commits.map((c) => [c.id, c]));
+  for (const tip of new Set(input.tips)) {
+    if (!inPack.has(tip)) continue;
+    let base: string | undefined = tip;
+    while (base !== undefined && inPack.has(base)) base = inPack.get(base)!.parents[0];
+    if (base === undefined || !(await contractCached(store, base, roots, cache, limits))) continue;
+    await contractOf(view, tip, roots, format, cache, limits);
+    contracts++;
+  }
+  return { files, contracts };
 }
