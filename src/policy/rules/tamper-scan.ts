@@ -11,7 +11,7 @@ import type { Finding, Rule } from '../types.js';
 import { short, shq } from '../types.js';
 import { pushAgain, RUN, startingPoint } from '../remedy.js';
 import { TAMPER_CHECKS, type TamperCheck } from '../tamper/checks.js';
-import { tamperHitsOf, underRoots } from '../tamper/scan-file.js';
+import { scanBase, tamperHitsOf, underRoots } from '../tamper/scan-file.js';
 
 const ADVICE: Record<TamperCheck, string> = {
   'runner-internals': 'code under test may not import or patch the test runner or assertion library',
@@ -56,9 +56,8 @@ export const tamperScan: Rule = {
         }
         const py = ch.path.endsWith('.py');
         if ((!py && !isTypeScriptPath(ch.path)) || (ch.newKind !== 'regular' && ch.newKind !== 'executable')) continue;
-        const oldId = ch.status === 'A' || ch.oldKind === 'symlink' || !ch.oldId || isZeroId(ch.oldId) ? null : ch.oldId;
         // Cached by blob ids (../tamper/scan-file.ts), where a push's warm-up may have put it already.
-        const r = await tamperHitsOf(ctx.git, memo, ch.path, oldId, ch.newId, ctx.policy.contract.maxSourceBytes);
+        const r = await tamperHitsOf(ctx.git, memo, ch.path, scanBase(ch), ch.newId, ctx.policy.contract.maxSourceBytes);
         if (r.scanned) scanned++;
         for (const h of r.hits ?? []) add(commit.id, ch.path, h);
       }

@@ -6,6 +6,7 @@
 
 import { ContractParseError } from '../../errors.js';
 import { parsePool } from '../../contract/parse-pool.js';
+import { isZeroId, type Change } from '../../git/git.js';
 import type { TamperHit } from './checks.js';
 import { addedLines } from './added-lines.js';
 import { scanPython } from './scan-python.js';
@@ -38,6 +39,15 @@ export function underRoots(path: string, roots: readonly string[]): boolean {
     const root = r.endsWith('/') ? r : `${r}/`;
     return root === './' || path.startsWith(root);
   });
+}
+
+/**
+ * The blob a changed file is scanned against (its added lines are those not in it), or null
+ * when every line counts as new: an added file, or one that was a symlink before. The rule and
+ * the warm-up must agree on it, since it is part of the cache key.
+ */
+export function scanBase(ch: Pick<Change, 'status' | 'oldKind' | 'oldId'>): string | null {
+  return ch.status === 'A' || ch.oldKind === 'symlink' || !ch.oldId || isZeroId(ch.oldId) ? null : ch.oldId;
 }
 
 const inflight = new WeakMap<Map<string, unknown>, Map<string, Promise<TamperHit[] | null>>>();

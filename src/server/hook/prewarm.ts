@@ -9,10 +9,10 @@
 // error, only leaves the rules to parse as before.
 
 import { contractCached, contractOf, fileRows, isContractFile } from '../../contract/digest.js';
-import { isZeroId, type Git } from '../../git/git.js';
+import type { Git } from '../../git/git.js';
 import { PackView, readPack } from '../../git/pack-read.js';
 import { commitDiff, type TreeEntry } from '../../git/trees.js';
-import { tamperHitsOf, underRoots } from '../../policy/tamper/scan-file.js';
+import { scanBase, tamperHitsOf, underRoots } from '../../policy/tamper/scan-file.js';
 import { trustedState } from './judge.js';
 
 /** Changed files parsed ahead at most per push (a larger push is parsed by its judgement). */
@@ -62,10 +62,9 @@ export async function prewarmPush(input: PrewarmInput): Promise<{ files: number;
       }
       files++;
       const entry: TreeEntry = { mode: ch.newMode, kind: ch.newKind, type: 'blob', id: ch.newId, path: ch.path };
-      const oldId = ch.status === 'A' || ch.oldKind === 'symlink' || !ch.oldId || isZeroId(ch.oldId) ? null : ch.oldId;
       await Promise.all([
         fileRows(view, cache, entry, format, maxSourceBytes),
-        input.agent ? tamperHitsOf(view, cache, ch.path, oldId, ch.newId, maxSourceBytes) : null,
+        input.agent ? tamperHitsOf(view, cache, ch.path, scanBase(ch), ch.newId, maxSourceBytes) : null,
       ]);
     }
   }
