@@ -81,10 +81,13 @@ export class SpareReceivePacks {
     const child = this.start(repoDir);
     if (!child) return;
     this.stats.made++;
-    const spare: Spare = { repoDir, key, child, dead: false, onError: () => {}, timer: setTimeout(() => this.drop(spare), this.idleMs) };
+    const spare: Spare = {
+      repoDir, key, child, dead: false,
+      // Until a POST takes it nobody else listens: its failure only marks it (an 'error' with no listener would throw).
+      onError: () => void (spare.dead = true),
+      timer: setTimeout(() => this.drop(spare), this.idleMs),
+    };
     spare.timer.unref();
-    // Until a POST takes it nobody else listens: its failure only marks it (an 'error' with no listener would throw).
-    spare.onError = () => void (spare.dead = true);
     child.on('error', spare.onError);
     child.once('exit', spare.onError);
     this.spares.push(spare);

@@ -64,13 +64,18 @@ export async function tamperHitsOf(git: BlobSource, memo: Map<string, unknown>, 
   let running = inflight.get(memo);
   if (!running) inflight.set(memo, (running = new Map()));
   const joined = running.get(key);
-  if (joined) return { hits: await joined, scanned: false };
+  if (joined) {
+    // Another caller's scan (a push's warm-up, reading through the pack): its result, or, when
+    // it failed (its own reads, say), ours computed again: a warm-up's failure is never a verdict.
+    const hits = await joined.then((h) => ({ h }), () => null);
+    if (hits) return { hits: hits.h, scanned: false };
+  }
   const work = scan(git, memo, key, path, oldId, newId, maxBytes);
   running.set(key, work);
   try {
     return { hits: await work, scanned: true };
   } finally {
-    running.delete(key);
+    if (running.get(key) === work) running.delete(key);
   }
 }
 
