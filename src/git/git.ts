@@ -13,7 +13,7 @@ import { CatFileBatch } from './cat-file.js';
 import { parseCommitHeader, parseRevList, parseTimestampedRevList, pushedLine, readHeadFile, type CommitHeader, type CommitInfo } from './commits.js';
 import { credentialArgs, redactUrl } from './credentials.js';
 import { gitEnv, runGit, runRemote, type RemoteOptions, type RemoteResult, type RunOptions } from './exec.js';
-import { LOOSE_MAX_BLOB, QuarantineObjects } from './loose.js';
+import { LOOSE_MAX_BLOB, QuarantineObjects, type PushObjects } from './loose.js';
 import { ObjectMemo } from './object-memo.js';
 import type { BatchResult } from './cat-file.js';
 import { headersOf, parseObjectList, QUARANTINE_HEADER_MAX, QUARANTINE_LIST_ARGS, QUARANTINE_VARS, quarantineIds, readQuarantine, type PushedObject, type QuarantineStats } from './quarantine.js';
@@ -54,6 +54,10 @@ export interface GitOptions {
    * what the repository had before a push is asked of its reader, not of a new process.
    */
   store?: Git;
+  /** The push's objects read elsewhere than its quarantine (a pack read in process: pack-read.ts). */
+  pushObjects?: PushObjects;
+  /** No process and no reader of its own: what the push's objects and the store cannot answer is an error, never a guess. */
+  sealed?: boolean;
 }
 
 /** How long one fetch or push of the checkpoint ref may take. */
@@ -79,6 +83,7 @@ export class Git {
   private pendingReader: (() => CatFileBatch | null) | null = null;
   private format: ObjectFormat | null = null;
   private readonly store: Git | null;
+  private readonly sealed: boolean;
   /** Trees and commit headers read lately, shared with the store's Git (so with every push to its repository). */
   readonly objects: ObjectMemo;
 
@@ -87,6 +92,8 @@ export class Git {
     this.bare = opts.bare ?? false;
     this.store = opts.store ?? null;
     this.objects = this.store?.objects ?? new ObjectMemo();
+    this.sealed = !!opts.sealed;
+    if (opts.pushObjects) this.loose = opts.pushObjects;
     this.env = gitEnv(opts.env);
     if (typeof opts.reader === 'function') this.pendingReader = opts.reader;
     else this.batch = opts.reader ?? null;
@@ -94,6 +101,7 @@ export class Git {
 
   /** Run one git command and return stdout. Non-zero exit throws GitError unless listed in `okExit`. */
   run(args: string[], opts: RunOptions = {}): Promise<{ stdout: Buffer; code: number }> {
+    if (this.sealed) return Promise.reject(this.sealedError(`git ${args[0] ?? ''}`));
     return runGit(this.dir, this.env, args, opts);
   }
 
@@ -105,6 +113,7 @@ export class Git {
    * own failure: the caller reads code and stderr (and must redact stderr before showing it).
    */
   remote(args: string[], opts: RemoteOptions): Promise<RemoteResult> {
+    if (this.sealed) return Promise.reject(this.sealedError(`git ${args[0] ?? ''}`));
     return runRemote(this.dir, this.env, args, opts);
   }
 
@@ -479,10 +488,10 @@ export class Git {
 
   // ---- where an object is read: the push's loose objects (loose.ts), the store, or cat-file
 
-  private loose: QuarantineObjects | null | undefined;
+  private loose: PushObjects | null | undefined;
 
   /** The push's quarantine as loose files, when this Git is a push's view of a served repository. */
-  private quarantineLoose(): QuarantineObjects | null {
+  private quarantineLoose(): PushObjects | null {
     if (this.loose === undefined) {
       const dir = this.env.GIT_QUARANTINE_PATH;
       this.loose = dir && this.store ? new QuarantineObjects(dir) : null;
@@ -505,7 +514,11 @@ export class Git {
    * view's cat-file. A loose file is read whole only once its header names one of `kinds` and
    * it inflates to at most `maxObject`: anything else the push brought goes to cat-file.
    */
-  private objectById(spec: string, kinds: readonly string[] = COMMIT_OR_TREE, maxObject?: number): Promise<BatchResult | null> {
+  private async objectById(spec: string, kinds: readonly string[] = COMMIT_OR_TREE, maxObject?: number): Promise<BatchResult | null> {
+    if (this.sealed && !OBJECT_ID_RE.test(spec)) {
+      const at = await this.sealedPath(spec);
+      return at && this.objectById(at.id, kinds, maxObject);
+    }
     const q = this.quarantineLoose();
     if (q && OBJECT_ID_RE.test(spec)) {
       const r = q.read(spec, kinds, maxObject);
@@ -530,7 +543,11 @@ export class Git {
   }
 
   /** An object's header by id (or any spec), from the same places as objectById. */
-  private headerById(spec: string): Promise<BatchResult | null> {
+  private async headerById(spec: string): Promise<BatchResult | null> {
+    if (this.sealed && !OBJECT_ID_RE.test(spec)) {
+      const at = await this.sealedPath(spec);
+      return at && this.headerById(at.id);
+    }
     const q = this.quarantineLoose();
     if (q && OBJECT_ID_RE.test(spec)) {
       const h = q.header(spec);
@@ -549,6 +566,17 @@ export class Git {
     return this.objects.get(`header ${id}`, () => this.batchReader().header(id), () => 1);
   }
 
+  /** A sealed view's `id:path`, walked in process; any other spec is refused (it would need a reader). */
+  private async sealedPath(spec: string): Promise<{ id: string } | null> {
+    const m = /^([0-9a-f]{40}|[0-9a-f]{64}):(.+)$/.exec(spec);
+    if (!m || !PLAIN_PATH.test(m[2]!)) throw this.sealedError(`cat-file ${spec}`);
+    const found = await this.pathInPush(m[1]!, m[2]!);
+    if (found === undefined) throw this.sealedError(`cat-file ${spec}`);
+    return found;
+  }
+
+  private sealedError = (what: string): GitError => new GitError([what], 0, `a view of a push read ahead from its pack answers from the pack and the store only (${what} is neither)`);
+
   /** Start the object reader process now rather than at the first read. */
   start(): void {
     this.batchReader();
@@ -566,6 +594,7 @@ export class Git {
     // A walk still on its way after its owner is done (a cancelled judgement, a stopped
     // warm-up) gets an error here, not a new reader that nothing would close.
     if (this.disposed) throw new GitError(['cat-file', '--batch-command'], 0, `the reader of ${this.dir} was closed for good: the work that used it is over`);
+    if (this.sealed) throw this.sealedError('cat-file --batch-command');
     if (!this.batch && this.pendingReader) {
       const take = this.pendingReader;
       this.pendingReader = null;

@@ -29,7 +29,16 @@ function hashOf(id: string, bytes: Buffer): string {
   return createHash(id.length === 40 ? 'sha1' : 'sha256').update(bytes).digest('hex');
 }
 
-export class QuarantineObjects {
+/** Where a push's view finds the objects the push brought (its quarantine's loose files, or a pack read in process). */
+export interface PushObjects {
+  /** The object when answered here; null when the push did not bring it; undefined when only git can tell. */
+  read(id: string, kinds: readonly string[], maxObject?: number): BatchResult | null | undefined;
+  header(id: string): { id: string; type: string; size: number } | null | undefined;
+  /** Every object the push brought is answered here (so one it lacks is the store's, or nobody's). */
+  loosesOnly(): boolean;
+}
+
+export class QuarantineObjects implements PushObjects {
   private packs: boolean | undefined;
 
   constructor(readonly dir: string) {}

@@ -15,6 +15,7 @@ import { inflateSync } from 'node:zlib';
 import { PackReadError } from '../errors.js';
 import { parseCommitHeader, type CommitHeader } from './commits.js';
 import { findTreeEntry, parseTree, type RawTreeEntry, type TreeEntry, type TreeReader } from './trees.js';
+import type { PushObjects } from './loose.js';
 
 /** Largest pack read (the POST body after its command section). */
 export const PACK_MAX = 1 << 20;
@@ -240,6 +241,22 @@ export class PackView implements TreeReader {
   /** Not read from a pack: only the seed format's walk lists a tree recursively, and it is not warmed ahead. */
   lsTree(): Promise<TreeEntry[]> {
     return Promise.reject(new PackReadError('a recursive tree listing is not read from a pack'));
+  }
+
+  /** The pack's objects as a push's view reads them (git.ts `pushObjects`): all of them are here, already checked against their ids. */
+  pushObjects(): PushObjects {
+    const header = (id: string) => {
+      const o = this.objects.get(id);
+      return o ? { id, type: o.type, size: o.data.length } : null;
+    };
+    return {
+      read: (id) => {
+        const o = this.objects.get(id);
+        return o ? { id, type: o.type, size: o.data.length, data: o.data } : null;
+      },
+      header,
+      loosesOnly: () => true,
+    };
   }
 
   /** The pack's commits with their parents. */

@@ -39,6 +39,8 @@ export interface JudgeOptions {
   pushTarget?: PushTarget;
   /** In a push: where long work reports progress (RuleContext.progress). */
   progress?: SlowPhaseOptions;
+  /** In a push: its rules judged ahead from its pack on the same inputs (judgeAhead); only the size limits run. */
+  ahead?: AheadRules;
 }
 
 export function updateKind(u: RefUpdate): UpdateKind {
@@ -57,6 +59,102 @@ export function errorDecision(u: RefUpdate, err: unknown, started: number, outco
   };
 }
 
+type Diffs = Map<string, Promise<{ changes: Change[]; oddModes: OddMode[] }>>;
+type RuleRun = { res: Awaited<ReturnType<Rule['check']>>; ms: number } | { err: unknown; ms: number };
+
+/**
+ * What a push's rules found when it was judged ahead, from its pack before receive-pack's hook
+ * (src/server/hook/ahead.ts): everything but the size limits, which read the quarantine.
+ * judgeUpdate given one (`opts.ahead`) runs the size limits on the quarantine and takes the
+ * rest from it; the caller has checked that it was judged on the same inputs.
+ */
+export interface AheadRules {
+  update: RefUpdate;
+  trustedTip: string | null;
+  policy: Policy;
+  newCommits: CommitInfo[];
+  reusedCommits: number;
+  judged?: Judged;
+  commitsMs: number;
+  diffs: Diffs;
+  /** RULES' results in order; none is an error (an ahead run with one is not kept). */
+  results: RuleRun[];
+}
+
+/** The commits a ref update brings (for an agent: all it carries off the trusted branch, less those accepted before) and the rules' context. */
+async function prepare(opts: JudgeOptions, update: RefUpdate, policy: Policy, started: number, ahead: AheadRules | null) {
+  const kind = updateKind(update);
+  let newCommits: CommitInfo[] = [];
+  let judged: Judged | undefined;
+  let reusedCommits = 0;
+  if (ahead) {
+    ({ newCommits, judged, reusedCommits } = ahead);
+  } else if (kind !== 'delete') {
+    // The ref's own old tip and the trusted tip are ref tips now: a line of pushed commits
+    // ending on one of them is the whole of `rev-list new --not --all`.
+    const boundaries = [update.oldId, opts.trustedTip].filter((x): x is string => !!x && !isZeroId(x));
+    const line = opts.mainStore && opts.exclude === undefined ? await opts.git.pushedLine(update.newId, boundaries, opts.mainStore).catch(() => null) : null;
+    if (opts.role === 'agent' && opts.mode === 'push' && opts.exclude === undefined) {
+      // An agent's ref carries every commit off the trusted branch, new to the repository
+      // or not (src/policy/carried.ts); only those accepted for an agent before are skipped.
+      const carried = await carriedCommits(opts.git, update.newId, opts.trustedTip, line, opts.cache);
+      const digest = policyDigest(policy);
+      const known = opts.cache ? acceptedBefore(opts.cache, digest, carried) : new Set<string>();
+      newCommits = known.size ? carried.filter((c) => !known.has(c.id)) : carried;
+      reusedCommits = carried.length - newCommits.length;
+      judged = { policy: digest, commits: newCommits.map((c) => c.id) };
+    } else newCommits = line ?? (await opts.git.newCommits(update.newId, opts.exclude ?? 'all'));
+  }
+  const commitsMs = ahead ? ahead.commitsMs : Date.now() - started;
+  const diffs: Diffs = ahead?.diffs ?? new Map();
+  const diff = (commit: CommitInfo): Promise<{ changes: Change[]; oddModes: OddMode[] }> => {
+    let p = diffs.get(commit.id);
+    if (!p) diffs.set(commit.id, (p = opts.git.commitDiff(commit)));
+    return p;
+  };
+  const ctx: RuleContext = {
+    git: opts.git, policy, role: opts.role, mode: opts.mode, update, kind,
+    trustedTip: opts.trustedTip, newCommits, reusedCommits, cache: opts.cache ?? new Map(),
+    ...(opts.pushTarget ? { pushTarget: opts.pushTarget } : {}),
+    ...(opts.progress ? { progress: opts.progress } : {}),
+    // Only when new commits are those no ref reaches (a push): the ancestry shortcuts need it.
+    linearBase: opts.exclude === undefined ? linearBase(newCommits, update.newId) : null,
+    changes: async (commit) => {
+      throwIfCancelled();
+      return (await diff(commit)).changes;
+    },
+    oddModes: async (commit) => {
+      throwIfCancelled();
+      return (await diff(commit)).oddModes;
+    },
+  };
+  return { kind, newCommits, reusedCommits, judged, commitsMs, diffs, ctx };
+}
+
+/** One rule's result and its time, to a tenth of a millisecond (a warm rule takes 1-5 ms; the bench compares sizes). */
+function runRule(ctx: RuleContext): (rule: Rule) => Promise<RuleRun> {
+  return (rule) => {
+    const t0 = performance.now();
+    const ms = (): number => Math.round((performance.now() - t0) * 10) / 10;
+    return rule.check(ctx).then((res) => ({ res, ms: ms() }), (err: unknown) => ({ err, ms: ms() }));
+  };
+}
+
+/**
+ * A push's ref update judged ahead from its pack (`opts.git` a sealed view: src/git/git.ts):
+ * every rule but the size limits, whose bound here is the pack reader's own (1 MiB, 256
+ * objects). Null when a rule failed: the hook then judges as if nothing was run ahead.
+ */
+export async function judgeAhead(opts: JudgeOptions & { policy: Policy }, update: RefUpdate): Promise<AheadRules | null> {
+  const started = Date.now();
+  let policy = opts.policy;
+  if (opts.trustedBranch) policy = { ...policy, trustedBranch: opts.trustedBranch };
+  const p = await prepare(opts, update, policy, started, null);
+  const results = await Promise.all(RULES.map(runRule(p.ctx)));
+  if (results.some((r) => 'err' in r)) return null;
+  return { update, trustedTip: opts.trustedTip, policy: opts.policy, newCommits: p.newCommits, reusedCommits: p.reusedCommits, ...(p.judged ? { judged: p.judged } : {}), commitsMs: p.commitsMs, diffs: p.diffs, results };
+}
+
 /** Judge one ref update. Never throws: errors become a rejection. */
 export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promise<RefDecision> {
   const started = Date.now();
@@ -65,60 +163,10 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
     throwIfCancelled();
     let policy = opts.policy ?? (await loadPolicy(opts.git, opts.trustedTip));
     if (opts.trustedBranch) policy = { ...policy, trustedBranch: opts.trustedBranch };
-    const kind = updateKind(update);
-    let newCommits: CommitInfo[] = [];
-    let judged: Judged | undefined;
-    let reusedCommits = 0;
-    if (kind !== 'delete') {
-      // The ref's own old tip and the trusted tip are ref tips now: a line of pushed commits
-      // ending on one of them is the whole of `rev-list new --not --all`.
-      const boundaries = [update.oldId, opts.trustedTip].filter((x): x is string => !!x && !isZeroId(x));
-      const line = opts.mainStore && opts.exclude === undefined ? await opts.git.pushedLine(update.newId, boundaries, opts.mainStore).catch(() => null) : null;
-      if (opts.role === 'agent' && opts.mode === 'push' && opts.exclude === undefined) {
-        // An agent's ref carries every commit off the trusted branch, new to the repository
-        // or not (src/policy/carried.ts); only those accepted for an agent before are skipped.
-        const carried = await carriedCommits(opts.git, update.newId, opts.trustedTip, line, opts.cache);
-        const digest = policyDigest(policy);
-        const known = opts.cache ? acceptedBefore(opts.cache, digest, carried) : new Set<string>();
-        newCommits = known.size ? carried.filter((c) => !known.has(c.id)) : carried;
-        reusedCommits = carried.length - newCommits.length;
-        judged = { policy: digest, commits: newCommits.map((c) => c.id) };
-      } else newCommits = line ?? (await opts.git.newCommits(update.newId, opts.exclude ?? 'all'));
-    }
-    const commitsMs = Date.now() - started;
-    const diffMemo = new Map<string, Promise<{ changes: Change[]; oddModes: OddMode[] }>>();
-    const diff = (commit: CommitInfo): Promise<{ changes: Change[]; oddModes: OddMode[] }> => {
-      let p = diffMemo.get(commit.id);
-      if (!p) diffMemo.set(commit.id, (p = opts.git.commitDiff(commit)));
-      return p;
-    };
-    const ctx: RuleContext = {
-      git: opts.git, policy, role: opts.role, mode: opts.mode, update, kind,
-      trustedTip: opts.trustedTip, newCommits, reusedCommits, cache: opts.cache ?? new Map(),
-      ...(opts.pushTarget ? { pushTarget: opts.pushTarget } : {}),
-      ...(opts.progress ? { progress: opts.progress } : {}),
-      // Only when new commits are those no ref reaches (a push): the ancestry shortcuts need it.
-      linearBase: opts.exclude === undefined ? linearBase(newCommits, update.newId) : null,
-      changes: async (commit) => {
-        throwIfCancelled();
-        return (await diff(commit)).changes;
-      },
-      oddModes: async (commit) => {
-        throwIfCancelled();
-        return (await diff(commit)).oddModes;
-      },
-    };
+    const ahead = opts.ahead ?? null;
+    const { kind, judged, commitsMs, ctx } = await prepare(opts, update, policy, started, ahead);
     const human = opts.role !== 'agent';
-    const run = (rule: Rule) => {
-      // To a tenth of a millisecond: a warm rule takes 1-5 ms, where whole milliseconds of the
-      // wall clock are too coarse to compare sizes (the bench's "flat with size", issue 24).
-      const t0 = performance.now();
-      const ms = (): number => Math.round((performance.now() - t0) * 10) / 10;
-      return rule.check(ctx).then(
-        (res) => ({ res, ms: ms() }),
-        (err: unknown) => ({ err, ms: ms() }),
-      );
-    };
+    const run = runRule(ctx);
     // The size limits run first and alone: a pack bomb is refused before any rule reads it.
     // Then the rules run side by side (they mostly wait on the same cat-file reader, which
     // then answers back to back) and are read in order: outcomes, the first failing rule and
@@ -128,6 +176,8 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
     const overLimit = results.some((r) => r && r !== 'over-limit' && ('err' in r || r.res.findings.length > 0));
     rules.push(...RULES);
     if (overLimit) results.push(...RULES.map(() => 'over-limit' as const));
+    // Judged ahead from the pack: the same rules' results on the same inputs (the caller checked).
+    else if (ahead) results.push(...ahead.results);
     else results.push(...(await Promise.all(RULES.map((rule) => (rule.id === 'refs' && opts.mode === 'check' && !opts.checkRefs ? null : run(rule))))));
     for (let i = 0; i < rules.length; i++) {
       const rule = rules[i]!;

@@ -34,6 +34,7 @@ import { checkHooks, ensureRepoConfig, listRepos, normalizeRepoName, reposDir, r
 import { writeAdminToken } from './admin-token.js';
 import { holdForeground } from '../contract/priority.js';
 import { interposeStdout, ReportStatusReader } from './report-status.js';
+import type { Ahead } from './hook/ahead.js';
 import { DEFAULT_LIMITS, exchangeOf, guardRequest, preparePost, prepareGet, trackChild, type FrontDeps, type RequestLimits } from './git-front.js';
 import { refreshForClone, warmWithUpstream } from '../upstream/serve.js';
 import { lockDataDir } from './datadir-lock.js';
@@ -124,6 +125,8 @@ interface Seen {
   pid: number;
   /** The confirm rows written from the report, once it was whole. */
   confirmed: Promise<void> | null;
+  /** The push judged from its pack before its hook (src/server/hook/ahead.ts). */
+  ahead?: Promise<Ahead | null>;
 }
 
 type Identity = AuthenticatedToken & { remoteAddr: string; userAgent: string | null; repo: string; repoDir: string; pushTarget?: PushTarget };
@@ -247,9 +250,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const accept = (action: any, who: Identity, onStart: () => void, release: () => void): void => {
       action.once('service', (ps: ChildProcess) => {
         onStart();
-        // The changed files are parsed while receive-pack unpacks the pack (src/server/hook/prewarm.ts).
+        // The changed files are parsed, and the push judged, while receive-pack unpacks the pack
+        // (src/server/hook/prewarm.ts, ahead.ts); the hook takes that judgement if it still holds.
         const ex = exchangeOf(action.req);
-        void ex?.pack.then((pack) => pack && hooks.prewarm(who.repoDir, who.role === 'agent', pack, ex.section?.commands.map((c) => c.newId) ?? []));
+        const ahead = ex?.pack.then((pack) => (pack ? hooks.prewarm(who.repoDir, who.role === 'agent' ? 'agent' : 'human', pack, ex.section?.commands ?? [], who.pushTarget) : null));
         // Once receive-pack has exited and the answer is sent, the advertisement for the next push
         // is made (src/git/ref-advert.ts), unless another push of the repository is under way
         // (its refs would move before it is used). Off the path of this push and of the next.
@@ -265,7 +269,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         const written = new Promise<void>((r) => (settle = r));
         // Registered or not (no pid: nothing was judged), without a report the answer's end waits for the exit.
         ps.once('exit', () => setImmediate(() => settle(undefined)));
-        const seen: Seen = { report, settle, pid: 0, confirmed: null };
+        const seen: Seen = { report, settle, pid: 0, confirmed: null, ...(ahead ? { ahead } : {}) };
         let reported = false;
         const tap = (c: Buffer): void => {
           report.push(c);
@@ -299,6 +303,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           atomic: exchangeOf(action.req)?.section?.caps.includes('atomic') ?? false,
           ...(who.pushTarget ? { pushTarget: who.pushTarget } : {}),
           report: () => seen.report.outcome,
+          ...(seen.ahead ? { ahead: seen.ahead } : {}),
         });
         ps.on('exit', () => {
           servicePids.delete(pid);

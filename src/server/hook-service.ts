@@ -51,6 +51,9 @@ import { Warmer } from './hook/warm.js';
 import { warmParsers, type ParserWarmResult } from './hook/parser-warm.js';
 import { pushesInFlight } from '../contract/priority.js';
 import { prewarmPush } from './hook/prewarm.js';
+import { Generations, judgeFromPack, type Ahead } from './hook/ahead.js';
+import type { PushTarget } from '../policy/push-target.js';
+import type { RefUpdate, Role } from '../policy/types.js';
 
 export type { HookServiceOptions } from './hook/context.js';
 export type { HookRequest } from './hook/request.js';
@@ -97,7 +100,7 @@ export class HookService {
     this.journal = dir ? new IntentJournal(dir) : null;
     this.notifier = opts.notifyUrl ? new Notifier(opts.notifyUrl, { log: this.log, ...opts.notify }) : null;
     this.updateHooks = new UpdateHooks(this.log);
-    const ctx = { opts, log: this.log, upstream: this.upstream, journal: this.journal, rows: this.rows, notifier: this.notifier, stores: this.stores, updateHooks: this.updateHooks };
+    const ctx = { opts, log: this.log, upstream: this.upstream, journal: this.journal, rows: this.rows, notifier: this.notifier, stores: this.stores, updateHooks: this.updateHooks, generations: this.generations };
     this.parts = { ...ctx, judge: new Judge(ctx), decisions: new DecisionLog(ctx) };
     this.endpoint = new HookEndpoint({ endpointPath: opts.endpointPath, timeoutMs: opts.timeoutMs, authRows: this.authRows, onAnswer: opts.onAnswer, route: (hr, lines, gone, res) => this.route(hr, lines, gone, res) });
     this.warmer = new Warmer(ctx, this.stopping.signal, () => this.endpoint.listening);
@@ -110,18 +113,32 @@ export class HookService {
     return recoverIntents(this.parts.decisions.settleDeps, this.log);
   }
 
-  /** Pushes whose changed files (and tips' contracts) were worked out ahead from their packs (./hook/prewarm.ts), for tests and the bench. */
-  readonly prewarms = { pushes: 0, files: 0, contracts: 0, failed: 0 };
+  /** Pushes whose changed files (and tips' contracts) were worked out ahead from their packs (./hook/prewarm.ts), and those judged ahead (./hook/ahead.ts), for tests and the bench. */
+  readonly prewarms = { pushes: 0, files: 0, contracts: 0, failed: 0, judged: 0 };
+  /** Each repository's generation (./hook/ahead.ts). */
+  readonly generations = new Generations();
 
   /**
    * Parse what a push's pack changes into the caches the rules read, while receive-pack unpacks
-   * it (./hook/prewarm.ts). Never throws: a pack it cannot read leaves the rules to parse.
+   * it (./hook/prewarm.ts), then judge its ref commands from it (./hook/ahead.ts) when it is the
+   * only push of its repository under way. Never throws: a pack it cannot read, or a judgement
+   * that fails there, leaves the hook to do it all (null).
    */
-  prewarm(repoDir: string, agent: boolean, pack: Buffer, tips: readonly string[]): Promise<void> {
-    if (this.stopping.signal.aborted) return Promise.resolve();
-    return prewarmPush({ store: this.stores.get(repoDir), cache: this.opts.cache, agent, pack, tips }).then(
-      (r) => void ((this.prewarms.pushes++), (this.prewarms.files += r.files), (this.prewarms.contracts += r.contracts)),
-      () => void this.prewarms.failed++,
+  prewarm(repoDir: string, role: Role, pack: Buffer, commands: readonly RefUpdate[], pushTarget?: PushTarget): Promise<Ahead | null> {
+    if (this.stopping.signal.aborted) return Promise.resolve(null);
+    const generation = this.generations.of(repoDir);
+    const store = this.stores.get(repoDir);
+    return prewarmPush({ store, cache: this.opts.cache, agent: role === 'agent', pack, tips: commands.map((c) => c.newId) }).then(
+      async (r) => {
+        this.prewarms.pushes++;
+        this.prewarms.files += r.files;
+        this.prewarms.contracts += r.contracts;
+        if (!commands.length || this.gc.inFlight(repoDir) > 1 || this.stopping.signal.aborted) return null;
+        const a = await judgeFromPack({ repoDir, store, cache: this.opts.cache, role, ...(pushTarget ? { pushTarget } : {}), updates: commands, view: r.view, trusted: r.trusted, generation }).catch(() => null);
+        if (a) this.prewarms.judged++;
+        return a;
+      },
+      () => ((this.prewarms.failed++), null),
     );
   }
 
@@ -231,6 +248,8 @@ export class HookService {
     this.passes?.remove(pid);
     this.updateHooks.release(s.repoDir, pid);
     s.ended = true;
+    // Its refs and objects are in place (or never will be): what was judged ahead of now is stale.
+    this.generations.bump(s.repoDir);
     const write = confirmEnded(this.parts, s);
     this.background.add(write);
     void write.finally(() => this.background.delete(write));

@@ -3,6 +3,7 @@
 // The facade (../hook-service.ts) builds it once; the parts take it instead of importing the
 // facade, so no import goes back up.
 
+import type { Generations } from './ahead.js';
 import type { AuditSink } from '../../audit/sink.js';
 import type { UpstreamMirror } from '../../upstream/remote.js';
 import type { AuthRowLimits } from '../auth-rows.js';
@@ -81,4 +82,6 @@ export interface HookContext {
   readonly stores: MainStores;
   /** hooks/update while a push of several refs is in flight (./update-hook.ts). */
   readonly updateHooks: UpdateHooks;
+  /** Each repository's generation: a push judged ahead before it moved is judged again (./ahead.ts). */
+  readonly generations: Generations;
 }

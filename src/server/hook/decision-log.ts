@@ -53,6 +53,8 @@ export class DecisionLog {
    */
   async writeDecision(s: PushSession, record: RecordPushInput, viaUpstream: boolean): Promise<void> {
     const journaled = !!this.ctx.journal && !s.auditAtJudge && record.refs.some((r) => r.verdict !== 'reject');
+    // Refs and accepted commits may move from here on: a push judged ahead before this is judged again (./ahead.ts).
+    this.ctx.generations.bump(s.repoDir);
     const refuse = (what: string, err: unknown): AuditError => {
       this.ctx.log(`patchgate: audit: push ${s.pushId} refused, ${what}: ${errorMessage(err)}`);
       return new AuditError(`the audit log could not record push ${s.pushId}, so nothing is accepted${viaUpstream ? ' or forwarded' : ''}; push again, and if this repeats ask a person to check the gate's audit store`, { cause: err });

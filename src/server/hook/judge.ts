@@ -15,6 +15,7 @@ import type { RefDecision, RefUpdate } from '../../policy/types.js';
 import type { HookContext } from './context.js';
 import type { PushSession } from './session.js';
 import { defaultJudgeSlots, Slots } from './slots.js';
+import { AHEAD_WAIT_MS, aheadFor, type TrustedState } from './ahead.js';
 
 export class Judge {
   private judges = 0;
@@ -88,13 +89,19 @@ export class Judge {
     const t0 = performance.now();
     const store = this.ctx.stores.get(s.repoDir);
     // One policy for the whole push: every ref is judged against the same trusted tip.
-    const { trustedTip, trustedBranch, policy } = await trustedState(store, s.trustedBranch);
+    const trusted = await trustedState(store, s.trustedBranch);
+    const { trustedTip, trustedBranch, policy } = trusted;
+    const role = s.role === 'agent' ? 'agent' : 'human';
+    // The rules judged from the pack before this hook (./ahead.ts), if on the same inputs as now.
+    const generation = this.ctx.generations.of(s.repoDir);
+    const ahead = s.ahead ? aheadFor(await within(s.ahead, AHEAD_WAIT_MS), { generation, role, trusted, updates }) : null;
+    if (ahead) timings.ahead = 1;
     // Where a push's time goes, kept in the audit row (ms): setup = trusted tip and policy.
     timings.setup = Math.round(performance.now() - t0);
     const out: RefDecision[] = [];
-    for (const u of updates) {
+    for (const [i, u] of updates.entries()) {
       if (signal.aborted) break;
-      out.push(await judgeUpdate({ git, role: s.role === 'agent' ? 'agent' : 'human', mode: 'push', trustedTip, trustedBranch, policy, cache: this.ctx.opts.cache, mainStore: store, ...(s.pushTarget ? { pushTarget: s.pushTarget } : {}), ...(remote ? { progress: remote } : {}) }, u));
+      out.push(await judgeUpdate({ git, role, mode: 'push', trustedTip, trustedBranch, policy, cache: this.ctx.opts.cache, mainStore: store, ...(s.pushTarget ? { pushTarget: s.pushTarget } : {}), ...(remote ? { progress: remote } : {}), ...(ahead ? { ahead: ahead[i]! } : {}) }, u));
     }
     timings.refs = Math.round(performance.now() - t0) - timings.setup;
     return out;
@@ -102,7 +109,7 @@ export class Judge {
 }
 
 /** The trusted branch (the bare repo's HEAD), its tip and the policy read from that tip. */
-export async function trustedState(git: Git, branch?: string): Promise<{ trustedBranch: string; trustedTip: string | null; policy: Policy }> {
+export async function trustedState(git: Git, branch?: string): Promise<TrustedState> {
   const trustedRef = branch ? `refs/heads/${branch}` : ((await git.symbolicHead()) ?? 'refs/heads/main');
   const trustedTip = await git.refTip(trustedRef);
   return { trustedBranch: trustedRef.replace(/^refs\/heads\//, ''), trustedTip, policy: await loadPolicy(git, trustedTip) };
@@ -121,6 +128,12 @@ function timedOut(u: RefUpdate, ms: number, parsing: string[] = [], lead = ''): 
 function busy(u: RefUpdate, ms: number, slots: number): RefDecision {
   const d = errorDecision(u, new Error(`the gate was busy judging other pushes (${slots} at a time) for all of this push's ${ms} ms, so it was not judged`), Date.now());
   return { ...d, remediation: 'nothing is wrong with the push: wait a minute and push again (git push)' };
+}
+
+/** `p`'s value, or null when it fails or takes longer than `ms`. */
+function within<T>(p: Promise<T | null>, ms: number): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([p.catch(() => null), new Promise<null>((r) => (timer = setTimeout(() => r(null), ms)))]).finally(() => clearTimeout(timer));
 }
 
 function failed(u: RefUpdate, err: unknown): RefDecision {

@@ -14,6 +14,7 @@ import { PackView, readPack } from '../../git/pack-read.js';
 import { commitDiff, type TreeEntry } from '../../git/trees.js';
 import { scanBase, tamperHitsOf, underRoots } from '../../policy/tamper/scan-file.js';
 import { trustedState } from './judge.js';
+import type { TrustedState } from './ahead.js';
 
 /** Changed files parsed ahead at most per push (a larger push is parsed by its judgement). */
 const MAX_FILES = 8;
@@ -40,12 +41,13 @@ export interface PrewarmInput {
  * file parsed just now, and the line's base (the first commit it does not bring) already has
  * its contract cached. Resolves with how many files were parsed and tips walked.
  */
-export async function prewarmPush(input: PrewarmInput): Promise<{ files: number; contracts: number }> {
+export async function prewarmPush(input: PrewarmInput): Promise<{ files: number; contracts: number; view: PackView; trusted: TrustedState }> {
   const { store, cache } = input;
   // A SHA-256 repository's pack ends in a 32-byte checksum, which readPack's SHA-1 check refuses.
   const objects = await readPack(input.pack, (id) => store.readObject(id));
   const view = new PackView(objects, store);
-  const { policy } = await trustedState(store);
+  const trusted = await trustedState(store);
+  const { policy } = trusted;
   const { roots, format, maxSourceBytes } = policy.contract;
   const commits = view.commits();
   // Whether the tips' walks would parse only what was parsed here.
@@ -68,7 +70,7 @@ export async function prewarmPush(input: PrewarmInput): Promise<{ files: number;
       ]);
     }
   }
-  if (!whole) return { files, contracts: 0 };
+  if (!whole) return { files, contracts: 0, view, trusted };
   let contracts = 0;
   const limits = { maxSourceBytes };
   const inPack = new Map(commits.map((c) => [c.id, c]));
@@ -80,5 +82,5 @@ export async function prewarmPush(input: PrewarmInput): Promise<{ files: number;
     await contractOf(view, tip, roots, format, cache, limits);
     contracts++;
   }
-  return { files, contracts };
+  return { files, contracts, view, trusted };
 }

@@ -6,6 +6,7 @@
 import type { PushTarget } from '../../policy/push-target.js';
 import type { RefDecision, Role } from '../../policy/types.js';
 import type { ReportOutcome } from '../report-status.js';
+import type { Ahead } from './ahead.js';
 
 export interface PushSession {
   pid: number;
@@ -45,6 +46,8 @@ export interface PushSession {
   report?: () => ReportOutcome | null;
   /** The trusted branch named by the host's config (src/host/identity.ts), instead of the repository's HEAD. */
   trustedBranch?: string;
+  /** Its rules judged from its pack before the hook asked (./ahead.ts), if that was tried. */
+  ahead?: Promise<Ahead | null>;
 }
 
 /** The key of one ref update in a session's `decisions` and `confirmed`: "ref old new". */
