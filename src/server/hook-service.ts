@@ -133,7 +133,9 @@ export class HookService {
         this.prewarms.pushes++;
         this.prewarms.files += r.files;
         this.prewarms.contracts += r.contracts;
-        if (!commands.length || this.gc.inFlight(repoDir) > 1 || this.stopping.signal.aborted) return null;
+        // Judged ahead only when that parses nothing more than was just parsed (bounded above), and
+        // then under its own time limit: a push that needs more is judged by its hook alone.
+        if (!r.whole || !commands.length || this.gc.inFlight(repoDir) > 1 || this.stopping.signal.aborted) return null;
         const a = await judgeFromPack({ repoDir, store, cache: this.opts.cache, role, ...(pushTarget ? { pushTarget } : {}), updates: commands, view: r.view, trusted: r.trusted, generation }).catch(() => null);
         if (a) this.prewarms.judged++;
         return a;

@@ -9,6 +9,7 @@
 // limits then run on the real quarantine. Otherwise, or when anything failed ahead, the hook
 // judges as before: nothing here can accept what the hook would refuse.
 
+import { runCancellable } from '../../cancel.js';
 import { Git } from '../../git/git.js';
 import type { PackView } from '../../git/pack-read.js';
 import { judgeAhead, type AheadRules } from '../../policy/engine.js';
@@ -32,8 +33,13 @@ export interface Ahead {
   rules: AheadRules[];
 }
 
-/** Longest the hook waits for a judgement ahead still under way before judging itself. */
-export const AHEAD_WAIT_MS = 2000;
+/** Longest a judgement ahead runs (it is then stopped, and the hook judges). */
+export const AHEAD_LIMIT_MS = 2000;
+
+/** Longest the hook waits for a judgement ahead still under way: this, or a quarter of its own limit. */
+export function aheadWaitMs(hookLimitMs: number): number {
+  return Math.min(AHEAD_LIMIT_MS, Math.floor(hookLimitMs / 4));
+}
 
 /**
  * Each repository's generation: bumped whenever one of its pushes writes an accept or ends, so
@@ -65,7 +71,12 @@ export interface AheadInput {
 }
 
 /** The push's ref commands judged on the pack's sealed view; null when any rule failed there. */
-export async function judgeFromPack(input: AheadInput): Promise<Ahead | null> {
+export function judgeFromPack(input: AheadInput): Promise<Ahead | null> {
+  const limit = AbortSignal.timeout(AHEAD_LIMIT_MS);
+  return runCancellable(limit, () => judgeAll(input)).then((a) => (limit.aborted ? null : a));
+}
+
+async function judgeAll(input: AheadInput): Promise<Ahead | null> {
   const git = new Git({ dir: input.repoDir, bare: true, store: input.store, pushObjects: input.view.pushObjects(), sealed: true });
   const { trustedTip, trustedBranch, policy } = input.trusted;
   const rules: AheadRules[] = [];

@@ -15,7 +15,7 @@ import type { RefDecision, RefUpdate } from '../../policy/types.js';
 import type { HookContext } from './context.js';
 import type { PushSession } from './session.js';
 import { defaultJudgeSlots, Slots } from './slots.js';
-import { AHEAD_WAIT_MS, aheadFor, type TrustedState } from './ahead.js';
+import { aheadFor, aheadWaitMs, type TrustedState } from './ahead.js';
 
 export class Judge {
   private judges = 0;
@@ -94,7 +94,7 @@ export class Judge {
     const role = s.role === 'agent' ? 'agent' : 'human';
     // The rules judged from the pack before this hook (./ahead.ts), if on the same inputs as now.
     const generation = this.ctx.generations.of(s.repoDir);
-    const ahead = s.ahead ? aheadFor(await within(s.ahead, AHEAD_WAIT_MS), { generation, role, trusted, updates }) : null;
+    const ahead = s.ahead ? aheadFor(await within(s.ahead, aheadWaitMs(s.timeoutMs ?? this.ctx.opts.timeoutMs)), { generation, role, trusted, updates }) : null;
     if (ahead) timings.ahead = 1;
     // Where a push's time goes, kept in the audit row (ms): setup = trusted tip and policy.
     timings.setup = Math.round(performance.now() - t0);

@@ -41,7 +41,7 @@ export interface PrewarmInput {
  * file parsed just now, and the line's base (the first commit it does not bring) already has
  * its contract cached. Resolves with how many files were parsed and tips walked.
  */
-export async function prewarmPush(input: PrewarmInput): Promise<{ files: number; contracts: number; view: PackView; trusted: TrustedState }> {
+export async function prewarmPush(input: PrewarmInput): Promise<{ files: number; contracts: number; whole: boolean; view: PackView; trusted: TrustedState }> {
   const { store, cache } = input;
   // A SHA-256 repository's pack ends in a 32-byte checksum, which readPack's SHA-1 check refuses.
   const objects = await readPack(input.pack, (id) => store.readObject(id));
@@ -70,7 +70,7 @@ export async function prewarmPush(input: PrewarmInput): Promise<{ files: number;
       ]);
     }
   }
-  if (!whole) return { files, contracts: 0, view, trusted };
+  if (!whole) return { files, contracts: 0, whole, view, trusted };
   let contracts = 0;
   const limits = { maxSourceBytes };
   const inPack = new Map(commits.map((c) => [c.id, c]));
@@ -82,5 +82,5 @@ export async function prewarmPush(input: PrewarmInput): Promise<{ files: number;
     await contractOf(view, tip, roots, format, cache, limits);
     contracts++;
   }
-  return { files, contracts, view, trusted };
+  return { files, contracts, whole, view, trusted };
 }
