@@ -51,7 +51,7 @@ export class DecisionLog {
    * throws AuditError, and the caller refuses; an entry whose rows may or may not have landed
    * is settled from the log later (the row queue).
    */
-  async writeDecision(s: PushSession, record: RecordPushInput, viaUpstream: boolean): Promise<void> {
+  async writeDecision(s: PushSession, record: RecordPushInput, viaUpstream: boolean, opened?: Promise<void> | null): Promise<void> {
     const journaled = !!this.ctx.journal && !s.auditAtJudge && record.refs.some((r) => r.verdict !== 'reject');
     // Refs and accepted commits may move from here on: a push judged ahead before this is judged again (./ahead.ts).
     this.ctx.generations.bump(s.repoDir);
@@ -59,9 +59,10 @@ export class DecisionLog {
       this.ctx.log(`patchgate: audit: push ${s.pushId} refused, ${what}: ${errorMessage(err)}`);
       return new AuditError(`the audit log could not record push ${s.pushId}, so nothing is accepted${viaUpstream ? ' or forwarded' : ''}; push again, and if this repeats ask a person to check the gate's audit store`, { cause: err });
     };
+    if (!journaled) await this.closeEarly(s, opened ?? null);
     if (journaled) {
       try {
-        await this.ctx.journal!.open({ pushId: s.pushId, repo: s.repo, repoDir: s.repoDir, upstream: viaUpstream });
+        await (opened ?? this.ctx.journal!.open({ pushId: s.pushId, repo: s.repo, repoDir: s.repoDir, upstream: viaUpstream }));
       } catch (err) {
         throw refuse('its intent entry could not be written', err);
       }
@@ -74,6 +75,23 @@ export class DecisionLog {
     }
     s.journaled = journaled;
     s.viaUpstream = viaUpstream;
+  }
+
+  /**
+   * The push's intent entry, opened while it is judged (the fdatasync then costs the push
+   * nothing): writeDecision takes it when the push is accepted. Null where there is no journal.
+   */
+  openEarly(s: PushSession, viaUpstream: boolean): Promise<void> | null {
+    if (!this.ctx.journal || s.auditAtJudge) return null;
+    const p = this.ctx.journal.open({ pushId: s.pushId, repo: s.repo, repoDir: s.repoDir, upstream: viaUpstream });
+    p.catch(() => undefined);
+    return p;
+  }
+
+  /** An entry opened early for a push that was then refused (no decision lets anything move): closed once it is written. */
+  async closeEarly(s: PushSession, opened: Promise<void> | null): Promise<void> {
+    // A failed close leaves the entry to the recovery at the next start (it has no decision row, so it is only closed).
+    if (opened) await opened.then(() => this.ctx.journal!.settle(s.pushId), () => undefined).catch((err: unknown) => this.ctx.log(`patchgate: intent journal: could not close the entry of refused push ${s.pushId}: ${errorMessage(err)}`));
   }
 
   /** Settle the push's intent entry through the row queue: record what the log lacks, then remove it. */

@@ -28,6 +28,22 @@ export interface HookParts extends HookContext {
 }
 
 export async function preReceive(ctx: HookParts, s: PushSession, hr: HookRequest, lines: string[], gone: AbortSignal, remote?: SlowPhaseOptions): Promise<'accept' | 'reject'> {
+  // Its intent entry is opened while it is judged; one no decision write took is closed again.
+  const early: Early = { opened: null, used: false };
+  try {
+    return await judgeAndAnswer(ctx, s, hr, lines, gone, early, remote);
+  } finally {
+    if (!early.used) await ctx.decisions.closeEarly(s, early.opened);
+  }
+}
+
+interface Early {
+  opened: Promise<void> | null;
+  /** A decision write took the entry (and settles it itself if that write fails). */
+  used: boolean;
+}
+
+async function judgeAndAnswer(ctx: HookParts, s: PushSession, hr: HookRequest, lines: string[], gone: AbortSignal, early: Early, remote?: SlowPhaseOptions): Promise<'accept' | 'reject'> {
   const updates = hr.lines.map(parseRefLine);
   const options = readPushOptions(hr.env);
   const env: Record<string, string> = {};
@@ -68,6 +84,8 @@ export async function preReceive(ctx: HookParts, s: PushSession, hr: HookRequest
       if (pre.fetch) timings.upstreamFetch = pre.fetch.ms;
       if (pre.settings.mode === 'evaluate') mode = 'evaluate';
       enforce = pre.settings.mode === 'enforce';
+      // Its intent entry is made durable while it is judged (used only if it is accepted).
+      early.opened = ctx.decisions.openEarly(s, !!(pre.settings.upstream || pre.settings.mode === 'evaluate'));
       decisions = await ctx.judge.judgeAll(git, s, updates, timings, gone, s.timeoutMs ?? ctx.opts.timeoutMs, remote);
       // A push that escalates already did what its refusal would suggest: that line is left out.
       if (options.escalate !== null) decisions = decisions.map((d) => (d.escalate ? { ...d, escalate: undefined } : d));
@@ -84,7 +102,8 @@ export async function preReceive(ctx: HookParts, s: PushSession, hr: HookRequest
               await ctx.decisions.recordUndelivered(s, record);
               throw new Error('the hook went away before its verdict, so nothing was forwarded');
             }
-            await ctx.decisions.writeDecision(s, record, true);
+            early.used = true;
+            await ctx.decisions.writeDecision(s, record, true, early.opened);
             ctx.decisions.remember(ds, verdictOf, enforce, s.pushId);
           },
         });
@@ -100,6 +119,7 @@ export async function preReceive(ctx: HookParts, s: PushSession, hr: HookRequest
     // For good: a read of a cancelled judgement still on its way starts no reader.
     git.dispose();
   }
+
   const accepted = decisions.filter((d) => d.verdict === 'accept').length;
   if (forward) {
     // The decision is in the log already (written before the forward); its outcome follows.
@@ -117,7 +137,8 @@ export async function preReceive(ctx: HookParts, s: PushSession, hr: HookRequest
       return 'reject';
     } else {
       // Before the accept is answered (git updates the refs only after it): a failed write refuses.
-      await ctx.decisions.writeDecision(s, record, false);
+      early.used = true;
+      await ctx.decisions.writeDecision(s, record, false, early.opened);
       ctx.decisions.remember(decisions, auditVerdict, enforce, s.pushId);
     }
     for (const d of decisions) s.decisions.set(key(d.ref, d.oldId, d.newId), d);
