@@ -112,7 +112,9 @@ export class Judge {
 export async function trustedState(git: Git, branch?: string): Promise<TrustedState> {
   const trustedRef = branch ? `refs/heads/${branch}` : ((await git.symbolicHead()) ?? 'refs/heads/main');
   const trustedTip = await git.refTip(trustedRef);
-  return { trustedBranch: trustedRef.replace(/^refs\/heads\//, ''), trustedTip, policy: await loadPolicy(git, trustedTip) };
+  // The policy is a function of the tip's tree: read and checked once per tip (a failure is not kept).
+  const policy = trustedTip ? await git.objects.get(`policy ${trustedTip}`, () => loadPolicy(git, trustedTip), () => 1) : await loadPolicy(git, trustedTip);
+  return { trustedBranch: trustedRef.replace(/^refs\/heads\//, ''), trustedTip, policy };
 }
 
 /** The time limit passed; when files were still being parsed, the refusal names them and says what to do. */
