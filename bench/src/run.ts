@@ -97,11 +97,15 @@ function parseFlags(argv: string[]): Flags {
   return f;
 }
 
-/** Push iterations (A,B pairs) per size: 20 on every size (a 50k push pair takes about 150 ms now; 10 gave medians of ten). */
+/**
+ * Push iterations (A,B pairs) per size: 40 on every size. A 50k push pair takes about 250 ms;
+ * 20 pairs put (2) on either side of 1.25 from one run to the next on this machine, and 10
+ * gave medians of ten.
+ */
 function iterationsFor(size: number, f: Flags): number {
   if (f.iterations) return f.iterations;
   if (f.quick) return 8;
-  return 20;
+  return 40;
 }
 
 const log = (s: string) => process.stderr.write(s + '\n');
