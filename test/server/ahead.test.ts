@@ -51,6 +51,25 @@ t.test('an agent\'s push is judged from its pack, and its hook takes that judgem
   t.equal(warm.judged, before + 2);
 });
 
+t.test('a push of two refs is judged ahead ref by ref; a refused one stays refused, the other lands', async (t) => {
+  const { gate, agent, w } = await seededGate(t, BASE);
+  const url = gate.remote('app', 'agent-1', agent);
+  const seed = w.git('rev-parse', 'HEAD').trim();
+  w.git('checkout', '-q', '-b', 'good', seed);
+  w.commit('good', { 'src/a.ts': 'export function a(x: number): number {\n  return x + 4;\n}\n' });
+  w.git('checkout', '-q', '-b', 'bad', seed);
+  w.commit('bad', { 'tests/a.test.ts': 'console.log("always green");\n' });
+  const before = gate.srv.hooks.prewarms.judged;
+  const r = await gitAsync(w.dir, ['push', url, 'good:refs/heads/agent/good', 'bad:refs/heads/agent/bad']);
+  t.not(r.code, 0, 'one ref is refused');
+  t.match(r.stderr, /agent\/good/, 'the good one is reported');
+  t.match(r.stderr, /\[write-block\].*tests\/a\.test\.ts/, 'the bad one is refused by the write-block rule');
+  t.equal(gate.srv.hooks.prewarms.judged, before + 1, 'both judged ahead, in one judgement');
+  const row = pushes(gate, 'agent-1')[0]!;
+  t.equal(row.timings?.ahead, 1, 'and the hook used it');
+  t.ok(/\[new branch\]\s+good -> agent\/good/.test(r.stderr), 'the good ref landed');
+});
+
 t.test('the size limits run on the quarantine even when the rest was judged ahead', async (t) => {
   const { gate, agent, w } = await seededGate(t, { ...BASE, 'ci/patchgate.json': JSON.stringify({ limits: { maxObjects: 2 } }) });
   const url = gate.remote('app', 'agent-1', agent);
