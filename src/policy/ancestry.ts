@@ -37,8 +37,12 @@ export async function isAncestorOfNew(ctx: RuleContext, a: string, b: string): P
  * is the same as for the base, which the previous push to this branch already asked.
  */
 export async function mergeBaseWithTrusted(ctx: RuleContext, head: string, trusted: string): Promise<string | null> {
-  if (head === trusted || ctx.newCommits.some((c) => c.parents.includes(trusted))) return trusted;
   const memo = (id: string) => `mem:merge-base:${id}:${trusted}`;
+  if (head === trusted || ctx.newCommits.some((c) => c.parents.includes(trusted))) {
+    // Kept too: the next push to this branch starts its line here, and asks for this answer.
+    ctx.cache.set(memo(head), trusted);
+    return trusted;
+  }
   const hit = ctx.cache.get(memo(head));
   if (hit !== undefined) return hit as string | null;
   const from = ctx.linearBase ?? head;

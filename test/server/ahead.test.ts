@@ -37,12 +37,11 @@ t.test('an agent\'s push is judged from its pack, and its hook takes that judgem
   t.equal(warm.judged, before + 1, 'it was judged ahead');
   t.equal(pushes(gate, 'agent-1')[0]?.timings?.ahead, 1, 'and its hook used that judgement (the audit row says so)');
 
-  // A write to the test tree (a new branch off main, whose merge base is the pushed line's own
-  // end; one that needs git's merge-base is judged by the hook alone): refused, with the
-  // write-block rule's own finding.
-  w.git('checkout', '-q', '-b', 'two', 'HEAD~1');
+  // The next push to the same branch (its line starts at the branch's old tip, whose merge base
+  // with main the last push kept): a write to the test tree, refused with the write-block
+  // rule's own finding.
   w.commit('tests', { 'tests/a.test.ts': 'console.log("green");\n' });
-  r = await gitAsync(w.dir, ['push', url, 'HEAD:refs/heads/agent/two']);
+  r = await gitAsync(w.dir, ['push', url, 'HEAD:refs/heads/agent/one']);
   t.not(r.code, 0, 'a write to tests/ is refused');
   t.match(r.stderr, /\[write-block\].*tests\/a\.test\.ts/, 'naming the rule and the path');
   const row = pushes(gate, 'agent-1')[0]!;
