@@ -9,7 +9,7 @@ import { appendFileSync, chmodSync, mkdirSync, readFileSync, rmSync, statSync, w
 import { join } from 'node:path';
 import { IntentJournal, JOURNAL_FILE, replay } from '../../src/server/intent-journal.js';
 import { TestRepo, tempDir } from '../helpers/repo.js';
-import { bareDir, gitAsync, refIn, startGate } from '../helpers/gate.js';
+import { bareDir, gitAsync, refIn, seededGate, startGate } from '../helpers/gate.js';
 
 const entry = (pushId: string) => ({ pushId, repo: 'app', repoDir: '/srv/app.git', upstream: false });
 const lines = (dir: string): string[] => readFileSync(join(dir, JOURNAL_FILE), 'utf8').split('\n').filter(Boolean);
@@ -124,26 +124,22 @@ t.test('end to end: a push is journaled before its accept and settled after; an 
 });
 
 t.test('a push\'s entry is opened while it is judged; a refused push leaves none open', async (t) => {
-  let seen: string[] | null = null;
+  let seen: string[] = [];
   let intentsDir = '';
   // Just before the rules run, the journal already holds the push's entry (opened while judged).
-  const gate = await startGate(t, { beforeJudge: async () => {
-    await new Promise((res) => setTimeout(res, 100));
-    seen = new IntentJournal(intentsDir).list().entries.map((e) => e.pushId);
-  } });
+  const { gate, agent, w } = await seededGate(t, { 'src/app.py': 'def add(a, b):\n    return a + b\n', 'tests/test_app.py': 'def test_add():\n    assert True\n' }, {
+    beforeJudge: async () => {
+      await new Promise((res) => setTimeout(res, 100));
+      if (intentsDir) seen = new IntentJournal(intentsDir).list().entries.map((e) => e.pushId);
+    },
+  });
   intentsDir = join(gate.data, 'intents');
-  await gate.repo('app');
-  const human = gate.token('alice', 'human');
-  const agent = gate.token('agent-1', 'agent');
-  const w = TestRepo.init(t);
-  w.commit('base', { 'src/app.py': 'def add(a, b):\n    return a + b\n', 'tests/test_app.py': 'def test_add():\n    assert True\n' });
-  t.equal((await gitAsync(w.dir, ['push', gate.remote('app', 'alice', human), 'main'])).code, 0);
   w.checkout('agent/bad', true);
   w.commit('weaken', { 'tests/test_app.py': 'def test_add():\n    pass\n' });
   const r = await gitAsync(w.dir, ['push', gate.remote('app', 'agent-1', agent), 'agent/bad']);
   t.not(r.code, 0, 'a write to the test tree is refused');
   const [row] = gate.srv.audit.query({ kind: 'push', actor: 'agent-1' });
   t.equal(row?.verdict, 'reject');
-  t.ok(seen && (seen as string[]).includes(row!.pushId!), 'its entry was open while it was judged');
+  t.ok(seen.includes(row!.pushId!), 'its entry was open while it was judged');
   t.notOk(new IntentJournal(intentsDir).has(row!.pushId!), 'and is closed by the time the refusal is answered');
 });
