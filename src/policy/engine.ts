@@ -70,8 +70,6 @@ type RuleRun = { res: Awaited<ReturnType<Rule['check']>>; ms: number } | { err: 
  */
 export interface AheadRules {
   update: RefUpdate;
-  trustedTip: string | null;
-  policy: Policy;
   newCommits: CommitInfo[];
   reusedCommits: number;
   judged?: Judged;
@@ -152,7 +150,7 @@ export async function judgeAhead(opts: JudgeOptions & { policy: Policy }, update
   const p = await prepare(opts, update, policy, started, null);
   const results = await Promise.all(RULES.map(runRule(p.ctx)));
   if (results.some((r) => 'err' in r)) return null;
-  return { update, trustedTip: opts.trustedTip, policy: opts.policy, newCommits: p.newCommits, reusedCommits: p.reusedCommits, ...(p.judged ? { judged: p.judged } : {}), commitsMs: p.commitsMs, diffs: p.diffs, results };
+  return { update, newCommits: p.newCommits, reusedCommits: p.reusedCommits, ...(p.judged ? { judged: p.judged } : {}), commitsMs: p.commitsMs, diffs: p.diffs, results };
 }
 
 /** Judge one ref update. Never throws: errors become a rejection. */

@@ -106,7 +106,7 @@ t.test('which judgements made ahead the hook takes', async (t) => {
   const policy = defaultPolicy();
   const u = { ref: 'refs/heads/agent/x', oldId: '0'.repeat(40), newId: 'a'.repeat(40) };
   const trusted = { trustedBranch: 'main', trustedTip: 'b'.repeat(40), policy };
-  const rules = [{ update: u, trustedTip: trusted.trustedTip, policy, newCommits: [], reusedCommits: 0, commitsMs: 0, diffs: new Map(), results: [] }];
+  const rules = [{ update: u, newCommits: [], reusedCommits: 0, commitsMs: 0, diffs: new Map(), results: [] }];
   const a: Ahead = { generation: 3, role: 'agent', trusted, rules };
   const now = { generation: 3, role: 'agent' as const, trusted, updates: [u] };
   t.equal(aheadFor(a, now), rules, 'the same inputs: taken');
