@@ -59,8 +59,9 @@ export class DecisionLog {
       this.ctx.log(`patchgate: audit: push ${s.pushId} refused, ${what}: ${errorMessage(err)}`);
       return new AuditError(`the audit log could not record push ${s.pushId}, so nothing is accepted${viaUpstream ? ' or forwarded' : ''}; push again, and if this repeats ask a person to check the gate's audit store`, { cause: err });
     };
-    if (!journaled) await this.closeEarly(s, opened ?? null);
-    if (journaled) {
+    if (!journaled) {
+      await this.closeEarly(s, opened ?? null);
+    } else {
       try {
         await (opened ?? this.ctx.journal!.open({ pushId: s.pushId, repo: s.repo, repoDir: s.repoDir, upstream: viaUpstream }));
       } catch (err) {

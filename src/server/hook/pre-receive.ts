@@ -119,7 +119,6 @@ async function judgeAndAnswer(ctx: HookParts, s: PushSession, hr: HookRequest, l
     // For good: a read of a cancelled judgement still on its way starts no reader.
     git.dispose();
   }
-
   const accepted = decisions.filter((d) => d.verdict === 'accept').length;
   if (forward) {
     // The decision is in the log already (written before the forward); its outcome follows.
