@@ -79,6 +79,12 @@ export interface AheadRules {
   results: RuleRun[];
 }
 
+/** The policy a judgement applies: given, or read from the trusted tip; the server's trusted branch overrides its name for it. */
+async function policyOf(opts: JudgeOptions): Promise<Policy> {
+  const policy = opts.policy ?? (await loadPolicy(opts.git, opts.trustedTip));
+  return opts.trustedBranch ? { ...policy, trustedBranch: opts.trustedBranch } : policy;
+}
+
 /** The commits a ref update brings (for an agent: all it carries off the trusted branch, less those accepted before) and the rules' context. */
 async function prepare(opts: JudgeOptions, update: RefUpdate, policy: Policy, started: number, ahead: AheadRules | null) {
   const kind = updateKind(update);
@@ -145,9 +151,7 @@ function runRule(ctx: RuleContext): (rule: Rule) => Promise<RuleRun> {
  */
 export async function judgeAhead(opts: JudgeOptions & { policy: Policy }, update: RefUpdate): Promise<AheadRules | null> {
   const started = Date.now();
-  let policy = opts.policy;
-  if (opts.trustedBranch) policy = { ...policy, trustedBranch: opts.trustedBranch };
-  const p = await prepare(opts, update, policy, started, null);
+  const p = await prepare(opts, update, await policyOf(opts), started, null);
   const results = await Promise.all(RULES.map(runRule(p.ctx)));
   if (results.some((r) => 'err' in r)) return null;
   return { update, newCommits: p.newCommits, reusedCommits: p.reusedCommits, ...(p.judged ? { judged: p.judged } : {}), commitsMs: p.commitsMs, diffs: p.diffs, results };
@@ -159,8 +163,7 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
   const outcomes: RuleOutcome[] = [];
   try {
     throwIfCancelled();
-    let policy = opts.policy ?? (await loadPolicy(opts.git, opts.trustedTip));
-    if (opts.trustedBranch) policy = { ...policy, trustedBranch: opts.trustedBranch };
+    const policy = await policyOf(opts);
     const ahead = opts.ahead ?? null;
     const { kind, judged, commitsMs, ctx } = await prepare(opts, update, policy, started, ahead);
     const human = opts.role !== 'agent';
