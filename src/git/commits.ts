@@ -4,7 +4,7 @@
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { GitError } from '../errors.js';
+import { parseCommit, type CommitHeader } from './object-format.js';
 
 export function isZeroId(id: string): boolean {
   return /^0+$/.test(id);
@@ -15,24 +15,15 @@ export interface CommitInfo {
   parents: string[];
 }
 
-export interface CommitHeader {
-  tree: string;
-  parents: string[];
-  committerTime: number;
-}
+export type { CommitHeader } from './object-format.js';
 
 /**
- * The header of commit `id` from the object's bytes (tree, parents, committer time). Only the
- * header is read: a message may hold lines that look like header lines.
+ * The header of commit `id` from the object's bytes, read as git reads it (object-format.ts):
+ * the tree and parents git checks out and walks, the committer time, and the ways the object
+ * departs from what git writes. Only the header is read: a message may hold lines that look like header lines.
  */
 export function parseCommitHeader(id: string, data: Buffer): CommitHeader {
-  const text = data.toString('latin1');
-  const end = text.indexOf('\n\n');
-  const header = end < 0 ? text : text.slice(0, end);
-  const tree = /^tree ([0-9a-f]+)$/m.exec(header);
-  const committer = /^committer .* (\d+) [+-]\d{4}$/m.exec(header);
-  if (!tree || !committer) throw new GitError(['cat-file', '--batch-command'], 0, `commit ${id} has no ${tree ? 'committer' : 'tree'} line`);
-  return { tree: tree[1]!, parents: [...header.matchAll(/^parent ([0-9a-f]+)$/gm)].map((m) => m[1]!), committerTime: Number(committer[1]) };
+  return parseCommit(id, data);
 }
 
 /** The commits of `rev-list --parents` output, in its order. */

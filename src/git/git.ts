@@ -17,7 +17,7 @@ import { LOOSE_MAX_BLOB, QuarantineObjects, type PushObjects } from './loose.js'
 import { ObjectMemo } from './object-memo.js';
 import type { BatchResult } from './cat-file.js';
 import { headersOf, parseObjectList, QUARANTINE_HEADER_MAX, QUARANTINE_LIST_ARGS, QUARANTINE_VARS, quarantineIds, readQuarantine, type PushedObject, type QuarantineStats } from './quarantine.js';
-import { commitDiff, diffInto, findTreeEntry, lsTreeArgs, parseDiffTree, parseLsTree, parseTree, writeTreeFiles, type Change, type OddMode, type RawTreeEntry, type TreeEntry } from './trees.js';
+import { commitDiff, diffInto, findTreeEntry, lsTreeArgs, parseDiffTree, parseLsTree, parseTree, writeTreeFiles, type Change, type CommitDiff, type OddMode, type RawTreeEntry, type TreeEntry } from './trees.js';
 
 export { classifyMode, isFileKind, type EntryKind } from './modes.js';
 export { isZeroId, type CommitInfo } from './commits.js';
@@ -25,7 +25,7 @@ export { credentialArgs, credentialOrigin, REDIRECT_REFUSED, redactUrl } from '.
 export { setConfigSync } from './exec.js';
 export { ObjectMemo } from './object-memo.js';
 export { QUARANTINE_VARS, type PushedObject, type QuarantineStats } from './quarantine.js';
-export type { Change, OddMode, RawTreeEntry, TreeEntry } from './trees.js';
+export type { Change, CommitDiff, FormProblem, OddMode, RawTreeEntry, TreeEntry } from './trees.js';
 
 export type ObjectFormat = 'sha1' | 'sha256';
 
@@ -253,7 +253,7 @@ export class Git {
    * writes (`oddModes`): an entry counts when it differs from the parent's entry of that name
    * (id or digits), or, for a merge, from every parent's.
    */
-  commitDiff(commit: CommitInfo): Promise<{ changes: Change[]; oddModes: OddMode[] }> {
+  commitDiff(commit: CommitInfo): Promise<CommitDiff> {
     return commitDiff(this, commit);
   }
 

@@ -8,6 +8,7 @@ import { dirname, join, resolve, sep } from 'node:path';
 import { GitError } from '../errors.js';
 import type { CommitInfo } from './commits.js';
 import { classifyMode, kindOfReportedMode, type EntryKind } from './modes.js';
+import { treeProblems } from './object-format.js';
 import type { RawTreeEntry } from './tree-parse.js';
 
 export type { RawTreeEntry } from './tree-parse.js';
@@ -32,6 +33,20 @@ export interface OddMode {
   mode: string;
   /** What git's checkout makes of it. */
   kind: EntryKind;
+}
+
+/** A tree a commit brought in a form git never writes (object-format.ts treeProblems): the entry's path, the tree, what is wrong. */
+export interface FormProblem {
+  path: string;
+  tree: string;
+  problem: string;
+}
+
+/** What a commit's diff found besides its changes: odd mode digits and trees in a form git never writes. */
+export interface CommitDiff {
+  changes: Change[];
+  oddModes: OddMode[];
+  forms: FormProblem[];
 }
 
 export interface TreeEntry {
@@ -118,13 +133,14 @@ export function parseDiffTree(stdout: Buffer, a: string, b: string): Change[] {
  * commit against no tree, a non-merge against its parent, a merge only where its result
  * differs from every parent.
  */
-export async function commitDiff(reader: TreeReader & { commitTree(id: string): Promise<string> }, commit: CommitInfo): Promise<{ changes: Change[]; oddModes: OddMode[] }> {
+export async function commitDiff(reader: TreeReader & { commitTree(id: string): Promise<string> }, commit: CommitInfo): Promise<CommitDiff> {
   const tree = await reader.commitTree(commit.id);
-  const diff = async (parentTree: string | null): Promise<{ changes: Change[]; oddModes: OddMode[] }> => {
+  const diff = async (parentTree: string | null): Promise<CommitDiff> => {
     const oddModes: OddMode[] = [];
+    const forms: FormProblem[] = [];
     const changes: Change[] = [];
-    await diffInto(reader, parentTree, tree, '', changes, oddModes);
-    return { changes, oddModes };
+    await diffInto(reader, parentTree, tree, '', changes, oddModes, forms);
+    return { changes, oddModes, forms };
   };
   if (commit.parents.length === 0) return diff(null);
   const perParent = await Promise.all(commit.parents.map(async (p) => diff(await reader.commitTree(p))));
@@ -132,9 +148,11 @@ export async function commitDiff(reader: TreeReader & { commitTree(id: string): 
   const [first, ...rest] = perParent;
   const restSets = rest.map((d) => new Set(d.changes.map((c) => c.path)));
   const restOdd = rest.map((d) => new Set(d.oddModes.map((o) => `${o.mode} ${o.path}`)));
+  const restForms = rest.map((d) => new Set(d.forms.map((f) => `${f.tree} ${f.path} ${f.problem}`)));
   return {
     changes: first!.changes.filter((c) => restSets.every((s) => s.has(c.path))),
     oddModes: first!.oddModes.filter((o) => restOdd.every((s) => s.has(`${o.mode} ${o.path}`))),
+    forms: first!.forms.filter((f) => restForms.every((s) => s.has(`${f.tree} ${f.path} ${f.problem}`))),
   };
 }
 
@@ -142,9 +160,11 @@ export async function commitDiff(reader: TreeReader & { commitTree(id: string): 
  * Changes from tree `a` to tree `b` (null = no tree) into `out`, as Git.diffTrees describes;
  * entries of `b` with odd digits that `a` did not have into `odd`.
  */
-export async function diffInto(reader: TreeReader, a: string | null, b: string | null, prefix: string, out: Change[], odd?: OddMode[]): Promise<void> {
+export async function diffInto(reader: TreeReader, a: string | null, b: string | null, prefix: string, out: Change[], odd?: OddMode[], forms?: FormProblem[]): Promise<void> {
   if (a === b) return;
   const [ea, eb] = await Promise.all([a ? reader.readTree(a) : [], b ? reader.readTree(b) : []]);
+  // A tree new to this commit is read as git reads it only when it is in git's own form.
+  if (forms && b) for (const p of treeProblems(b, eb)) forms.push({ path: prefix + p.name, tree: b, problem: p.problem });
   let i = 0;
   let j = 0;
   while (i < ea.length || j < eb.length) {
@@ -161,7 +181,7 @@ export async function diffInto(reader: TreeReader, a: string | null, b: string |
       await emitSide(reader, x!, 'D', prefix, out);
       i++;
     } else if (c > 0) {
-      await emitSide(reader, y!, 'A', prefix, out, odd);
+      await emitSide(reader, y!, 'A', prefix, out, odd, forms);
       j++;
     } else {
       i++;
@@ -170,17 +190,17 @@ export async function diffInto(reader: TreeReader, a: string | null, b: string |
       if (x!.id === y!.id && x!.rawMode === y!.rawMode) continue;
       if (odd && !classifyMode(y!.rawMode).canonical) odd.push({ path, mode: y!.rawMode, kind: y!.kind });
       if (x!.id === y!.id && x!.mode === y!.mode) continue; // other digits, same meaning: git sees no change
-      if (x!.kind === 'tree') await diffInto(reader, x!.id, y!.id, `${path}/`, out, odd);
+      if (x!.kind === 'tree') await diffInto(reader, x!.id, y!.id, `${path}/`, out, odd, forms);
       else out.push({ status: family(x!.kind) === family(y!.kind) ? 'M' : 'T', oldMode: x!.mode, newMode: y!.mode, oldKind: x!.kind, newKind: y!.kind, oldId: x!.id, newId: y!.id, path });
     }
   }
 }
 
-async function emitSide(reader: TreeReader, e: RawTreeEntry, status: 'A' | 'D', prefix: string, out: Change[], odd?: OddMode[]): Promise<void> {
+async function emitSide(reader: TreeReader, e: RawTreeEntry, status: 'A' | 'D', prefix: string, out: Change[], odd?: OddMode[], forms?: FormProblem[]): Promise<void> {
   const path = prefix + e.name;
   if (odd && status === 'A' && !classifyMode(e.rawMode).canonical) odd.push({ path, mode: e.rawMode, kind: e.kind });
   if (e.kind === 'tree') {
-    await diffInto(reader, status === 'D' ? e.id : null, status === 'A' ? e.id : null, `${path}/`, out, odd);
+    await diffInto(reader, status === 'D' ? e.id : null, status === 'A' ? e.id : null, `${path}/`, out, odd, forms);
     return;
   }
   const zeroId = '0'.repeat(e.id.length);

@@ -3,10 +3,12 @@
 // rejection with rule `error`: the engine fails closed.
 
 import type { PushTarget } from './push-target.js';
-import { isZeroId, type Change, type CommitInfo, type Git, type OddMode } from '../git/git.js';
+import { isZeroId, type CommitDiff, type CommitInfo, type Git } from '../git/git.js';
 import { errorMessage } from '../errors.js';
 import { throwIfCancelled } from '../cancel.js';
-import { loadPolicy, type Policy } from './config.js';
+import type { Policy } from './config.js';
+import { trustedPolicy } from './trusted-policy.js';
+import { brokenPolicyDecision } from './rules/policy.js';
 import { linearBase } from './ancestry.js';
 import { acceptedBefore, carriedCommits, policyDigest, type Judged } from './carried.js';
 import { tableRow } from './decision-table.js';
@@ -59,7 +61,7 @@ export function errorDecision(u: RefUpdate, err: unknown, started: number, outco
   };
 }
 
-type Diffs = Map<string, Promise<{ changes: Change[]; oddModes: OddMode[] }>>;
+type Diffs = Map<string, Promise<CommitDiff>>;
 type RuleRun = { res: Awaited<ReturnType<Rule['check']>>; ms: number } | { err: unknown; ms: number };
 
 /**
@@ -79,9 +81,12 @@ export interface AheadRules {
   results: RuleRun[];
 }
 
-/** The policy a judgement applies: given, or read from the trusted tip; the server's trusted branch overrides its name for it. */
+/**
+ * The policy a judgement applies: given, or read from the trusted tip (a broken one: the
+ * fallback, src/policy/trusted-policy.ts); the server's trusted branch overrides its name for it.
+ */
 async function policyOf(opts: JudgeOptions): Promise<Policy> {
-  const policy = opts.policy ?? (await loadPolicy(opts.git, opts.trustedTip));
+  const policy = opts.policy ?? (await trustedPolicy(opts.git, opts.trustedTip));
   return opts.trustedBranch ? { ...policy, trustedBranch: opts.trustedBranch } : policy;
 }
 
@@ -111,7 +116,7 @@ async function prepare(opts: JudgeOptions, update: RefUpdate, policy: Policy, st
   }
   const commitsMs = ahead ? ahead.commitsMs : Date.now() - started;
   const diffs: Diffs = ahead?.diffs ?? new Map();
-  const diff = (commit: CommitInfo): Promise<{ changes: Change[]; oddModes: OddMode[] }> => {
+  const diff = (commit: CommitInfo): Promise<CommitDiff> => {
     let p = diffs.get(commit.id);
     if (!p) diffs.set(commit.id, (p = opts.git.commitDiff(commit)));
     return p;
@@ -130,6 +135,10 @@ async function prepare(opts: JudgeOptions, update: RefUpdate, policy: Policy, st
     oddModes: async (commit) => {
       throwIfCancelled();
       return (await diff(commit)).oddModes;
+    },
+    forms: async (commit) => {
+      throwIfCancelled();
+      return (await diff(commit)).forms;
     },
   };
   return { kind, newCommits, reusedCommits, judged, commitsMs, diffs, ctx };
@@ -164,6 +173,8 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
   try {
     throwIfCancelled();
     const policy = await policyOf(opts);
+    // The trusted policy does not validate: an agent's push is not judged (rule `policy`).
+    if (policy.fallback && opts.role === 'agent') return brokenPolicyDecision(update, policy.fallback, opts.mode, started);
     const ahead = opts.ahead ?? null;
     const { kind, judged, commitsMs, ctx } = await prepare(opts, update, policy, started, ahead);
     const human = opts.role !== 'agent';
@@ -188,6 +199,12 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
         continue;
       }
       if ('err' in r) {
+        // A rule that failed on a policy file rule `policy` refused already (a lock that does not
+        // parse): that refusal, with the file and line, says it; the push is refused either way.
+        if (outcomes.some((o) => o.rule === 'policy' && o.status === 'fail')) {
+          outcomes.push({ rule: rule.id, status: 'skipped', findings: [], details: { why: 'a policy file does not validate (rule policy)', error: errorMessage(r.err) }, ms: r.ms });
+          continue;
+        }
         outcomes.push({ rule: rule.id, status: 'fail', findings: [], details: { error: errorMessage(r.err) }, ms: r.ms });
         return errorDecision(update, new Error(`rule ${rule.id}: ${errorMessage(r.err)}`, { cause: r.err }), started, outcomes);
       }

@@ -2,13 +2,13 @@
 // (findings with a message id), and what the engine makes of them (outcomes, a decision).
 
 import type { PushTarget } from './push-target.js';
-import type { Git, CommitInfo, Change, OddMode } from '../git/git.js';
+import type { Git, CommitInfo, Change, FormProblem, OddMode } from '../git/git.js';
 import type { Policy } from './config.js';
 import type { Judged } from './carried.js';
 import type { SlowPhaseOptions } from '../progress.js';
 
 export type Role = 'agent' | 'human' | 'admin';
-export type RuleId = 'limits' | 'refs' | 'write-block' | 'contract' | 'fixtures' | 'tamper-scan' | 'ledger';
+export type RuleId = 'limits' | 'refs' | 'write-block' | 'policy' | 'contract' | 'fixtures' | 'tamper-scan' | 'ledger';
 
 export interface RefUpdate {
   ref: string;
@@ -47,6 +47,8 @@ export interface RuleContext {
   changes(commit: CommitInfo): Promise<Change[]>;
   /** Tree entries a commit wrote with mode digits git never writes (memoised with `changes`). */
   oddModes(commit: CommitInfo): Promise<OddMode[]>;
+  /** Trees a commit brought in a form git never writes: entries out of order or twice, names fsck refuses (memoised with `changes`). */
+  forms(commit: CommitInfo): Promise<FormProblem[]>;
   /** Shared caches that live as long as the daemon (contract rows, digests). */
   cache: Map<string, unknown>;
   /** In a push: what the gate knows of the address the agent pushed to (never a credential), for the printed fix. */

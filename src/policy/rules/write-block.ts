@@ -3,9 +3,13 @@
 // writable and not protected (protected wins), and no symlink or submodule may appear. Each commit is judged on its own, so a test edit that a later
 // commit reverts is still a test-tree write. What an entry is (folder, file, symlink,
 // submodule) comes from git's own reading of its mode (src/git/modes.ts), and an entry
-// stored with mode digits git never writes is refused: it only serves to hide something.
+// stored with mode digits git never writes is refused: it only serves to hide something. So is
+// any commit, tree or tag the push brings in a form git never writes (src/git/object-format.ts):
+// the gate reads it as git does, but a second reader might not, and no agent needs one.
 
 import { WRITTEN_MODE } from '../../git/modes.js';
+import { parseTag } from '../../git/object-format.js';
+import { errorMessage } from '../../errors.js';
 import { firstMatch, protectedMatcher, writableMatcher } from '../match.js';
 import type { Finding, Rule, RuleContext } from '../types.js';
 import { shq, short } from '../types.js';
@@ -22,6 +26,9 @@ export const writeBlock: Rule = {
     controlChar: 'commit {commit} {verb} {path}, whose name holds a control character; rename it',
     submodule: 'commit {commit} adds or changes submodule (gitlink) {path}; submodules are not allowed',
     oddMode: 'commit {commit} stores {path} with tree mode {mode}, which git itself never writes (git checks it out as a {kind}; git writes {written}); rebuild the commit with git add/commit, not hand-made trees',
+    badCommit: 'commit {commit} is not in the form git writes: it {problem}; rebuild it with git commit, not a hand-made object',
+    badTree: 'commit {commit} brings tree {tree} whose entry {path} {problem}; rebuild the commit with git add/commit, not a hand-made tree',
+    badTag: 'tag {tag} pushed to {ref} is not in the form git writes: it {problem}; make it again with git tag -a',
   },
   async check(ctx) {
     const { policy } = ctx;
@@ -50,24 +57,47 @@ export const writeBlock: Rule = {
         if (c.newKind === 'symlink' && !policy.allowSymlinks) findings.push({ ...base, messageId: 'symlink', data });
         if (c.newKind === 'gitlink' && !policy.allowSubmodules) findings.push({ ...base, messageId: 'submodule', data });
       }
+      const header = await ctx.git.commitHeader(commit.id);
+      for (const problem of header?.problems ?? []) findings.push({ commit: commit.id, messageId: 'badCommit', data: { commit: short(commit.id), problem } });
+      for (const f of await ctx.forms(commit)) {
+        findings.push({ commit: commit.id, path: f.path, messageId: 'badTree', data: { commit: short(commit.id), tree: short(f.tree), path: JSON.stringify(f.path), problem: f.problem } });
+      }
       for (const o of await ctx.oddModes(commit)) {
         const kind = o.kind === 'tree' ? 'folder' : o.kind === 'gitlink' ? 'submodule' : o.kind === 'executable' ? 'executable file' : o.kind === 'regular' ? 'file' : o.kind;
         findings.push({ commit: commit.id, path: o.path, messageId: 'oddMode', data: { commit: short(commit.id), path: o.path, mode: o.mode, kind, written: WRITTEN_MODE[o.kind], ...(isPolicyFile(o.path) ? { policyFile: 1 } : {}) } });
       }
     }
+    findings.push(...(await tagFindings(ctx)));
     const blocked = new Set(findings.map((f) => f.path));
     if (findings.length && [...touched].every((p) => blocked.has(p))) for (const f of findings) f.data.onlyBlocked = 1;
     // commits: judged now; reused: carried commits whose accept for an agent the cache held.
     return { findings, details: { commits: ctx.newCommits.length, reused: ctx.reusedCommits ?? 0, paths } };
   },
   remediation(ctx, findings) {
-    if (findings.every((f) => f.messageId === 'oddMode')) return rebuildCommand(ctx);
+    if (findings.every((f) => REBUILT.has(f.messageId))) return rebuildCommand(ctx);
     const paths = [...new Set(findings.map((f) => f.path!).filter(Boolean))];
     // Every path the new commits touch is blocked: after stripping there is nothing to commit.
     if (findings.some((f) => f.data.onlyBlocked === 1)) return dropCommand(ctx);
     return stripCommand(ctx, paths);
   },
 };
+
+/** Findings that git's own index and commit clear: the objects are written again in git's form. */
+const REBUILT = new Set(['oddMode', 'badCommit', 'badTree', 'badTag']);
+
+/** A pushed tip that is a tag object: its form (object-format.ts parseTag), read only when the tip is not a commit. */
+async function tagFindings(ctx: RuleContext): Promise<Finding[]> {
+  if (ctx.kind === 'delete' || (await ctx.git.commitHeader(ctx.update.newId))) return [];
+  const o = await ctx.git.readObject(ctx.update.newId);
+  if (!o || o.type !== 'tag') return [];
+  let problems: string[];
+  try {
+    problems = parseTag(ctx.update.newId, o.data).problems;
+  } catch (e) {
+    problems = [errorMessage(e).replace(/^tag \S+ /, '')];
+  }
+  return problems.map((problem) => ({ messageId: 'badTag', data: { tag: short(ctx.update.newId), ref: ctx.update.ref, problem } }));
+}
 
 /** Test trees and test or runner files: the seed's "tests/ in the agent diff" row. Other protected paths are policy, CI, lock or config files. */
 const TEST_PATTERNS = [
@@ -132,8 +162,8 @@ export function rebuildCommand(ctx: RuleContext): string {
   const start = startingPoint(ctx);
   if (!start) return noTrustedBranch(ctx.policy.trustedBranch, ctx.mode, ctx.pushTarget);
   return remedy(
-    `commit the work again through git's own index, which writes only the modes git writes:`,
-    [`git reset -q ${start}`, 'git add -A', `git commit -m ${shq('agent patch (modes as git writes them)')}`],
+    `commit the work again through git's own index, which writes objects only in git's own form (modes included):`,
+    [`git reset -q ${start}`, 'git add -A', `git commit -m ${shq('agent patch (objects as git writes them)')}`],
     pushAgain(ctx, true),
   );
 }
