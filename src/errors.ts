@@ -148,3 +148,14 @@ export class HoldoutError extends PatchgateError {
     super('HOLDOUT', message, options);
   }
 }
+
+/** A sealed-expectation file of the held-out source (`*.sealed.json`, src/ci/sealed-cases.ts) is malformed: names the file and, for a bad case, its index. */
+export class SealedCaseError extends PatchgateError {
+  readonly file: string;
+  readonly index: number | null;
+  constructor(file: string, index: number | null, message: string, options?: { cause?: unknown }) {
+    super('SEALED_CASE', `${file}${index === null ? '' : ` case #${index}`}: ${message}`, options);
+    this.file = file;
+    this.index = index;
+  }
+}

@@ -19,7 +19,7 @@ export type RunnerKind = 'pytest' | 'node' | 'vitest' | 'jest' | 'unknown';
 /** The fd of the child the reporter writes to. */
 export const CHANNEL_FD = 3;
 
-function pluginDir(): string {
+export function pluginDir(): string {
   const here = fileURLToPath(new URL('./channel/', import.meta.url));
   return existsSync(here) ? here : fileURLToPath(new URL('../../src/ci/channel/', import.meta.url));
 }

@@ -7,7 +7,7 @@ import { mkdtemp, readFile, rm, stat, writeFile, mkdir } from 'node:fs/promises'
 import { tmpdir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { checkJson, runCheck } from '../commands/check.js';
-import { errorMessage, HoldoutError, UsageError } from '../errors.js';
+import { errorMessage, UsageError } from '../errors.js';
 import { fixtureDigest, readLock } from '../fixtures/lock.js';
 import { Git } from '../git/git.js';
 import { dayOf, parseDay } from '../ledger/ledger.js';
@@ -24,9 +24,9 @@ import { foreignMessage, foreignModules, projectModules } from './judged-code.js
 import { resolveCommand } from './command-line.js';
 import { capped, decidingRow, FAILURE_KINDS, Tail } from './summary.js';
 export { decidingRow, printVerdict } from './summary.js';
-import { materialiseHoldout } from './holdout.js';
+import { heldOutStage, type HoldoutCounts, type SealedCounts } from './holdout-run.js';
 import { sandboxAvailable, type SandboxMode } from './sandbox.js';
-import { checkStream, heldInMemory, holdoutArgv, laterRun, orderChanges, sealedRun, type SealedRun, type StrictFinding, type StrictOptions } from './strict.js';
+import { checkStream, laterRun, orderChanges, sealedRun, type SealedRun, type StrictFinding, type StrictOptions } from './strict.js';
 
 export interface CiOptions {
   repo: string;
@@ -90,6 +90,10 @@ export interface CiReport {
   ledger: { path: string; rows: number; applications: LedgerApplication[] } | null;
   fixtureDigest: string | null;
   baseline: { path: string; tests: number; vanished: string[]; skipped: string[]; skippedThere?: number } | null;
+  /** Held-out tests: the ids the trusted tree listed and handed to the run, the results that came back, how many passed (holdout-run.ts). */
+  holdout?: HoldoutCounts | null;
+  /** Sealed expectations: cases in the held-out `*.sealed.json` files, how many ran and passed (judged by the gate). */
+  sealed?: SealedCounts | null;
   /** pytest: where each of the project's own modules was imported from (the judged tree's, or not). */
   modules?: Record<string, string>;
   /** How the strict run's test processes ran: `bwrap` (sandboxed), `none` (the explicit opt-out, "not sandboxed"); null: not a strict run. */
@@ -422,31 +426,11 @@ async function strictChecks(ctx: Ctx, so: StrictOptions, first: SealedRun, parse
   }
   // The baseline without a green run: the trusted tree's own run, under the same command.
   if (ok && o.autoBaseline) await trustedBaseline(ctx, so, first, o.baseId);
-  // Held-out tests: ids only, never their source or output.
+  // Held-out tests (ids only, never their source or output) and sealed expectations (holdout-run.ts).
   if (ok && args.holdout !== undefined) {
-    // A URL, a bare repository or a folder (src/ci/holdout.ts), fetched only now: the visible run never saw it.
-    const got = await materialiseHoldout(args.holdout, so.tmp).catch((e: unknown) => {
-      if (!(e instanceof HoldoutError)) throw e;
-      red(ctx, 'holdout-unavailable', 'holdout-red', `the held-out tests cannot be had: ${e.message}`);
-      return null;
-    });
-    if (got) io.out(`patchgate: held-out tests from ${got.source === 'folder' ? 'the folder' : 'the repository'} ${got.shown}${got.commit ? ` at ${got.commit.slice(0, 12)}` : ''} (${got.files} file(s))`);
-    const dir = got?.dir;
-    const argv = dir ? await holdoutArgv(so.cmd, dir) : null;
-    if (!dir) { /* red above: the source could not be had */ } else if (!argv) red(ctx, 'holdout-no-stream', 'holdout-red', 'the held-out tests need pytest or node as the test command');
-    else {
-      const held = await heldInMemory(so.cmd, dir);
-      const h = await sealedRun(so, o.headId, 'holdout', held ? { argv, quiet: true, held } : { argv, quiet: true, extraFiles: dir });
-      io.out(`patchgate: held-out tests ${held ? 'handed to the runner from memory (no file of theirs in the sealed tree)' : 'sealed read-only under .patchgate-holdout/ (only pytest test modules can be handed over from memory)'}`);
-      h.findings.forEach(add);
-      const s = h.stream;
-      if (!s?.started || !s.ended || !s.tests.length) red(ctx, 'holdout-no-stream', 'holdout-red', 'the held-out tests produced no complete stream: they cannot vouch for the patch');
-      else {
-        const bad = s.tests.filter((x) => x.status !== 'passed');
-        for (const x of bad) red(ctx, 'holdout-failed', 'holdout-red', `held-out test ${x.id} ${x.status}: the patch does not hold for inputs the visible tests do not show`, x.id);
-        io.out(`patchgate: held-out tests: ${s.tests.length - bad.length} of ${s.tests.length} passed`);
-      }
-    }
+    const stage = await heldOutStage(so, args.holdout, { headId: o.headId, baseId: o.baseId }, add);
+    ctx.report.holdout = stage.holdout;
+    ctx.report.sealed = stage.sealed;
   }
 }
 
@@ -507,6 +491,8 @@ export async function auditCi(dataDir: string, report: CiReport): Promise<number
         ledger: report.ledger ? { path: report.ledger.path, rows: report.ledger.rows, applications: report.ledger.applications.slice(0, 200) } : null,
         fixtureDigest: report.fixtureDigest,
         baseline: report.baseline,
+        holdout: report.holdout ?? null,
+        sealed: report.sealed ?? null,
         check: report.check ? { verdict: report.check.verdict, row: report.check.row, contract: report.check.contract } : null,
       },
     });

@@ -13,11 +13,12 @@ import type { Policy } from '../policy/config.js';
 import { attachChannel, crossCheck, parseStream, runnerKind, tampersInOutput, TRIPWIRE_MARK, type Stream, type StreamTest, type Tamper } from './channel.js';
 import { filesOf, mergeStreams, nodeTestShape, shuffleOrder } from './node-order.js';
 import { runCommand, showArgv, withSeed, type CommandResult } from './process.js';
-import { sealTree, sealedEnv, unseal, verifySeal } from './sealed.js';
+import { sealTree, sealedEnv, unseal, verifySeal, type Seal } from './sealed.js';
 import { findExecutable, sandboxArgv, sandboxEnv, type SandboxMode } from './sandbox.js';
 
 export interface StrictFinding {
-  kind: 'no-stream' | 'report-mismatch' | 'tree-tampered' | 'runtime-tamper' | 'order-dependent' | 'vanished' | 'skipped' | 'holdout-failed' | 'holdout-no-stream' | 'holdout-unavailable';
+  kind: 'no-stream' | 'report-mismatch' | 'tree-tampered' | 'runtime-tamper' | 'order-dependent' | 'vanished' | 'skipped' | 'holdout-failed' | 'holdout-no-stream' | 'holdout-unavailable'
+    | 'holdout-missing' | 'holdout-extra' | 'holdout-exit' | 'sealed-failed' | 'sealed-missing' | 'sealed-extra' | 'sealed-exit' | 'sealed-invalid';
   row: string;
   message: string;
   test?: string;
@@ -68,8 +69,7 @@ export async function sealedRun(o: StrictOptions, rev: string, name: string, opt
   // Held-out tests: on disk under .patchgate-holdout/, or (held) an empty folder there and the
   // sources handed to patchgate's pytest plugin on stdin, so no file of theirs is there to read.
   const held = opt.held;
-  const seal = await sealTree(o.git, rev, o.policy, root, extra ? () => cp(extra, join(root, '.patchgate-holdout'), { recursive: true }) : held ? () => mkdir(join(root, '.patchgate-holdout')).then(() => {}) : undefined);
-  for (const l of o.links ?? []) await symlink(l.target, join(root, l.name)).catch(() => {});
+  const seal = await sealCopy(o, rev, root, extra ? () => cp(extra, join(root, '.patchgate-holdout'), { recursive: true }) : held ? () => mkdir(join(root, '.patchgate-holdout')).then(() => {}) : undefined);
   const findings: StrictFinding[] = [];
   const parts: Array<{ res: CommandResult; argv: string[]; stream: Stream | null }> = [];
   let junit: string | null = null;
@@ -81,7 +81,6 @@ export async function sealedRun(o: StrictOptions, rev: string, name: string, opt
     junit = o.junit && !opt.argv ? (isAbsolute(o.junit) ? o.junit : resolve(root, o.junit)) : att.junit;
     const runEnv = opt.extraFiles || held ? { ...att.env, PYTHONPATH: [att.env.PYTHONPATH, root, join(root, 'src')].filter(Boolean).join(':'), ...(held ? { PATCHGATE_HOLDOUT_FROM_STDIN: '1' } : {}) } : att.env;
     const sandboxed = (o.sandbox ?? 'bwrap') === 'bwrap';
-    const env = sandboxed ? sandboxEnv({ ...sealedEnv(o.seed, {}, true), ...runEnv }, '/tmp/home') : sealedEnv(o.seed, runEnv);
     if (!opt.quiet) o.io.out(`patchgate: running ${showArgv(att.argv)} (sealed copy of ${rev.slice(0, 12)} in ${root}${sandboxed ? ', sandboxed by bubblewrap' : ', NOT SANDBOXED'})`);
     // Tripwire lines the node preload wrote on stderr (vitest and jest workers pass it through).
     const marks: string[] = [];
@@ -90,14 +89,7 @@ export async function sealedRun(o: StrictOptions, rev: string, name: string, opt
       else emit(l);
     };
     const quiet = () => {};
-    const linked = (o.links ?? []).map((l) => l.target);
-    const spawnArgv = sandboxed
-      ? sandboxArgv(att.argv, { writable: [root, pluginDir], readOnly: linked, scratch: linked.flatMap((t) => [join(t, '.vite'), join(t, '.vite-temp'), join(t, '.cache')]), cwd: root, env }, o.hidden ?? [o.repo])
-      : att.argv;
-    const missing = sandboxed && !findExecutable(att.argv[0] ?? '', root, env.PATH ?? '');
-    const res: CommandResult = missing
-      ? { code: null, signal: null, spawnError: `cannot run ${att.argv[0]}: spawn ${att.argv[0]} ENOENT (not found on PATH)`, stdout: '', ms: 0 }
-      : await runCommand(spawnArgv, { cwd: root, env, exactEnv: true, ...(held ? { stdin: Buffer.from(JSON.stringify({ files: held })) } : {}), channel: att.kind !== 'unknown', capture: true, onStdout: mark(opt.quiet ? quiet : (o.relay ?? o.io).out), onStderr: mark(opt.quiet ? quiet : (o.relay ?? o.io).err) });
+    const res = await spawnSealed(o, { root, pluginDir, argv: att.argv, runEnv, ...(held ? { stdin: Buffer.from(JSON.stringify({ files: held })) } : {}), channel: att.kind !== 'unknown', onStdout: mark(opt.quiet ? quiet : (o.relay ?? o.io).out), onStderr: mark(opt.quiet ? quiet : (o.relay ?? o.io).err) });
     const stream = att.kind === 'unknown' ? null : parseStream(res.channel ?? '', att.kind, root);
     findings.push(...tamperFindings([...(stream?.tampers ?? []), ...tampersInOutput(marks)], name));
     parts.push({ res, argv: att.argv, stream });
@@ -117,6 +109,42 @@ export async function sealedRun(o: StrictOptions, rev: string, name: string, opt
   };
   const stream = parts.every((p) => p.stream) ? mergeStreams(parts.map((p) => p.stream!)) : null;
   return { res, argv: parts[0]!.argv, root, junit: null, stream, findings };
+}
+
+/** A fresh sealed copy of `rev` in `root` (sealed.ts), with the checkout's dependency folders linked in by name. */
+export async function sealCopy(o: StrictOptions, rev: string, root: string, afterExport?: () => Promise<void>): Promise<Seal> {
+  const seal = await sealTree(o.git, rev, o.policy, root, afterExport);
+  for (const l of o.links ?? []) await symlink(l.target, join(root, l.name)).catch(() => {});
+  return seal;
+}
+
+/** What one process of a strict run is: its argv, its own variables, what it reads on stdin, whether it gets the gate's pipe (fd 3). */
+export interface SealedSpawn {
+  root: string;
+  /** The gate's folder for this run (plugins, reports): writable inside, outside the tree. */
+  pluginDir: string;
+  argv: string[];
+  runEnv: Record<string, string>;
+  stdin?: Buffer;
+  channel: boolean;
+  onStdout(line: string): void;
+  onStderr(line: string): void;
+}
+
+/**
+ * Spawn one process of a strict run in the sealed tree: under bubblewrap (sandbox.ts) with the
+ * allow-listed environment, or, with the explicit `--sandbox none`, the scrubbed one. Every
+ * process of a strict run goes through here, so none has a weaker sandbox than another.
+ */
+export async function spawnSealed(o: StrictOptions, p: SealedSpawn): Promise<CommandResult> {
+  const sandboxed = (o.sandbox ?? 'bwrap') === 'bwrap';
+  const env = sandboxed ? sandboxEnv({ ...sealedEnv(o.seed, {}, true), ...p.runEnv }, '/tmp/home') : sealedEnv(o.seed, p.runEnv);
+  const linked = (o.links ?? []).map((l) => l.target);
+  const spawnArgv = sandboxed
+    ? sandboxArgv(p.argv, { writable: [p.root, p.pluginDir], readOnly: linked, scratch: linked.flatMap((t) => [join(t, '.vite'), join(t, '.vite-temp'), join(t, '.cache')]), cwd: p.root, env }, o.hidden ?? [o.repo])
+    : p.argv;
+  if (sandboxed && !findExecutable(p.argv[0] ?? '', p.root, env.PATH ?? '')) return { code: null, signal: null, spawnError: `cannot run ${p.argv[0]}: spawn ${p.argv[0]} ENOENT (not found on PATH)`, stdout: '', ms: 0 };
+  return runCommand(spawnArgv, { cwd: p.root, env, exactEnv: true, ...(p.stdin ? { stdin: p.stdin } : {}), channel: p.channel, capture: true, onStdout: p.onStdout, onStderr: p.onStderr });
 }
 
 /** One `runtime-tamper` finding per tripwire that fired (the same event at the same line once). */
