@@ -41,6 +41,9 @@ export function gitEnv(extra: Record<string, string | undefined> = {}): NodeJS.P
   for (const k of SCRUBBED_VARS) delete env[k];
   env.GIT_TERMINAL_PROMPT = '0';
   env.LC_ALL = 'C';
+  // git reads the objects as they are, never through refs/replace (issue 45: what the gate
+  // reads in process and what git tells it must be one reading of the same bytes).
+  env.GIT_NO_REPLACE_OBJECTS = '1';
   for (const [k, v] of Object.entries(extra)) if (v !== undefined) env[k] = v;
   return env;
 }

@@ -8,9 +8,10 @@
 
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { GIT_ENV, type TestRepo } from '../helpers/repo.js';
 import { gitAsync, refIn, seededGate } from '../helpers/gate.js';
+import { Git } from '../../src/git/git.js';
 
 const APP = 'def add(a, b):\n    return a + b\n';
 const TEST = 'from src.app import add\n\ndef test_add():\n    assert add(1, 2) == 3\n';
@@ -146,3 +147,34 @@ for (const big of [false, true]) {
     }
   });
 }
+
+t.test('replace refs: never pushed through the gate, and never read by its git', async (t) => {
+  const policy = JSON.stringify({ trustedBranch: 'main', writable: ['src/**'], refs: { allowOutsideHeads: true } });
+  const { gate, agent, human, w, bare } = await seededGate(t, { 'src/app.py': APP, 'tests/test_app.py': TEST, 'ci/patchgate.json': policy });
+  const main = w.git('rev-parse', 'main');
+  // A commit that rewrites the tests, offered as the replacement of main's own commit.
+  w.git('switch', '-q', '-c', 'evil');
+  const evil = w.commit('rewrites the tests', { 'tests/test_app.py': 'def test_add():\n    pass\n' });
+  for (const [who, secret] of [['agent-1', agent], ['alice', human]] as const) {
+    const r = await gitAsync(w.dir, ['push', gate.remote('app', who, secret), `${evil}:refs/replace/${main}`]);
+    t.not(r.code, 0, `${who}'s replace ref is refused although the policy allows refs outside refs/heads`);
+    t.match(r.stderr, /only refs\/heads\/\* and refs\/tags\/\* can be pushed here/);
+  }
+  t.equal(await refIn(bare, `refs/replace/${main}`), null);
+
+  // One made by hand in the bare repository changes nothing the gate reads: an agent's honest
+  // commit on main is judged against main's real tree (through the replacement, it would undo a test edit).
+  execFileSync('git', ['fetch', '-q', w.dir, 'evil'], { cwd: bare, env: { ...process.env, ...GIT_ENV } });
+  execFileSync('git', ['replace', main, evil], { cwd: bare, env: { ...process.env, ...GIT_ENV } });
+  const real = w.git('rev-parse', 'main^{tree}');
+  t.not(git(bare, ['rev-parse', `${main}^{tree}`]), real, 'plain git in the bare repository now reads the replacement');
+  const gateGit = new Git({ dir: bare, bare: true });
+  t.equal((await gateGit.text(['rev-parse', `${main}^{tree}`])).trim(), real, 'the gate\'s git reads main\'s own commit');
+  t.equal(await gateGit.commitTree(main), real, 'as its own reader does');
+  gateGit.dispose();
+  w.git('switch', '-q', 'main');
+  w.commit('an honest fix', { 'src/app.py': 'def add(a, b):\n    return b + a\n' });
+  const a = await gitAsync(w.dir, ['push', gate.remote('app', 'agent-1', agent), 'main:refs/heads/agent/fix']);
+  t.equal(a.code, 0, `an honest agent push on main lands, judged against main's real commit: ${a.stderr.slice(-600)}`);
+  t.notMatch(a.stderr, /tests\/test_app\.py/);
+});

@@ -17,6 +17,7 @@ export const refs: Rule = {
   messages: {
     outsideHeads: 'ref {ref} is not a branch (refs/heads/*); agents may only push branches',
     tag: 'ref {ref} is a tag; agents may not create or move tags',
+    replace: 'ref {ref} would make git read another object in place of {object} (refs/replace); agents may never push these',
     trustedBranch: 'ref {ref} is the trusted branch {branch} (names match case-insensitively); agents may not push to it',
     protectedBranch: 'ref {ref} matches protected branch pattern {pattern} (case-insensitive); agents may not push to it',
     delete: 'ref {ref} would be deleted; agents may not delete refs',
@@ -27,7 +28,10 @@ export const refs: Rule = {
     const findings: Finding[] = [];
     const ref = update.ref;
     const rp = policy.refs;
-    if (ref.startsWith('refs/tags/')) {
+    // A replace ref changes what every later git reads for an object: never an agent's, whatever
+    // the policy allows outside refs/heads.
+    if (ref.startsWith('refs/replace/')) findings.push({ messageId: 'replace', data: { ref, object: ref.slice('refs/replace/'.length, 'refs/replace/'.length + 12) } });
+    else if (ref.startsWith('refs/tags/')) {
       if (!rp.allowTags) findings.push({ messageId: 'tag', data: { ref } });
     } else if (!ref.startsWith('refs/heads/')) {
       if (!rp.allowOutsideHeads) findings.push({ messageId: 'outsideHeads', data: { ref } });
