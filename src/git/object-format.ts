@@ -19,7 +19,7 @@
 
 import { LRUCache } from 'lru-cache';
 import { GitError } from '../errors.js';
-import type { RawTreeEntry } from './tree-parse.js';
+import { parsedFrom, type RawTreeEntry } from './tree-parse.js';
 
 export interface CommitHeader {
   /** The tree git checks out: the first line's id, in lower case. */
@@ -259,6 +259,8 @@ const HFS_IGNORED = /[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]/gu;
  * or that a case-insensitive, HFS+ or NTFS checkout would read as `.git`: why, or null.
  */
 export function badEntryName(name: string): string | null {
+  // Nearly every name: not empty, no leading dot, no slash, no g (so no spelling of .git).
+  if (name.length > 0 && name.charCodeAt(0) !== 0x2e && !/[gG/]/.test(name)) return null;
   if (name === '') return 'has an empty name';
   if (name.includes('/')) return 'has a slash in its name';
   if (name === '.' || name === '..') return `is named ${name}`;
@@ -282,38 +284,105 @@ function orderKey(e: RawTreeEntry): Buffer {
 const checked = new LRUCache<string, TreeProblem[]>({ max: 65_536 });
 
 /**
+ * git's order of two entries' keys (a folder's name with "/" after it): -1, 0 or 1. Strings
+ * compare as UTF-8 bytes do, except where the first difference is a surrogate (UTF-16 puts
+ * those below U+E000, UTF-8 above): there, and for names that are not UTF-8, the bytes decide.
+ */
+function compareKeys(a: RawTreeEntry, ak: string, b: RawTreeEntry, bk: string): number {
+  if (a.raw || b.raw) return Buffer.compare(orderKey(a), orderKey(b));
+  const n = Math.min(ak.length, bk.length);
+  let i = 0;
+  while (i < n && ak.charCodeAt(i) === bk.charCodeAt(i)) i++;
+  if (i === n) return Math.sign(ak.length - bk.length);
+  const ca = ak.charCodeAt(i);
+  const cb = bk.charCodeAt(i);
+  if (ca >= 0xd800 || cb >= 0xd800) return Buffer.compare(orderKey(a), orderKey(b));
+  return ca < cb ? -1 : 1;
+}
+
+/**
  * How tree `id` (its `entries` in stored order) departs from the form git writes: entries out
  * of git's order or twice (a file and a folder of one name included), names fsck refuses, null
- * object ids. Mode digits are modes.ts's (OddMode). Remembered by id.
+ * object ids. Mode digits are modes.ts's (OddMode). Remembered by id. It runs on every new tree
+ * a push brings (a 4,705-entry folder on every bench push), so the usual case is kept cheap:
+ * strictly increasing names cannot repeat, except a file and a folder of one name, which are
+ * looked for only when the tree has folders.
  */
 export function treeProblems(id: string, entries: RawTreeEntry[]): TreeProblem[] {
   const known = checked.get(id);
   if (known) return known;
-  const out: TreeProblem[] = [];
-  const names = new Set<string>();
-  let prev: RawTreeEntry | null = null;
-  for (const e of entries) {
-    const bad = badEntryName(e.name);
-    if (bad) out.push({ name: e.name, problem: bad });
-    const key = e.raw ? `raw:${e.raw.toString('hex')}` : e.name;
-    if (names.has(key)) out.push({ name: e.name, problem: 'is in the tree twice' });
-    names.add(key);
-    if (prev && !sortedPair(prev, e)) out.push({ name: e.name, problem: `is out of git's order (after ${JSON.stringify(prev.name)})` });
-    if (/^0+$/.test(e.id)) out.push({ name: e.name, problem: 'points at the null object id' });
-    prev = e;
-  }
+  const from = parsedFrom(entries);
+  const out = from && clean.has(from.earlier) ? checkNew(entries, from.lo, from.hi) : checkAll(entries);
+  if (out.length === 0) clean.add(entries);
   checked.set(id, out);
   return out;
 }
 
-/** True when `a` sorts strictly before `b` in git's tree order. */
-function sortedPair(a: RawTreeEntry, b: RawTreeEntry): boolean {
-  // Plain ASCII names compare as strings (byte order); the rest by bytes.
-  if (!a.raw && !b.raw && a.kind !== 'tree' && b.kind !== 'tree' && isAscii(a.name) && isAscii(b.name)) return a.name < b.name;
-  return Buffer.compare(orderKey(a), orderKey(b)) < 0;
+/** Entry lists found in git's form: a wide tree parsed by difference from one of them is checked only where it differs. */
+const clean = new WeakSet<RawTreeEntry[]>();
+
+const keyOf = (e: RawTreeEntry): string => (e.kind === 'tree' ? `${e.name}/` : e.name);
+const nameKey = (e: RawTreeEntry): string => (e.raw ? `raw:${e.raw.toString('hex')}` : e.name);
+
+function entryProblems(e: RawTreeEntry, zero: string, out: TreeProblem[]): void {
+  const bad = badEntryName(e.name);
+  if (bad) out.push({ name: e.name, problem: bad });
+  if (e.id === zero) out.push({ name: e.name, problem: 'points at the null object id' });
 }
 
-function isAscii(s: string): boolean {
-  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false;
-  return true;
+function pairProblem(prev: RawTreeEntry, e: RawTreeEntry, out: TreeProblem[]): void {
+  const cmp = compareKeys(prev, keyOf(prev), e, keyOf(e));
+  if (cmp === 0) out.push({ name: e.name, problem: 'is in the tree twice' });
+  else if (cmp > 0) out.push({ name: e.name, problem: `is out of git's order (after ${JSON.stringify(prev.name)})` });
+}
+
+/** Every entry and every neighbouring pair; then a file and a folder of one name (not neighbours in git's order). */
+function checkAll(entries: RawTreeEntry[]): TreeProblem[] {
+  const out: TreeProblem[] = [];
+  const zero = '0'.repeat(entries[0]?.id.length ?? 40);
+  let folders: Set<string> | null = null;
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i]!;
+    entryProblems(e, zero, out);
+    if (i > 0) pairProblem(entries[i - 1]!, e, out);
+    if (e.kind === 'tree') (folders ??= new Set()).add(nameKey(e));
+  }
+  if (folders) for (const e of entries) if (e.kind !== 'tree' && folders.has(nameKey(e))) out.push({ name: e.name, problem: 'is in the tree twice (as a file and as a folder)' });
+  return out;
+}
+
+/**
+ * A list whose entries outside [lo, hi) are an earlier clean list's, in its order: the entries
+ * parsed anew, the pairs at both edges of them, and, for each new entry, the other kind of the
+ * same name looked up in the (now known sorted) list.
+ */
+function checkNew(entries: RawTreeEntry[], lo: number, hi: number): TreeProblem[] {
+  const out: TreeProblem[] = [];
+  const zero = '0'.repeat(entries[0]?.id.length ?? 40);
+  for (let i = Math.max(1, lo); i <= Math.min(hi, entries.length - 1); i++) pairProblem(entries[i - 1]!, entries[i]!, out);
+  if (out.length) return out.concat(checkAll(entries)).filter((p, i, all) => all.findIndex((q) => q.name === p.name && q.problem === p.problem) === i);
+  for (let i = lo; i < hi; i++) {
+    const e = entries[i]!;
+    entryProblems(e, zero, out);
+    const other = findKind(entries, e, e.kind === 'tree' ? 'file' : 'tree');
+    if (other) out.push({ name: e.name, problem: 'is in the tree twice (as a file and as a folder)' });
+  }
+  return out;
+}
+
+/** The entry named as `e` but of the other kind in sorted `entries` (binary search on git's order), or null. */
+function findKind(entries: RawTreeEntry[], e: RawTreeEntry, kind: 'file' | 'tree'): RawTreeEntry | null {
+  const probe: RawTreeEntry = { ...e, kind: kind === 'tree' ? 'tree' : 'regular' };
+  const pk = keyOf(probe);
+  let a = 0;
+  let b = entries.length - 1;
+  while (a <= b) {
+    const mid = (a + b) >>> 1;
+    const m = entries[mid]!;
+    const c = compareKeys(m, keyOf(m), probe, pk);
+    if (c === 0) return (m.kind === 'tree') === (kind === 'tree') ? m : null;
+    if (c < 0) a = mid + 1;
+    else b = mid - 1;
+  }
+  return null;
 }

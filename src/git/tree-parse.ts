@@ -42,6 +42,24 @@ interface Parsed {
   starts: Uint32Array;
 }
 
+/**
+ * A wide tree parsed by difference: the earlier parse's entries it reused, and the indexes
+ * [lo, hi) of the entries parsed anew (object-format.ts checks only those against git's form
+ * when the earlier tree's were all checked).
+ */
+export interface ParsedFrom {
+  earlier: RawTreeEntry[];
+  lo: number;
+  hi: number;
+}
+
+const derived = new WeakMap<RawTreeEntry[], ParsedFrom>();
+
+/** How `entries` (a parseTree result) was made from an earlier parse, when it was. */
+export function parsedFrom(entries: RawTreeEntry[]): ParsedFrom | undefined {
+  return derived.get(entries);
+}
+
 /** The last wide tree parsed per first entry (its mode and name) and id length, oldest first. */
 const recent = new Map<string, Parsed>();
 let keptBytes = 0;
@@ -112,6 +130,8 @@ function parseAgainst(id: string, d: Buffer, idLen: number, earlier: Parsed | un
   let i = 0;
   let tail: { delta: number; a: Parsed } | null = null;
   let suffixFrom = d.length + 1;
+  let lo = 0;
+  let hi = -1;
   if (earlier) {
     const a = earlier.data;
     const pre = commonPrefix(a, d);
@@ -125,6 +145,7 @@ function parseAgainst(id: string, d: Buffer, idLen: number, earlier: Parsed | un
       starts.push(earlier.starts[k]!);
     }
     i = earlier.starts[c]!;
+    lo = c;
     suffixFrom = d.length - suf;
     tail = { delta: d.length - a.length, a: earlier };
   }
@@ -134,6 +155,7 @@ function parseAgainst(id: string, d: Buffer, idLen: number, earlier: Parsed | un
       // of its entry starts, the rest are its entries.
       const j = indexOfStart(tail.a.starts, i - tail.delta, tail.a.entries.length);
       if (j >= 0) {
+        hi = entries.length;
         for (let k = j; k < tail.a.entries.length; k++) {
           entries.push(tail.a.entries[k]!);
           starts.push(tail.a.starts[k]! + tail.delta);
@@ -145,6 +167,7 @@ function parseAgainst(id: string, d: Buffer, idLen: number, earlier: Parsed | un
     i = entryAt(id, d, i, idLen, entries);
   }
   starts.push(d.length);
+  if (earlier) derived.set(entries, { earlier: earlier.entries, lo, hi: hi < 0 ? entries.length : hi });
   return { data: d, entries, starts: Uint32Array.from(starts) };
 }
 

@@ -13,7 +13,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { badEntryName, parseCommit, parseTag, treeProblems } from '../../src/git/object-format.js';
-import { parseTree, forgetWideTrees } from '../../src/git/tree-parse.js';
+import { parseTree, parsedFrom, forgetWideTrees } from '../../src/git/tree-parse.js';
 import { classifyMode } from '../../src/git/modes.js';
 import { GIT_ENV, TestRepo, tempDir } from '../helpers/repo.js';
 
@@ -271,4 +271,39 @@ t.test('tags: patchgate reads the object git peels to; canonical tags pass fsck 
     return true;
   }), { numRuns: 80, seed: 45 });
   t.ok(canonical > 0, `${canonical} generated tags were canonical and passed fsck --strict`);
+});
+
+t.test('trees parsed by difference are checked where they differ, with the answer of a full check', async (t) => {
+  // A wide folder (over tree-parse's 16 KiB) in git's form, then one edit of it: an entry added
+  // anywhere (any name, file or folder), changed or removed. The check of the edit, made from
+  // the clean parse before it, must find what a check of the whole tree finds.
+  const names = Array.from({ length: 900 }, (_, i) => `m${String(i * 10).padStart(5, '0')}.py`);
+  const base = names.map((n) => ({ mode: '100644', name: n, id: BLOB }));
+  const bytes = (es: Array<{ mode: string; name: string; id: string }>) => Buffer.concat(es.map((e) => Buffer.concat([Buffer.from(`${e.mode} ${e.name}\0`), Buffer.from(e.id, 'hex')])));
+  let n = 0;
+  let seen = 0;
+  let byDifference = 0;
+  fc.assert(fc.property(
+    fc.nat(899), fc.constantFrom('add', 'change', 'remove'), fc.constantFrom('m00100.py', 'm00105.py', 'm00100.py/x', '.git', 'zzz', 'a', 'm00200'), fc.constantFrom('100644', '40000'),
+    (at, op, name, mode) => {
+      const edited = base.map((e) => ({ ...e }));
+      if (op === 'add') edited.splice(at, 0, { mode, name, id: mode === '40000' ? T1 : BLOB });
+      else if (op === 'change') edited[at] = { mode, name, id: mode === '40000' ? T1 : BLOB };
+      else edited.splice(at, 1);
+      forgetWideTrees();
+      const baseId = `b${String(++n).padStart(39, '0')}`;
+      t.same(treeProblems(baseId, parseTree(baseId, bytes(base))), [], 'the base is clean');
+      const id = `d${String(n).padStart(39, '0')}`;
+      const parsed = parseTree(id, bytes(edited));
+      if (parsedFrom(parsed)) byDifference++;
+      const incremental = treeProblems(id, parsed).map((p) => `${p.name}: ${p.problem}`).sort();
+      forgetWideTrees();
+      const fullId = `f${String(n).padStart(39, '0')}`;
+      const full = treeProblems(fullId, parseTree(fullId, bytes(edited))).map((p) => `${p.name}: ${p.problem}`).sort();
+      if (full.length) seen++;
+      return incremental.join('\n') === full.join('\n') || fail(`by difference: ${incremental.join(', ')}; in full: ${full.join(', ')}`);
+    },
+  ), { numRuns: 200, seed: 45 });
+  t.ok(seen > 20, `${seen} of the edits made the tree non-canonical`);
+  t.ok(byDifference > 150, `${byDifference} of 200 were parsed, and checked, by difference`);
 });
