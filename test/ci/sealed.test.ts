@@ -1,16 +1,18 @@
 // Issue 46, items 1 and 3, in a real bubblewrap with real python3/pytest and node: sealed
 // expectations (`*.sealed.json` in the held-out source; the sandbox gets the calls only, the
 // gate compares) pass honest code and fail a wrong function, a forged all-pass report and a
-// missing result, naming the case; held-out accounting (the trusted tree lists the ids, each
-// must come back once from a run that exited 0) makes a short or non-zero run red, naming the id.
+// missing result, naming the case, on small projects and on packaging from shared/corpus;
+// held-out accounting (the trusted tree lists the ids, each must come back once from a run that
+// exited 0) makes a short or non-zero run red, naming the id.
 
 import t from 'tap';
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ci, exits, tempDir, NODE, T0 } from './project.js';
 import { pyAgent, pyProject, pytestCmd, pythonWithPytest } from './pyproject.js';
 import { TestRepo } from '../helpers/repo.js';
+import { cloneCorpus } from '../helpers/corpus.js';
 import { judgeSealed, parseSealedFile, sameValue } from '../../src/ci/sealed-cases.js';
 import { SealedCaseError } from '../../src/errors.js';
 
@@ -247,4 +249,35 @@ t.test('accounting: a held-out run that exits non-zero with every test passed is
   t.equal(why.length, 1);
   t.match(why[0]!.message, /the held-out run exited 3 although no held-out test failed \(last result: \.patchgate-holdout\/test_props\.py::test_\w+\)/);
   t.ok(IDS.includes(why[0]!.test ?? ''), 'names a held-out id');
+});
+
+// --- a real project: packaging (shared/corpus), its own functions, values copied from a run of the trusted tree
+t.test('packaging (corpus): sealed cases green at its own HEAD, red naming the case on a broken canonicalize_name', { skip }, async (t) => {
+  const repo = cloneCorpus(t as unknown as Parameters<typeof cloneCorpus>[0], 'packaging');
+  if (!repo) return;
+  const git = (...a: string[]) => execFileSync('git', ['-C', repo, '-c', 'user.name=Agent', '-c', 'user.email=agent@example.com', '-c', 'commit.gpgsign=false', ...a], { encoding: 'utf8' });
+  git('checkout', '-q', '-B', 'main');
+  git('checkout', '-q', '-b', 'agent');
+  const file = join(repo, 'src/packaging/utils.py');
+  writeFileSync(file, readFileSync(file, 'utf8').replace('value = name.lower().replace("_", "-")', 'value = name.replace("_", "-")'));
+  git('commit', '-q', '-am', 'break canonicalize_name');
+  git('checkout', '-q', 'main');
+  const hold = tempDir(t, 'pg-hold-');
+  writeFileSync(join(hold, 'packaging.sealed.json'), JSON.stringify({
+    version: 1,
+    cases: [
+      { id: 'canonical name', module: 'packaging.utils', function: 'canonicalize_name', args: ['Foo_Bar.baz'], expect: 'foo-bar-baz' },
+      { id: 'version', module: 'packaging.version', function: 'parse', args: ['1.0rc1'], expect: { $repr: "<Version('1.0rc1')>" } },
+      { id: 'canonical version', module: 'packaging.utils', function: 'canonicalize_version', args: ['1.0.0'], expect: '1' },
+      { id: 'invalid', module: 'packaging.version', function: 'parse', args: ['not a version'], raises: { type: 'ValueError', message: 'Invalid version' } },
+    ],
+  }));
+  const cmd = [py, '-m', 'pytest', 'tests/test_utils.py', 'tests/test_errors.py'];
+  const d = tempDir(t);
+  const green = await ci({ repo, base: 'main', head: 'main', seed: '11', runs: 1, report: join(d, 'r.json'), cmd, holdout: hold });
+  exits(t, green, 0);
+  t.same(reportOf(d).sealed, { files: 1, cases: 4, ran: 4, passed: 4 });
+  const red = await ci({ repo, base: 'main', head: 'agent', seed: '11', runs: 1, report: join(d, 'r.json'), cmd, holdout: hold });
+  exits(t, red, 1);
+  t.same(kinds(reportOf(d), 'sealed-failed').map((r) => r.test), ['packaging.sealed.json#0 (canonical name)']);
 });

@@ -53,7 +53,7 @@ function raised(e) {
     if (typeof e.name === 'string') names.push(e.name);
     for (let p = Object.getPrototypeOf(e); p; p = Object.getPrototypeOf(p)) {
       const n = p.constructor && typeof p.constructor.name === 'string' ? p.constructor.name : '';
-      if (n && !names.includes(n)) names.push(n);
+      if (n && n !== 'Object' && !names.includes(n)) names.push(n);
     }
   }
   let message = '';

@@ -74,8 +74,8 @@ def _main():
             message = str(e)
         except BaseException:
             message = ""
-        t = type(e)
-        return {"type": t.__name__, "mro": [c.__name__ for c in t.__mro__] + [c.__module__ + "." + c.__qualname__ for c in t.__mro__], "message": message}
+        mro = type(e).__mro__[:-1]  # without object: "raises" names an exception class
+        return {"type": type(e).__name__, "mro": [c.__name__ for c in mro] + [c.__module__ + "." + c.__qualname__ for c in mro], "message": message}
 
     for case in data["cases"]:
         i = case["i"]
