@@ -94,6 +94,19 @@ export class CheckpointError extends PatchgateError {
   }
 }
 
+/**
+ * The pusher's token was revoked or expired (or deleted) after its push began and before its
+ * decision was written (src/audit/credential.ts): the push was written to the audit log as
+ * refused, every ref, and is answered so. The message is one line and names no secret.
+ */
+export class CredentialError extends PatchgateError {
+  readonly state: 'revoked' | 'expired' | 'unknown';
+  constructor(message: string, state: 'revoked' | 'expired' | 'unknown', options?: { cause?: unknown }) {
+    super('CREDENTIAL', message, options);
+    this.state = state;
+  }
+}
+
 /** Bad input from a user of the CLI or the API (not a policy violation). */
 export class UsageError extends PatchgateError {
   constructor(message: string, options?: { cause?: unknown }) {

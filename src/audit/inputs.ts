@@ -48,6 +48,12 @@ export interface RefInput extends RefDecisionInput, PusherInput {}
 export interface RecordPushInput extends Omit<PushInput, 'refCount'> {
   /** Written as `ref` rows sharing the push's id, time, repo, actor, role, address and agent. */
   refs: readonly RefDecisionInput[];
+  /**
+   * The sha256 hex of the pusher's token (never the secret; never stored). When given, the
+   * token's row is read again in the transaction that writes these rows, and a push whose
+   * token was revoked or expired by then is written as refused (./credential.ts).
+   */
+  credential?: string;
 }
 
 export interface AuthFailureInput {

@@ -18,7 +18,8 @@
 
 import pg from 'pg';
 import { AuditError, UsageError, errorMessage } from '../errors.js';
-import { redactUrl, type AuditSink } from './sink-api.js';
+import { redactUrl, type AuditSink, type RecordedPush } from './sink-api.js';
+import { CREDENTIAL_SQL, credentialState, refusedForCredential } from './credential.js';
 import { EVENT_INDEXES, HEAD_SQL, KINDS_AT, LAST_ROW_SQL, SET_HEAD_SQL, VERDICTS_AT, ZERO_HASH, eventsTableSql, pgInsert, sqlIn, storedOf, type EventContent, type StoredRow } from './events-table.js';
 import { tokensTableSql } from './tokens-table.js';
 import { ChainCheck, chainAfter, headForAppend, type VerifyResult } from './chain.js';
@@ -173,9 +174,33 @@ export class PgAuditStore implements AuditSink {
 
   // ------------------------------------------------------------------ writes
 
-  async recordPush(input: RecordPushInput): Promise<{ pushRowId: number; refRowIds: number[] }> {
-    const ids = await this.write('push', () => recordPushRows(input));
-    return { pushRowId: ids[0]!, refRowIds: ids.slice(1) };
+  /**
+   * With `input.credential`, the token is read again under the append lock that `token revoke`
+   * takes too (./credential.ts): gone, the rows are written as refused and `credential` says why.
+   */
+  async recordPush(input: RecordPushInput): Promise<RecordedPush> {
+    const { credential, ...rest } = input;
+    if (credential === undefined) {
+      const ids = await this.write('push', () => recordPushRows(rest));
+      return { pushRowId: ids[0]!, refRowIds: ids.slice(1) };
+    }
+    let accepted: EventContent[];
+    try {
+      accepted = recordPushRows(rest);
+    } catch (err) {
+      throw new AuditError(`audit: cannot write push event: ${(err as Error).message}`, { cause: err });
+    }
+    const r = await this.transact('push', async (c) => {
+      const row = (await c.query(pgSql(CREDENTIAL_SQL), [credential])).rows[0] as { revoked: string | null; expires: string | null } | undefined;
+      const state = credentialState(row, Date.now());
+      if (state === 'active') return { rows: accepted, value: state };
+      try {
+        return { rows: recordPushRows(refusedForCredential(rest, state)), value: state };
+      } catch (err) {
+        throw new AuditError(`audit: cannot write push event: ${(err as Error).message}`, { cause: err });
+      }
+    });
+    return { pushRowId: r.ids[0]!, refRowIds: r.ids.slice(1), ...(r.value === 'active' ? {} : { credential: r.value }) };
   }
 
   async confirmRefs(pushId: string, items: readonly ConfirmItem[], options: { time?: string; repo?: string | null } = {}): Promise<number[]> {

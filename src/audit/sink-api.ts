@@ -3,6 +3,7 @@
 // ./sink.ts, which picks a store for a URL, sits above them, so no import runs back down-up.
 
 import type { VerifyResult } from './chain.js';
+import type { CredentialState } from './credential.js';
 import type {
   AdminInput, AuditRow, AuthFailureInput, CiInput, ConfirmItem, EscalationCloseInput, EscalationInput, PushTrace, QueryOptions,
   RecordPushInput,
@@ -10,9 +11,21 @@ import type {
 
 export type Awaitable<T> = T | Promise<T>;
 
+/** The ids of a recorded push; `credential` is set when the rows were written as refused because the token went away. */
+export interface RecordedPush {
+  pushRowId: number;
+  refRowIds: number[];
+  credential?: Exclude<CredentialState, 'active'>;
+}
+
 /** What the gate writes and the audit commands read. A write that throws or rejects wrote nothing; the caller refuses. */
 export interface AuditSink {
-  recordPush(input: RecordPushInput): Awaitable<{ pushRowId: number; refRowIds: number[] }>;
+  /**
+   * The push row and its ref rows, one transaction. With `input.credential`, the token is read
+   * again in that transaction: when it was revoked or expired, the rows are written as refused
+   * and `credential` says why (./credential.ts); the caller must then refuse the push.
+   */
+  recordPush(input: RecordPushInput): Awaitable<RecordedPush>;
   confirmRefs(pushId: string, items: readonly ConfirmItem[], options?: { time?: string; repo?: string | null }): Awaitable<number[]>;
   appendAuthFailure(input: AuthFailureInput): Awaitable<number>;
   appendAdmin(input: AdminInput): Awaitable<number>;

@@ -78,6 +78,8 @@ import {
   recordPushRows, refContent,
 } from './rows.js';
 import { pushIdOf } from './validate.js';
+import { CREDENTIAL_SQL, credentialState, refusedForCredential } from './credential.js';
+import type { RecordedPush } from './sink-api.js';
 import type {
   AdminInput, AuditRow, AuthFailureInput, CiInput, ConfirmInput, ConfirmItem, EscalationCloseInput, EscalationInput, PushInput,
   PushTrace, QueryOptions, RecordPushInput, RefInput,
@@ -162,10 +164,33 @@ export class AuditStore {
     return this.write('ref', () => [refContent(input)])[0]!;
   }
 
-  /** The push row, then one ref row per decision, in one transaction: all or nothing. */
-  recordPush(input: RecordPushInput): { pushRowId: number; refRowIds: number[] } {
-    const ids = this.write('push', () => recordPushRows(input));
-    return { pushRowId: ids[0]!, refRowIds: ids.slice(1) };
+  /**
+   * The push row, then one ref row per decision, in one transaction: all or nothing. With
+   * `input.credential`, the token is read again in that transaction (./credential.ts): gone,
+   * the rows are written as refused and `credential` says why; a failed read writes nothing.
+   */
+  recordPush(input: RecordPushInput): RecordedPush {
+    const { credential, ...rest } = input;
+    if (credential === undefined) {
+      const ids = this.write('push', () => recordPushRows(rest));
+      return { pushRowId: ids[0]!, refRowIds: ids.slice(1) };
+    }
+    let accepted: EventContent[];
+    try {
+      accepted = recordPushRows(rest);
+    } catch (err) {
+      throw new AuditError(`audit: cannot write push event: ${(err as Error).message}`, { cause: err });
+    }
+    try {
+      return this.db.transaction((): RecordedPush => {
+        const state = credentialState(this.db.prepare(CREDENTIAL_SQL).get(credential) as { revoked: string | null; expires: string | null } | undefined, Date.now());
+        const ids = this.insertChained(state === 'active' ? accepted : recordPushRows(refusedForCredential(rest, state)));
+        return { pushRowId: ids[0]!, refRowIds: ids.slice(1), ...(state === 'active' ? {} : { credential: state }) };
+      }).immediate();
+    } catch (err) {
+      if (err instanceof AuditError) throw err;
+      throw new AuditError(`audit: cannot write push event (its token could not be checked again): ${(err as Error).message}`, { cause: err });
+    }
   }
 
   appendAuthFailure(input: AuthFailureInput): number {

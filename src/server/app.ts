@@ -17,7 +17,7 @@ import { GitSpawner, HelperChild, primeAdvert, routeServiceSpawns } from '../git
 import type { SpareReceivePacks } from '../git/spare-receive.js';
 import type { RefAdverts } from '../git/ref-advert.js';
 import { AuditStore, newPushId, type QueryOptions } from '../audit/store.js';
-import { allowsRepo, type AuthenticatedToken, type TokenSource } from '../audit/tokens.js';
+import { allowsRepo, hashSecret, type AuthenticatedToken, type TokenSource } from '../audit/tokens.js';
 import { ConfigError, errorMessage, StartupError, UsageError } from '../errors.js';
 import { FailureLimiter, crossSite, parseCredentials, DEFAULT_LIMITER, type LimiterOptions } from './auth.js';
 import { grantOf } from './grant.js';
@@ -129,7 +129,8 @@ interface Seen {
   ahead?: Promise<Ahead | null>;
 }
 
-type Identity = AuthenticatedToken & { remoteAddr: string; userAgent: string | null; repo: string; repoDir: string; pushTarget?: PushTarget };
+/** `credential`: the sha256 of the token (never the secret), read again when a push's decision is written (src/audit/credential.ts). */
+type Identity = AuthenticatedToken & { credential: string; remoteAddr: string; userAgent: string | null; repo: string; repoDir: string; pushTarget?: PushTarget };
 
 /** The hook names a metric label may carry (what a shim sends is not trusted to be one). */
 const HOOK_LABELS = new Set<string>(['pre-receive', 'update']);
@@ -299,7 +300,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         seen.pid = pid;
         hooks.sessions.set(pid, {
           pid, pushId: newPushId(), repo: who.repo, repoDir: who.repoDir, actor: who.name, role: who.role,
-          remoteAddr: who.remoteAddr, userAgent: who.userAgent, decisions: new Map(), confirmed: new Set(),
+          remoteAddr: who.remoteAddr, userAgent: who.userAgent, decisions: new Map(), confirmed: new Set(), credential: who.credential,
           atomic: exchangeOf(action.req)?.section?.caps.includes('atomic') ?? false,
           ...(who.pushTarget ? { pushTarget: who.pushTarget } : {}),
           report: () => seen.report.outcome,
@@ -343,7 +344,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       res.end(body.endsWith('\n') ? body : body + '\n');
     };
 
-    const authenticate = async (req: http.IncomingMessage, res: http.ServerResponse, repo: string | null): Promise<AuthenticatedToken | null> => {
+    const authenticate = async (req: http.IncomingMessage, res: http.ServerResponse, repo: string | null): Promise<(AuthenticatedToken & { credential: string }) | null> => {
       const addr = req.socket.remoteAddress ?? 'unknown';
       const creds = parseCredentials(req.headers.authorization);
       if (limiter.blocked(addr, creds?.user)) {
@@ -373,7 +374,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       }
       limiter.succeed(addr, creds.user);
       noteRequest(req, { actor: token.name });
-      return token;
+      // Checked here once; a push's decision reads the token again by this hash (src/audit/credential.ts).
+      return { ...token, credential: hashSecret(creds.secret) };
     };
 
     const handleApi = async (req: http.IncomingMessage, res: http.ServerResponse, url: URL): Promise<void> => {

@@ -7,6 +7,7 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { RecordPushInput } from '../audit/store.js';
 import type { AuditSink } from '../audit/sink.js';
+import type { RecordedPush } from '../audit/sink-api.js';
 import type { Logger } from '../log.js';
 
 export interface GateMetrics {
@@ -83,7 +84,14 @@ export function observeAudit(audit: Pick<AuditSink, 'recordPush'>, metrics: Gate
       log.error({ ...fields, verdict: 'reject', auditWrite: 'failed', err: { message: (err as Error).message } }, 'push refused: the audit log could not record its decision');
       throw err;
     };
-    const written = <T>(out: T): T => {
+    const written = <T extends RecordedPush>(out: T): T => {
+      if (out.credential) {
+        // The token went away before the decision: the store wrote the push as refused (src/audit/credential.ts).
+        metrics.pushes.inc({ verdict: 'reject', rule: 'credential' });
+        metrics.judgeSeconds.observe(ms / 1000);
+        log.info({ ...fields, verdict: 'reject', rule: 'credential', credential: out.credential, refs: refs.map((r) => ({ ...r, verdict: 'reject' })) }, `push reject: token ${out.credential === 'unknown' ? 'gone' : out.credential} before the decision: ${refs.map((r) => `${r.ref} reject`).join(', ')}`);
+        return out;
+      }
       metrics.pushes.inc({ verdict: input.verdict, rule });
       metrics.judgeSeconds.observe(ms / 1000);
       log.info(fields, `push ${input.verdict}: ${refs.map((r) => `${r.ref} ${r.verdict}${r.verdict === 'accept' ? '' : ` (${r.decision})`}`).join(', ')}`);

@@ -1,12 +1,16 @@
 // The audit side of a push: how its decision goes to the log. An accept is durable before
 // anything outside the gate changes (its intent entry first, when there is a journal, then
-// the rows, awaited; a failure refuses); an accept that never reached git is written as
+// the rows, awaited; a failure refuses; the pusher's token is read again in the transaction
+// that writes them, and one revoked or expired since the push began writes the push as
+// refused and refuses it: src/audit/credential.ts); an accept that never reached git is written as
 // refused; an entry whose rows may or may not have landed is settled later through the row
 // queue (../intents.ts, src/upstream/recover.ts). Kept apart from the judging (./judge.ts)
 // and from the pre-receive flow that calls both (./pre-receive.ts).
 
-import { AuditError, errorMessage } from '../../errors.js';
+import { AuditError, CredentialError, errorMessage } from '../../errors.js';
 import type { RecordPushInput, Verdict } from '../../audit/store.js';
+import type { RecordedPush } from '../../audit/sink-api.js';
+import { credentialReason } from '../../audit/credential.js';
 import { boundRecord } from '../../audit/bound.js';
 import { rememberAccepted } from '../../policy/carried.js';
 import type { RefDecision } from '../../policy/types.js';
@@ -68,14 +72,32 @@ export class DecisionLog {
         throw refuse('its intent entry could not be written', err);
       }
     }
+    let written: RecordedPush;
     try {
-      await this.ctx.opts.audit.recordPush(record);
+      // The token is read again in the transaction that writes the decision (src/audit/credential.ts).
+      written = await this.ctx.opts.audit.recordPush(s.credential ? { ...record, credential: s.credential } : record);
     } catch (err) {
       if (journaled) this.settleLater({ ...s, viaUpstream });
       throw refuse('its decision could not be written', err);
     }
+    if (written.credential) {
+      // Written as refused, every ref: nothing moves, so its intent entry has nothing to settle.
+      if (journaled) this.closeEntry(s);
+      const why = credentialReason(s.actor, written.credential);
+      this.ctx.log(`patchgate: audit: push ${s.pushId} refused: ${why}`);
+      throw new CredentialError(`${why}${viaUpstream ? ' or forwarded' : ''}; ask a person for a new token and push again`, written.credential);
+    }
     s.journaled = journaled;
     s.viaUpstream = viaUpstream;
+  }
+
+  /** The intent entry of a push whose decision row refuses it (nothing moves): closed now; a failure leaves it to the next start. */
+  private closeEntry(s: PushSession): void {
+    try {
+      this.ctx.journal!.settle(s.pushId);
+    } catch (err) {
+      this.ctx.log(`patchgate: intent journal: could not close the entry of refused push ${s.pushId}: ${errorMessage(err)}`);
+    }
   }
 
   /**

@@ -30,6 +30,11 @@ export interface PushSession {
   journaled?: boolean;
   /** Whether the push was forwarded to an upstream (its journal entry says so). */
   viaUpstream?: boolean;
+  /**
+   * The sha256 of the token the push authenticated with (never the secret): its row is read
+   * again when the decision is written (src/audit/credential.ts). None in a git host's sessions.
+   */
+  credential?: string;
   /** This push's own time limit (the GHES budget), below the daemon's; its refusal says so. */
   timeoutMs?: number;
   timeoutMessage?: string;
