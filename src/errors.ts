@@ -107,6 +107,19 @@ export class CredentialError extends PatchgateError {
   }
 }
 
+/**
+ * A file or folder the gate reads back from its data folder is not one it wrote (a symlink, a
+ * FIFO, another user's, too large: src/server/owned-file.ts). The message names the path and
+ * what it is, never anything of its content.
+ */
+export class ForeignFileError extends PatchgateError {
+  readonly path: string;
+  constructor(path: string, why: string, options?: { cause?: unknown }) {
+    super('FOREIGN_FILE', `${path}: not used, ${why}`, options);
+    this.path = path;
+  }
+}
+
 /** Bad input from a user of the CLI or the API (not a policy violation). */
 export class UsageError extends PatchgateError {
   constructor(message: string, options?: { cause?: unknown }) {

@@ -97,7 +97,7 @@ export class HookService {
     this.rows = new RowQueue(this.log);
     this.gc = new IdleGc({ log: this.log, ...opts.gc });
     const dir = opts.intentsDir ?? (opts.dataDir ? join(opts.dataDir, 'intents') : null);
-    this.journal = dir ? new IntentJournal(dir) : null;
+    this.journal = dir ? new IntentJournal(dir, this.log) : null;
     this.notifier = opts.notifyUrl ? new Notifier(opts.notifyUrl, { log: this.log, ...opts.notify }) : null;
     this.updateHooks = new UpdateHooks(this.log);
     const ctx = { opts, log: this.log, upstream: this.upstream, journal: this.journal, rows: this.rows, notifier: this.notifier, stores: this.stores, updateHooks: this.updateHooks, generations: this.generations };

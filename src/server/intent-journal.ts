@@ -7,12 +7,18 @@
 // idempotent (it records only what the log lacks). The file is rewritten at start (after
 // recovery) and emptied whenever nothing is open. Entries of the earlier format (one
 // `<pushId>.json` per push) are still read, so an upgrade after a crash loses nothing.
+// Only what the gate wrote is read or written (./owned-file.ts): every file here is opened
+// without following a symlink and used only when it is a regular file of the gate's user with
+// one link, under a size bound. Anything else is skipped and named (never quoted); a journal
+// file that is not the gate's is moved aside for a person, and a new one starts. A line or
+// entry that does not parse is named by its place, not by its text.
 
-import { closeSync, existsSync, fsyncSync, ftruncateSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
-import { open as openFile, stat, type FileHandle } from 'node:fs/promises';
+import { closeSync, constants, fsyncSync, ftruncateSync, lstatSync, openSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { lstat, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { errorMessage } from '../errors.js';
+import { ForeignFileError, errorMessage } from '../errors.js';
 import { privateDir } from '../private-files.js';
+import { openOwned, openOwnedSync, readOwnedFile } from './owned-file.js';
 
 export interface IntentEntry {
   pushId: string;
@@ -29,12 +35,27 @@ export const JOURNAL_FILE = 'journal.jsonl';
 const COMPACT_LINES = 4096;
 /** Entries of the earlier format: one file per push. */
 const LEGACY_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}\.json$/;
+/** A push id as the gate makes them (src/audit/validate.ts PUSH_ID_RE). */
+const PUSH_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+/** Most bytes an entry file of the earlier format is read at (one entry is a few hundred). */
+export const LEGACY_MAX_BYTES = 1024 * 1024;
+/**
+ * Most bytes the journal is read at: it is rewritten past COMPACT_LINES lines of at most a few
+ * KiB each (a repository path is the longest field), so a larger one is not the gate's.
+ */
+export const JOURNAL_MAX_BYTES = 64 * 1024 * 1024;
+const APPEND = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT;
 
 type Line = { open: IntentEntry } | { settle: string };
 
 function isEntry(e: unknown): e is IntentEntry {
   const o = e as IntentEntry | null;
-  return !!o && typeof o.pushId === 'string' && typeof o.repoDir === 'string' && typeof o.repo === 'string';
+  return !!o && typeof o === 'object' && typeof o.pushId === 'string' && PUSH_ID_RE.test(o.pushId) && typeof o.repoDir === 'string' && typeof o.repo === 'string';
+}
+
+/** What is wrong with a line or file that did not parse, without quoting it (a JSON error quotes its input). */
+function parseProblem(err: unknown): string {
+  return err instanceof SyntaxError ? 'not JSON' : errorMessage(err);
 }
 
 /**
@@ -59,7 +80,7 @@ export function replay(text: string): { open: Map<string, IntentEntry>; bad: str
       else if ('settle' in v && typeof v.settle === 'string') open.delete(v.settle);
       else throw new Error('neither an open nor a settle line');
     } catch (err) {
-      bad.push(`${JOURNAL_FILE} line ${i + 1}: ${errorMessage(err)}`);
+      bad.push(`${JOURNAL_FILE} line ${i + 1}: ${parseProblem(err)}`);
       badLines.push(l);
     }
   });
@@ -81,8 +102,49 @@ export class IntentJournal {
   /** Lines in the file; past COMPACT_LINES with entries still open, it is rewritten. */
   private lines = 0;
 
-  constructor(readonly dir: string) {
+  /** `log`: where a journal file that is not the gate's, moved aside, is named. */
+  constructor(readonly dir: string, private readonly log: (line: string) => void = () => {}) {
     this.path = join(dir, JOURNAL_FILE);
+  }
+
+  /** Whether the folder is there (false: not yet); a symlink or a file in its place throws ForeignFileError. */
+  private folder(): boolean {
+    let st;
+    try {
+      st = lstatSync(this.dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw err;
+    }
+    if (!st.isDirectory()) throw new ForeignFileError(this.dir, st.isSymbolicLink() ? 'a symbolic link where the intent journal\'s folder should be' : 'not a folder');
+    return true;
+  }
+
+  /** Whether the journal's path holds a regular file (a symlink is not followed). */
+  private fileThere(): boolean {
+    try {
+      return lstatSync(this.path).isFile();
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * The journal's path holds something the gate did not write (`why`): moved aside under a
+   * name of its own, for a person to look at (nothing of it is read), so that a new journal
+   * starts. The append handle goes with it (unless it is the one being opened: `dropHandle` false).
+   */
+  private setAside(why: string, dropHandle = true): void {
+    const aside = `${JOURNAL_FILE}.unread-${Date.now()}`;
+    renameSync(this.path, join(this.dir, aside));
+    this.syncDir();
+    this.lines = 0;
+    if (dropHandle) {
+      const old = this.handle;
+      this.handle = null;
+      void old?.then((h) => h.fh.close(), () => undefined);
+    }
+    this.log(`patchgate: intent journal: ${JOURNAL_FILE} is not a file the gate wrote (${why}); not read, moved aside as ${aside} for a person to look at; a new journal starts`);
   }
 
   /**
@@ -92,7 +154,7 @@ export class IntentJournal {
    */
   private async file(): Promise<FileHandle> {
     if (this.handle) {
-      const [h, now] = await Promise.all([this.handle.catch(() => null), stat(this.path).catch(() => null)]);
+      const [h, now] = await Promise.all([this.handle.catch(() => null), lstat(this.path).catch(() => null)]);
       if (h && now && now.ino === h.ino) return h.fh;
       if (this.handle) {
         const old = this.handle;
@@ -103,8 +165,15 @@ export class IntentJournal {
     if (!this.handle) {
       this.handle = (async () => {
         privateDir(this.dir);
-        const fh = await openFile(this.path, 'a', 0o600);
-        return { fh, ino: (await fh.stat()).ino };
+        this.folder();
+        let r = await openOwned(this.path, APPEND);
+        if ('skipped' in r) {
+          // Something else at the path (planted, or swapped in while running): never written through.
+          this.setAside(r.skipped, false);
+          r = await openOwned(this.path, APPEND | constants.O_EXCL);
+          if ('skipped' in r) throw new ForeignFileError(this.path, r.skipped);
+        }
+        return { fh: r.fh, ino: (await r.fh.stat()).ino };
       })();
       this.handle.catch(() => (this.handle = null));
     }
@@ -133,11 +202,14 @@ export class IntentJournal {
   settle(pushId: string): void {
     this.live.delete(pushId);
     if (this.legacy.delete(pushId)) rmSync(join(this.dir, `${pushId}.json`), { force: true });
-    if (!existsSync(this.path)) return;
+    // No journal of the gate's there (none, or one that is not the gate's: the next open moves it aside): nothing to settle in it.
+    if (!this.fileThere()) return;
     if (this.live.size === 0 && this.writing === 0) {
       // Nothing is open (this process's entries and those an earlier one left are settled) and
       // no append is under way: every line is settled, so the file starts again empty.
-      const fd = openSync(this.path, 'r+');
+      const r = openOwnedSync(this.path, constants.O_RDWR);
+      if ('skipped' in r) return;
+      const fd = r.fd;
       try {
         ftruncateSync(fd, 0);
       } finally {
@@ -146,7 +218,9 @@ export class IntentJournal {
       this.lines = 0;
       return;
     }
-    const fd = openSync(this.path, 'a', 0o600);
+    const r = openOwnedSync(this.path, APPEND);
+    if ('skipped' in r) return;
+    const fd = r.fd;
     try {
       writeSync(fd, JSON.stringify({ settle: pushId }) + '\n');
     } finally {
@@ -161,17 +235,31 @@ export class IntentJournal {
 
   /** Every unsettled push, oldest first; an unreadable line or entry is named in `bad`. */
   list(): { entries: IntentEntry[]; bad: string[]; torn: string | null } {
-    if (!existsSync(this.dir)) return { entries: [], bad: [], torn: null };
-    const { open, bad, torn } = existsSync(this.path) ? replay(readFileSync(this.path, 'utf8')) : { open: new Map<string, IntentEntry>(), bad: [] as string[], torn: null };
+    if (!this.folder()) return { entries: [], bad: [], torn: null };
+    // A journal that is not the gate's is read as none here (and named once, moved aside, by compact at start).
+    const journal = readOwnedFile(this.path, JOURNAL_MAX_BYTES);
+    const { open, bad, torn } = 'text' in journal ? replay(journal.text) : { open: new Map<string, IntentEntry>(), bad: [] as string[], torn: null };
     const legacy = new Set<string>();
     for (const f of readdirSync(this.dir).filter((n) => LEGACY_RE.test(n))) {
+      const r = readOwnedFile(join(this.dir, f), LEGACY_MAX_BYTES);
+      if ('absent' in r) continue;
+      if ('skipped' in r) {
+        bad.push(`${f}: not read, ${r.skipped}`);
+        continue;
+      }
+      let e: unknown;
       try {
-        const e = JSON.parse(readFileSync(join(this.dir, f), 'utf8')) as unknown;
-        if (!isEntry(e)) throw new Error('missing fields');
+        e = JSON.parse(r.text);
+      } catch (err) {
+        bad.push(`${f}: ${parseProblem(err)}`);
+        continue;
+      }
+      // The earlier format named each file after its push: anything else was not written by the gate.
+      if (!isEntry(e)) bad.push(`${f}: not an intent entry (missing or malformed fields)`);
+      else if (`${e.pushId}.json` !== f) bad.push(`${f}: its push id is not its file name`);
+      else {
         legacy.add(e.pushId);
         if (!open.has(e.pushId)) open.set(e.pushId, e);
-      } catch (err) {
-        bad.push(`${f}: ${errorMessage(err)}`);
       }
     }
     this.legacy = legacy;
@@ -186,13 +274,19 @@ export class IntentJournal {
    * never answered. Not while an append is under way (its handle is on the file replaced).
    */
   compact(): void {
-    if (!existsSync(this.path) || this.writing > 0) return;
-    const { open, badLines } = replay(readFileSync(this.path, 'utf8'));
+    if (this.writing > 0) return;
+    const journal = readOwnedFile(this.path, JOURNAL_MAX_BYTES);
+    if ('absent' in journal) return;
+    if ('skipped' in journal) return this.setAside(journal.skipped);
+    const { open, badLines } = replay(journal.text);
     const text = [...[...open.values()].map((e) => JSON.stringify({ open: e })), ...badLines].map((l) => l + '\n').join('');
     const tmp = `${this.path}.tmp`;
-    writeFileSync(tmp, text, { mode: 0o600 });
-    const fd = openSync(tmp, 'r');
+    // A new file, never through whatever is at the temp name (O_EXCL: not even a dangling symlink).
+    rmSync(tmp, { force: true });
+    const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
     try {
+      const buf = Buffer.from(text, 'utf8');
+      for (let off = 0; off < buf.length; ) off += writeSync(fd, buf, off, buf.length - off);
       fsyncSync(fd);
     } finally {
       closeSync(fd);

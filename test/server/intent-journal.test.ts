@@ -2,12 +2,17 @@
 // durable before `open` resolves, settled by appended lines, emptied when nothing is open,
 // rewritten at start with what is left; a torn last line, a bad line and the earlier
 // one-file-per-push format are handled. End to end: an agent push is journaled and settled,
-// and a journal that cannot be written refuses the push.
+// and a journal that cannot be written refuses the push. Only files the gate wrote are read
+// (src/server/owned-file.ts): planted symlinks, FIFOs, hard links, oversized, foreign and
+// garbage files are named and skipped, nothing of their content reported
+// (the same through a real `serve`: ./intent-journal-foreign.test.ts).
 
 import t from 'tap';
-import { appendFileSync, chmodSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, chownSync, linkSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { IntentJournal, JOURNAL_FILE, replay } from '../../src/server/intent-journal.js';
+import { IntentJournal, JOURNAL_FILE, LEGACY_MAX_BYTES, replay } from '../../src/server/intent-journal.js';
 import { TestRepo, tempDir } from '../helpers/repo.js';
 import { bareDir, gitAsync, refIn, seededGate, startGate } from '../helpers/gate.js';
 
@@ -142,4 +147,89 @@ t.test('a push\'s entry is opened while it is judged; a refused push leaves none
   t.equal(row?.verdict, 'reject');
   t.ok(seen.includes(row!.pushId!), 'its entry was open while it was judged');
   t.notOk(new IntentJournal(intentsDir).has(row!.pushId!), 'and is closed by the time the refusal is answered');
+});
+
+t.test('only files the gate wrote are read: a symlink, a FIFO, a hard link, an oversized, a foreign or a garbage file is skipped and named, never quoted', async (t) => {
+  const root = tempDir('pg-journal-');
+  const dir = join(root, 'intents');
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const canary = `CANARY-${randomBytes(8).toString('hex')}`;
+  const secret = join(root, 'passwd');
+  const secretText = `root:x:0:0:${canary}:/root:/bin/bash\n`;
+  writeFileSync(secret, secretText);
+  // A valid entry behind each trap: one read by mistake would show up in `entries`.
+  const valid = (pushId: string) => JSON.stringify({ ...entry(pushId), time: '2026-01-01T00:00:00.000Z', note: canary }) + '\n';
+  symlinkSync(secret, join(dir, 'leak.json'));
+  execFileSync('mkfifo', [join(dir, 'pipe.json')]);
+  writeFileSync(join(dir, 'big.json'), valid('big').replace(canary, canary + ' '.repeat(LEGACY_MAX_BYTES)));
+  writeFileSync(join(dir, 'garbage.json'), `${canary} {{{ not json`);
+  writeFileSync(join(root, 'hard-target'), valid('hard'));
+  linkSync(join(root, 'hard-target'), join(dir, 'hard.json'));
+  writeFileSync(join(dir, 'elsewhere.json'), valid('not-its-name'));
+  writeFileSync(join(dir, 'good-1.json'), valid('good-1'));
+  const foreignUser = process.getuid?.() === 0;
+  if (foreignUser) {
+    writeFileSync(join(dir, 'other.json'), valid('other'));
+    chownSync(join(dir, 'other.json'), 65534, 65534);
+  }
+  // The journal itself planted as a symlink to a file that looks like a journal.
+  const journalTarget = join(root, 'journal-target');
+  const journalText = JSON.stringify({ open: { ...entry('planted'), time: '2026-01-01T00:00:00.000Z' } }) + '\n' + canary + '\n';
+  writeFileSync(journalTarget, journalText);
+  symlinkSync(journalTarget, join(dir, JOURNAL_FILE));
+
+  const logged: string[] = [];
+  const j = new IntentJournal(dir, (l) => logged.push(l));
+  const seen = j.list();
+  t.same(seen.entries.map((e) => e.pushId), ['good-1'], 'only the entry the gate wrote is read');
+  const bad = seen.bad.join('\n');
+  for (const [name, why] of [['leak.json', /symbolic link/], ['pipe.json', /FIFO/], ['big.json', /over the 1048576/], ['garbage.json', /not JSON/], ['hard.json', /2 hard links/], ['elsewhere.json', /not its file name/]] as const) {
+    t.match(bad, new RegExp(`${name.replace('.', '\\.')}: [^\\n]*${why.source}`), `${name} is named with what it is`);
+  }
+  if (foreignUser) t.match(bad, /other\.json: not read, owned by uid 65534/);
+  t.notMatch(bad, canary, 'nothing of any file\'s content is in what is reported');
+  t.notMatch(bad, 'root:x', 'not even its first bytes');
+
+  // At start the planted journal is moved aside (not read, not written through) and named.
+  j.compact();
+  t.equal(readFileSync(journalTarget, 'utf8'), journalText, 'the symlink\'s target is untouched');
+  t.equal(logged.length, 1);
+  t.match(logged[0], /intent journal: journal\.jsonl is not a file the gate wrote \(a symbolic link \(not followed\)\); not read, moved aside as journal\.jsonl\.unread-\d+/);
+  t.notMatch(logged.join('\n'), canary);
+  t.ok(readdirSync(dir).some((n) => /^journal\.jsonl\.unread-\d+$/.test(n)), 'kept for a person');
+  await j.open(entry('p1'));
+  t.ok(lstatSync(join(dir, JOURNAL_FILE)).isFile(), 'a new journal of the gate\'s own');
+  t.same(new IntentJournal(dir).list().entries.map((e) => e.pushId).sort(), ['good-1', 'p1'], 'readable again');
+  t.ok(new IntentJournal(dir).has('p1'));
+
+  // Swapped for a symlink while running: the next append moves it aside instead of writing through; a settle leaves the target alone.
+  rmSync(join(dir, JOURNAL_FILE));
+  symlinkSync(journalTarget, join(dir, JOURNAL_FILE));
+  j.settle('p1');
+  t.equal(readFileSync(journalTarget, 'utf8'), journalText, 'a settle neither truncates nor appends through a symlink');
+  await j.open(entry('p2'));
+  t.equal(readFileSync(journalTarget, 'utf8'), journalText, 'an append does not write through it');
+  t.ok(lstatSync(join(dir, JOURNAL_FILE)).isFile());
+  t.ok(new IntentJournal(dir).has('p2'));
+  t.equal(logged.length, 2, 'and says so');
+  t.notMatch(logged.join('\n'), canary);
+  await j.close();
+
+  // The compacting temp file planted as a symlink is not written through either.
+  symlinkSync(journalTarget, join(dir, `${JOURNAL_FILE}.tmp`));
+  j.compact();
+  t.equal(readFileSync(journalTarget, 'utf8'), journalText, 'the rewrite does not write through a planted temp name');
+  t.ok(new IntentJournal(dir).has('p2'), 'and the rewritten journal keeps the open entry');
+  t.equal(readFileSync(secret, 'utf8'), secretText);
+});
+
+t.test('a symlink where the journal\'s folder should be is refused, not followed', async (t) => {
+  const root = tempDir('pg-journal-');
+  mkdirSync(join(root, 'elsewhere'));
+  writeFileSync(join(root, 'elsewhere', 'x-1.json'), JSON.stringify({ ...entry('x-1'), time: '2026-01-01T00:00:00.000Z' }));
+  symlinkSync(join(root, 'elsewhere'), join(root, 'intents'));
+  const j = new IntentJournal(join(root, 'intents'));
+  t.throws(() => j.list(), { name: 'ForeignFileError', message: /intents: not used, a symbolic link/ });
+  await t.rejects(j.open(entry('y')), { name: 'ForeignFileError' });
+  t.same(readdirSync(join(root, 'elsewhere')), ['x-1.json'], 'nothing was written through it');
 });
