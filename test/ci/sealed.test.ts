@@ -13,6 +13,7 @@ import { ci, exits, tempDir, NODE, T0 } from './project.js';
 import { pyAgent, pyProject, pytestCmd, pythonWithPytest } from './pyproject.js';
 import { TestRepo } from '../helpers/repo.js';
 import { cloneCorpus } from '../helpers/corpus.js';
+import { AuditStore } from '../../src/audit/store.js';
 import { judgeSealed, parseSealedFile, sameValue } from '../../src/ci/sealed-cases.js';
 import { SealedCaseError } from '../../src/errors.js';
 
@@ -96,12 +97,12 @@ def ratio(a, b):
 `;
 
 /** main holds `trusted` (the same public API, so the static contract check lets the patch through); the agent's branch `src`. */
-async function pyRun(t: Tap, src: string, hold: Record<string, string>, o: { runs?: number; trusted?: string } = {}) {
+async function pyRun(t: Tap, src: string, hold: Record<string, string>, o: { runs?: number; trusted?: string; data?: string } = {}) {
   const r = pyAgent(pyProject(t, { 'ci/patchgate.json': SCAN_OFF, ...(o.trusted ? { 'src/calc.py': o.trusted } : {}) }), { 'src/calc.py': src });
   const h = tempDir(t, 'pg-hold-');
   for (const [f, body] of Object.entries(hold)) writeFileSync(join(h, f), body);
   const d = tempDir(t);
-  const res = await ci({ repo: r.dir, seed: '7', runs: o.runs ?? 1, report: join(d, 'r.json'), cmd: pytestCmd(py), holdout: h });
+  const res = await ci({ repo: r.dir, seed: '7', runs: o.runs ?? 1, report: join(d, 'r.json'), cmd: pytestCmd(py), holdout: h, ...(o.data ? { data: o.data } : {}) });
   return { res, rep: reportOf(d) };
 }
 type Tap = Parameters<typeof pyProject>[0];
@@ -128,10 +129,14 @@ t.test('format: a bad case is named by file and index; the comparison never need
 });
 
 t.test('python: honest code passes every sealed case; no expected value is within its reach', { skip }, async (t) => {
-  const { res, rep } = await pyRun(t, PY_HONEST + '# honest\n', { 'calc.sealed.json': JSON.stringify(PY_CASES) }, { trusted: PY_HONEST });
+  const data = tempDir(t, 'pg-data-');
+  const { res, rep } = await pyRun(t, PY_HONEST + '# honest\n', { 'calc.sealed.json': JSON.stringify(PY_CASES) }, { trusted: PY_HONEST, data });
   exits(t, res, 0);
   t.same(rep.fired, ['accept']);
   t.same(rep.sealed, { files: 1, cases: 6, ran: 6, passed: 6 });
+  const store = AuditStore.open(join(data, 'patchgate.db'));
+  t.teardown(() => store.close());
+  t.match(store.query({ kind: 'ci' })[0]?.detail, { sealed: { files: 1, cases: 6, ran: 6, passed: 6 } }, 'the audit row keeps the sealed counts');
   t.match(res.text, /sealed cases: 6 of 6 passed \(6 ran; 1 file\(s\)/);
   t.notMatch(res.text, /held-out tests:/, 'a source of sealed cases only runs no held-out test module');
 });
