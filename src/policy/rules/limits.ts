@@ -6,7 +6,10 @@
 // pack carries, so a blob no commit names is as real a cost as one a commit adds. Blobs the
 // new commits name are reported by commit and path; the others by id and kind. It applies
 // to people too: the other rules read blobs for everyone. The engine runs it alone and
-// first; when it fails, the other rules are skipped.
+// first; when it fails, the other rules are skipped. For a person's push (issue 47: the whole
+// history of a real project, 86k objects) its cost follows the size of the push, not the
+// length of its history: the sizes are the quarantine's (one listing git already made), and the
+// new commits are walked only to name the commit and path of a blob over the limit.
 
 import { isZeroId } from '../../git/git.js';
 import { DEFAULT_LIMITS } from '../config.js';
@@ -46,16 +49,21 @@ export const limits: Rule = {
     const details: Record<string, unknown> = q ? { objects: q.objects, bytes: q.bytes, packs: q.packs, loose: q.loose } : {};
     // An oversized push stops before its trees are walked: that walk is what it would make costly.
     if (findings.length) return { findings, details };
-    const blobs = new Map<string, { commit: string; path: string; verb: string }>();
-    for (const commit of ctx.newCommits) {
-      for (const c of await ctx.changes(commit)) {
-        if (c.status === 'D' || isZeroId(c.newId) || c.newKind === 'gitlink' || c.newKind === 'tree') continue;
-        if (!blobs.has(c.newId)) blobs.set(c.newId, { commit: commit.id, path: c.path, verb: c.status === 'A' ? 'adds' : 'changes' });
-      }
-    }
     // Every object the push brought (null outside a quarantine, i.e. in `check`): sizes from headers.
     const pushed = await ctx.git.quarantineObjects();
     const pushedSize = new Map((pushed ?? []).map((o) => [o.id, o.size]));
+    // An agent's push: every blob its commits name (the walk write-block makes anyway). A
+    // person's: only the pushed blobs over the limit, named by the first commit that writes them.
+    const wanted = pushed && ctx.role !== 'agent' ? new Set(pushed.filter((o) => o.type === 'blob' && o.size > l.maxBlobBytes).map((o) => o.id)) : null;
+    const blobs = new Map<string, { commit: string; path: string; verb: string }>();
+    for (const commit of wanted?.size === 0 ? [] : ctx.newCommits) {
+      for (const c of await ctx.changes(commit)) {
+        if (c.status === 'D' || isZeroId(c.newId) || c.newKind === 'gitlink' || c.newKind === 'tree') continue;
+        if (wanted && !wanted.has(c.newId)) continue;
+        if (!blobs.has(c.newId)) blobs.set(c.newId, { commit: commit.id, path: c.path, verb: c.status === 'A' ? 'adds' : 'changes' });
+      }
+      if (wanted && blobs.size === wanted.size) break;
+    }
     const ids = [...blobs.keys()];
     const sizes = await Promise.all(ids.map((id) => pushedSize.get(id) ?? ctx.git.objectSize(id)));
     let largest = 0;
@@ -82,7 +90,7 @@ export const limits: Rule = {
       findings.push({ messageId: 'objectTooLarge', data: { kind: o.type, why, object: o.id, size: formatBytes(o.size), limit, max: formatBytes(cap(o.type)) } });
     }
     for (const o of pushed ?? []) largest = Math.max(largest, o.size);
-    return { findings, details: { ...details, blobs: ids.length, largestBlob: largest, ...(pushed ? { pushedObjects: pushed.length } : {}) } };
+    return { findings, details: { ...details, blobs: ids.length, largestBlob: largest, ...(pushed ? { pushedObjects: pushed.length } : {}), ...(wanted ? { walked: wanted.size > 0 ? 'to name the blobs over the limit' : 'no' } : {}) } };
   },
   remediation(ctx, findings) {
     const raise = 'if a person decides the repository should take it, they raise `limits` in ci/patchgate.json on the trusted branch first';
