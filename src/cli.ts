@@ -14,6 +14,7 @@ const check = () => import('./commands/check.js');
 const contract = () => import('./commands/contract.js');
 const fixtures = () => import('./commands/fixtures.js');
 const ledger = () => import('./commands/ledger.js');
+const policy = () => import('./commands/policy.js');
 const admin = () => import('./commands/admin.js');
 const ciCommand = () => import('./ci/command.js');
 const hostCommand = () => import('./host/command.js');
@@ -168,6 +169,17 @@ export function buildCli(argv: string[]): Argv {
         repo: resolve(a.repo), nodeid: a.nodeid as string, seed: a.seed, reason: a.reason, expires: a.expires, today: a.today, rerun: afterDashes(a),
       }, io)))
       .demandCommand(1, 'name a ledger command: check or freeze'))
+    .command('policy', 'the policy file: `policy check`', (y) => y
+      .command('check', 'validate ci/patchgate.json and the allow file, lock and ledger it names, as a push of them is judged (default: the work tree; --rev: a commit); exit 0 valid, 1 invalid, 2 error', (y2) => y2
+        .option('repo', repoOpt)
+        .option('rev', { type: 'string', describe: 'check the files as committed at REV instead of the work tree' })
+        .option('json', { type: 'boolean', default: false, describe: 'one JSON object: {"ok", "source", "checked", "problems": [{"path", "line", "message"}], "lines"}' }),
+      (a) => guarded(async () => {
+        const r = await (await policy()).runPolicyCheck({ repo: resolve(a.repo), ...(a.rev !== undefined ? { rev: a.rev } : {}) });
+        out(a.json ? [JSON.stringify({ ok: r.ok, source: r.source, checked: r.checked, problems: r.problems, lines: r.lines })] : r.lines);
+        return r.ok ? 0 : 1;
+      }))
+      .demandCommand(1, 'name a policy command: check'))
     .command('serve', 'run the gate server (every flag also from its PATCHGATE_* variable or a --config JSON file)', (y) => {
       // No yargs defaults: serve-config.ts resolves flag > environment > config file > default.
       for (const s of Object.values(SERVE_SETTINGS)) {

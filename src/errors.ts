@@ -40,6 +40,23 @@ export class ConfigError extends PatchgateError {
   }
 }
 
+/**
+ * One of the policy's files (the policy, the allow file, the fixture lock, the flake ledger)
+ * does not parse or validate. A ConfigError, so its message still starts `CONFIG: <file>@<rev>:
+ * <key>`; it also names the file and, when known, the line (src/policy/policy-files.ts).
+ */
+export class PolicyFileError extends ConfigError {
+  readonly path: string;
+  readonly line: number | null;
+  readonly detail: string;
+  constructor(key: string, detail: string, where: { path: string; line: number | null }, options?: { cause?: unknown }) {
+    super(key, where.line !== null ? `${detail} (line ${where.line})` : detail, options);
+    this.path = where.path;
+    this.line = where.line;
+    this.detail = detail;
+  }
+}
+
 /** A source file under a contract root does not parse. */
 export class ContractParseError extends PatchgateError {
   readonly path: string;

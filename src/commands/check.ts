@@ -51,10 +51,12 @@ export function checkJson(d: RefDecision): Record<string, unknown> {
     verdict: d.verdict,
     // `rule` is pinned to refs, write-block, contract, fixtures, ledger or error (DESIGN.md): a
     // push over the size limits is one the gate would not judge, so it reports as `error`, and
-    // `limit: true` tells it apart from a gate failure.
+    // `limit: true` tells it apart from a gate failure; a policy file that does not validate
+    // (rule `policy`) reports as `error` with `policy: true`.
     reasons: d.reasons.map((r) => ({
-      rule: r.rule === 'limits' ? 'error' : r.rule, message: r.message, code: reasonCode(r, d.row),
+      rule: r.rule === 'limits' || r.rule === 'policy' ? 'error' : r.rule, message: r.message, code: reasonCode(r, d.row),
       ...(r.rule === 'limits' ? { limit: true } : {}),
+      ...(r.rule === 'policy' ? { policy: true } : {}),
       ...(r.path !== undefined ? { path: r.path } : {}), ...(r.commit !== undefined ? { commit: r.commit } : {}),
     })),
     contract: d.contract,
@@ -67,7 +69,8 @@ export function checkJson(d: RefDecision): Record<string, unknown> {
 
 export function checkExitCode(d: RefDecision): number {
   if (d.verdict === 'accept') return 0;
-  return d.row === 'gate-error' ? 2 : 1;
+  // A base whose policy does not validate is, for an agent, one the check cannot judge.
+  return d.row === 'gate-error' || d.row === 'policy-broken' ? 2 : 1;
 }
 
 export { renderDecision };

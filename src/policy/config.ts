@@ -1,10 +1,14 @@
 // The policy file (`ci/patchgate.json`): its schema, its defaults, and how it is read.
 // It is always read from the trusted revision, never from the pushed tree, and it passes
-// one validation step: an unknown key or a wrong type is a ConfigError naming the key path.
+// one validation step: an unknown key or a wrong type is a ConfigError naming the key path
+// (read from text, a PolicyFileError that also names the line). A push that would make it
+// fail is refused (rule `policy`); a trusted branch whose policy fails anyway is judged as
+// ./trusted-policy.ts says.
 
 import { z } from 'zod';
-import { ConfigError } from '../errors.js';
+import { ConfigError, PolicyFileError } from '../errors.js';
 import type { Git } from '../git/git.js';
+import { keyLine, parseErrorLine } from './json-lines.js';
 
 export const POLICY_PATH = 'ci/patchgate.json';
 
@@ -100,43 +104,80 @@ export type Policy = z.infer<typeof PolicySchema> & {
   oracleFiles: string[];
   /** Where the policy came from, for messages. */
   source: string;
+  /** Set when the trusted tip's own policy does not validate and this one stands in for it (./trusted-policy.ts). */
+  fallback?: PolicyFallback;
 };
 
-/** Validate a parsed policy object. Throws ConfigError naming the first bad key path. */
-export function parsePolicy(raw: unknown, source = POLICY_PATH): Policy {
+/** The trusted tip's policy is broken: what is wrong with it, and what is applied instead. */
+export interface PolicyFallback {
+  /** The trusted tip whose policy does not validate. */
+  tip: string;
+  /** The file and line at fault, and the error. */
+  path: string;
+  line: number | null;
+  error: string;
+  /** The commit of the trusted branch whose policy is applied instead; null: the documented defaults. */
+  under: string | null;
+}
+
+type Invalid = { keyPath: Array<string | number>; message: string };
+
+function validate(raw: unknown, source: string): Policy | Invalid {
   const r = PolicySchema.safeParse(raw);
   if (!r.success) {
     const issue = r.error.issues[0]!;
-    let key = issue.path.map(String).join('.');
-    let msg = issue.message;
-    if (issue.code === 'unrecognized_keys') {
-      key = [...issue.path.map(String), issue.keys[0]].join('.');
-      msg = 'unknown key';
-    }
-    throw new ConfigError(`${source}: ${key || '(root)'}`, msg);
+    const keyPath = issue.path.map((k) => (typeof k === 'number' ? k : String(k)));
+    if (issue.code === 'unrecognized_keys') return { keyPath: [...keyPath, issue.keys[0]!], message: 'unknown key' };
+    return { keyPath, message: issue.message };
   }
   const p = r.data;
-  for (const root of p.contract.roots) {
-    if (root.startsWith('/') || root.split('/').includes('..')) throw new ConfigError(`${source}: contract.roots`, `not a relative path: ${root}`);
+  for (const [i, root] of p.contract.roots.entries()) {
+    if (root.startsWith('/') || root.split('/').includes('..')) return { keyPath: ['contract', 'roots', i], message: `not a relative path: ${root}` };
   }
   const oracleFiles = [POLICY_PATH, p.contract.allowFile, p.fixtures.lock, p.ledger.path];
   return { ...p, oracleFiles, source };
+}
+
+const keyName = (keyPath: ReadonlyArray<string | number>): string => keyPath.map(String).join('.') || '(root)';
+
+/** Validate a parsed policy object. Throws ConfigError naming the first bad key path. */
+export function parsePolicy(raw: unknown, source = POLICY_PATH): Policy {
+  const r = validate(raw, source);
+  if ('keyPath' in r) throw new ConfigError(`${source}: ${keyName(r.keyPath)}`, r.message);
+  return r;
+}
+
+/**
+ * Parse and validate the policy file's text. Throws PolicyFileError: its message is
+ * `CONFIG: <source>: <key path>: <problem> (line N)`, and it carries the file and the line.
+ */
+export function policyFromText(text: string, source: string, path = POLICY_PATH): Policy {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw new PolicyFileError(source, `not valid JSON: ${(e as Error).message}`, { path, line: parseErrorLine(text, e) }, { cause: e });
+  }
+  const r = validate(raw, source);
+  if ('keyPath' in r) throw new PolicyFileError(source, `${keyName(r.keyPath)}: ${r.message}`, { path, line: keyLine(text, r.keyPath) });
+  return r;
 }
 
 export function defaultPolicy(): Policy {
   return parsePolicy({}, '(defaults)');
 }
 
-/** Read the policy from `rev` (the trusted revision). Absent file: defaults. Bad JSON or schema: ConfigError. */
+/**
+ * Read the policy from `rev` (the trusted revision). Absent file: defaults. Bad JSON or schema,
+ * or something other than a file at its path: PolicyFileError (a ConfigError) with the line.
+ */
 export async function loadPolicy(git: Git, rev: string | null): Promise<Policy> {
   if (!rev) return defaultPolicy();
-  const blob = await git.readBlob(`${rev}:${POLICY_PATH}`);
+  const source = `${POLICY_PATH}@${rev.slice(0, 12)}`;
+  const at = await git.pathId(rev, POLICY_PATH);
+  if (!at) return defaultPolicy();
+  if (at.type !== 'blob') throw new PolicyFileError(source, `a ${at.type}, not a file`, { path: POLICY_PATH, line: null });
+  const blob = await git.readBlob(at.id);
   if (!blob) return defaultPolicy();
-  let raw: unknown;
-  try {
-    raw = JSON.parse(blob.toString('utf8'));
-  } catch (e) {
-    throw new ConfigError(`${POLICY_PATH}@${rev.slice(0, 12)}`, `not valid JSON: ${(e as Error).message}`, { cause: e });
-  }
-  return parsePolicy(raw, `${POLICY_PATH}@${rev.slice(0, 12)}`);
+  return policyFromText(blob.toString('utf8'), source);
 }

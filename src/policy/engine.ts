@@ -250,6 +250,9 @@ export function renderDecision(d: RefDecision, actor?: string): string[] {
     const waived = d.outcomes.filter((o) => o.status === 'waived');
     const lines = [`patchgate: ACCEPT ${d.ref} ${range}${who}`];
     for (const o of waived) lines.push(`  (waived for a person) [${o.rule}] ${o.findings.length} finding(s), first: ${o.findings[0]?.message ?? ''}`);
+    // Judged under the fallback of a broken trusted policy (src/policy/trusted-policy.ts): say so.
+    const fallback = d.outcomes.find((o) => o.rule === 'policy')?.details?.fallback as { judgedUnder?: string } | undefined;
+    if (fallback?.judgedUnder) lines.push(`  (the trusted branch's policy does not validate: judged under ${fallback.judgedUnder === 'defaults' ? 'the documented defaults' : `the policy of ${short(fallback.judgedUnder)}`}; the pushed policy validates)`);
     return lines;
   }
   const row = tableRow(d.row);

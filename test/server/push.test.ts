@@ -211,10 +211,12 @@ t.test('a failed audit write refuses an otherwise good push', async (t) => {
   t.equal(await refIn(bare, 'refs/heads/agent/fix'), null, 'nothing lands without its audit row');
 });
 
-t.test('a bad policy on the trusted branch refuses every ref of a push, naming the key', async (t) => {
-  const { gate, human, agent, w, bare } = await setup(t);
-  w.commit('policy typo', { 'ci/patchgate.json': '{"writeable": ["**"]}' });
-  t.equal((await gitAsync(w.dir, ['push', gate.remote('app', 'alice', human), 'main'])).code, 0);
+t.test('a bad policy on the trusted branch refuses every ref of an agent\'s push, naming the key', async (t) => {
+  const { gate, agent, w, bare } = await setup(t);
+  // A person's push of it is refused now (rule policy: test/server/policy-files.test.ts): it gets there by hand.
+  const typo = w.commit('policy typo', { 'ci/patchgate.json': '{"writeable": ["**"]}' });
+  t.equal((await gitAsync(bare, ['fetch', '-q', w.dir, 'main'])).code, 0);
+  t.equal((await gitAsync(bare, ['update-ref', 'refs/heads/main', typo])).code, 0);
   w.checkout('agent/a', true).commit('a', { 'src/app.py': 'def add(a, b):\n    return b + a\n' });
   w.checkout('agent/b', true).commit('b', { 'src/app.py': 'def add(a, b):\n    return a + b + 0\n' });
   const r = await gitAsync(w.dir, ['push', gate.remote('app', 'agent-1', agent), 'agent/a', 'agent/b']);
@@ -223,7 +225,7 @@ t.test('a bad policy on the trusted branch refuses every ref of a push, naming t
   t.equal(await refIn(bare, 'refs/heads/agent/a'), null);
   t.equal(await refIn(bare, 'refs/heads/agent/b'), null);
   const rows = gate.srv.audit.query({ kind: 'ref', actor: 'agent-1' });
-  t.same(rows.map((x) => x.decision), ['gate-error', 'gate-error']);
+  t.same(rows.map((x) => x.decision), ['policy-broken', 'policy-broken']);
 });
 
 t.test('the hook endpoint: owner-only, and a request without the secret is refused', async (t) => {

@@ -11,9 +11,11 @@ import { fixtures } from './fixtures.js';
 import { ledger } from './ledger.js';
 import { limits } from './limits.js';
 import { tamperScan } from './tamper-scan.js';
+import { policyFiles } from './policy.js';
 
 export const PRE_RULES = [limits] as const satisfies readonly Rule[];
 
-export const RULES = [refs, writeBlock, contract, fixtures, tamperScan, ledger] as const satisfies readonly Rule[];
+// `policy` before the rules that read the policy's files (a lock that does not parse is its finding, not their error).
+export const RULES = [refs, writeBlock, policyFiles, contract, fixtures, tamperScan, ledger] as const satisfies readonly Rule[];
 
 export const RULE_IDS: readonly RuleId[] = [...PRE_RULES, ...RULES].map((r) => r.id);

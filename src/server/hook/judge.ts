@@ -6,7 +6,8 @@
 
 import type { Git } from '../../git/git.js';
 import { errorDecision, judgeUpdate } from '../../policy/engine.js';
-import { loadPolicy, type Policy } from '../../policy/config.js';
+import type { Policy } from '../../policy/config.js';
+import { trustedPolicy } from '../../policy/trusted-policy.js';
 import type { SlowPhaseOptions } from '../../progress.js';
 import { parsePool } from '../../contract/parse-pool.js';
 import { runCancellable } from '../../cancel.js';
@@ -108,12 +109,15 @@ export class Judge {
   }
 }
 
-/** The trusted branch (the bare repo's HEAD), its tip and the policy read from that tip. */
+/**
+ * The trusted branch (the bare repo's HEAD), its tip and the policy read from that tip; when
+ * that policy does not validate, the fallback with `fallback` set (src/policy/trusted-policy.ts).
+ */
 export async function trustedState(git: Git, branch?: string): Promise<TrustedState> {
   const trustedRef = branch ? `refs/heads/${branch}` : ((await git.symbolicHead()) ?? 'refs/heads/main');
   const trustedTip = await git.refTip(trustedRef);
-  // The policy is a function of the tip's tree: read and checked once per tip (a failure is not kept).
-  const policy = trustedTip ? await git.objects.get(`policy ${trustedTip}`, () => loadPolicy(git, trustedTip), () => 1) : await loadPolicy(git, trustedTip);
+  // The policy is a function of the tip's history: read and checked once per tip (a failure is not kept).
+  const policy = trustedTip ? await git.objects.get(`policy ${trustedTip}`, () => trustedPolicy(git, trustedTip), () => 1) : await trustedPolicy(git, trustedTip);
   return { trustedBranch: trustedRef.replace(/^refs\/heads\//, ''), trustedTip, policy };
 }
 
