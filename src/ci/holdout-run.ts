@@ -7,6 +7,7 @@
 // non-zero exit or a death by signal is red and names the id.
 
 import { readdir } from 'node:fs/promises';
+import { constants } from 'node:os';
 import { join } from 'node:path';
 import { HoldoutError, SealedCaseError } from '../errors.js';
 import { runnerKind, type Stream } from './channel.js';
@@ -92,10 +93,9 @@ async function heldOutTests(so: StrictOptions, dir: string, revs: { headId: stri
   io.out(`patchgate: held-out tests ${held ? 'handed to the runner from memory (no file of theirs in the sealed tree)' : 'sealed read-only under .patchgate-holdout/ (only pytest test modules can be handed over from memory)'}`);
   h.findings.forEach(add);
   const s = h.stream;
-  if (!s?.started || !s.ended || !s.tests.length) {
-    add(red('holdout-no-stream', 'the held-out tests produced no complete stream: they cannot vouch for the patch'));
-    return { handed: handed?.length ?? null, returned: s?.tests.length ?? 0, passed: 0 };
-  }
+  if (!s?.started || !s.ended || !s.tests.length) add(red('holdout-no-stream', 'the held-out tests produced no complete stream: they cannot vouch for the patch'));
+  if (!s?.started) return { handed: handed?.length ?? null, returned: 0, passed: 0 };
+  // A run cut short still says which ids came back: the accounting below names the rest.
   for (const f of checkStream(h, null)) if (f.kind !== 'no-stream') add({ ...f, message: `${f.message} (held-out run)` });
   const bad = s.tests.filter((x) => x.status !== 'passed');
   for (const x of bad) add(red('holdout-failed', `held-out test ${x.id} ${x.status}: the patch does not hold for inputs the visible tests do not show`, x.id));
@@ -130,7 +130,10 @@ export function accountHeldOut(handed: string[], unlisted: string[], s: Stream, 
   for (const id of handed) if (!back.has(id)) findings.push(red('holdout-missing', `held-out test ${id} was handed to the run but no result came back: it did not run, or its result was removed`, id));
   const last = s.tests[s.tests.length - 1]?.id;
   const failed = s.tests.some((t) => t.status === 'failed');
-  if (exit.signal) findings.push(red('holdout-exit', `the held-out run was killed by ${exit.signal}${last ? ` after ${last}` : ''}: its results are not evidence`, last));
+  // Under bubblewrap a test process killed by a signal is seen as bwrap's exit status 128+N.
+  const bySignal = exit.code !== null && exit.code > 128 && exit.code <= 128 + 64 ? Object.entries(constants.signals).find(([, n]) => n === exit.code! - 128)?.[0] : undefined;
+  const signal = exit.signal ?? (bySignal ? `${bySignal} (exit status ${exit.code})` : null);
+  if (signal) findings.push(red('holdout-exit', `the held-out run was killed by ${signal}${last ? ` after ${last}` : ''}: its results are not evidence`, last));
   else if (exit.code !== 0 && !failed) findings.push(red('holdout-exit', `the held-out run exited ${exit.code} although no held-out test failed${last ? ` (last result: ${last})` : ''}: the exit status and the results disagree`, last));
   return { findings };
 }

@@ -286,3 +286,12 @@ t.test('packaging (corpus): sealed cases green at its own HEAD, red naming the c
   exits(t, red, 1);
   t.same(kinds(reportOf(d), 'sealed-failed').map((r) => r.test), ['packaging.sealed.json#0 (canonical name)']);
 });
+
+t.test('accounting: a held-out run killed by a signal mid-way is red, naming the ids that never came back and the last that did', { skip }, async (t) => {
+  const kill = `import os, signal\n\ndef add(a, b):\n    if (a, b) == (10, 20) and os.path.isdir(".patchgate-holdout"):\n        os.kill(os.getpid(), signal.SIGKILL)\n    return a + b\n`;
+  const { res, rep } = await pyRun(t, kill, { 'test_props.py': HELD });
+  exits(t, res, 1);
+  t.same(kinds(rep, 'holdout-missing').map((r) => r.test), IDS.slice(1));
+  t.match(kinds(rep, 'holdout-exit')[0]?.message ?? '', /the held-out run was killed by SIGKILL \(exit status 137\) after \.patchgate-holdout\/test_props\.py::test_one/);
+  t.same(rep.holdout, { handed: 3, returned: 1, passed: 1 });
+});
