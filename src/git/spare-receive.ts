@@ -9,18 +9,22 @@
 // A spare is only taken while what it read at its start is what a new one would read: the same
 // repository (folder and config file, by inode), the same config bytes, the same global configs
 // (by stat) and the same environment. Otherwise, and when it died, it is dropped and the POST
-// starts git as before. A spare nobody takes (a push that had nothing to send) is stopped after
+// starts git as before. The pusher's fsck (./push-fsck.ts: relaxed for a person, strict for an
+// agent) is part of both: a spare is started with the fsck of the push whose advertisement
+// primed it, and only a POST with that same fsck takes it (an agent never gets a person's
+// relaxed receive-pack, nor a person an agent's strict one). A spare nobody takes (a push that had nothing to send) is stopped after
 // IDLE_MS. Only with the spawn helper: a fork of the daemon would block its loop.
 
 import { createHash } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { HelperChild } from './helper-child.js';
+import { fsckEnv, markFsck, type PushFsck } from './push-fsck.js';
 import { hashConfig } from './ref-advert.js';
 
 /** How long a spare waits for its POST before it is stopped. */
 const IDLE_MS = 30_000;
-/** Spares of one repository at most (pushes of several agents at once). */
+/** Spares of one repository and fsck at most (pushes of several agents at once). */
 const PER_REPO = 2;
 /** Spares at most in all; the oldest is stopped for a new one. */
 const MAX_SPARES = 16;
@@ -31,10 +35,10 @@ export function isPushPost(cmd: string, args: readonly unknown[]): boolean {
 }
 
 /**
- * What a receive-pack started now reads before its stdin: null when that cannot be keyed (see
- * ref-advert.ts's hashConfig) or read. Synchronous, a few small reads.
+ * What a receive-pack started now with environment `env` reads before its stdin: null when
+ * that cannot be keyed (see ref-advert.ts's hashConfig) or read. Synchronous, a few small reads.
  */
-export function spareKey(repoDir: string): string | null {
+export function spareKey(repoDir: string, env: NodeJS.ProcessEnv = process.env): string | null {
   try {
     const h = createHash('sha256');
     if (!hashConfig(h, repoDir)) return null;
@@ -42,7 +46,6 @@ export function spareKey(repoDir: string): string | null {
       const st = statSync(p);
       h.update(`${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}\0`);
     }
-    const env = process.env;
     for (const k of Object.keys(env).sort()) h.update(`${k}=${env[k] ?? ''}\0`);
     return h.digest('hex');
   } catch {
@@ -53,6 +56,7 @@ export function spareKey(repoDir: string): string | null {
 interface Spare {
   repoDir: string;
   key: string;
+  fsck: PushFsck;
   child: HelperChild;
   timer: NodeJS.Timeout;
   dead: boolean;
@@ -66,23 +70,25 @@ export class SpareReceivePacks {
   readonly stats = { made: 0, taken: 0, dropped: 0 };
   private readonly idleMs: number;
 
-  /** `start` is the spawn helper's start of `git-receive-pack --stateless-rpc <repoDir>` (null without it). */
-  constructor(private readonly start: (repoDir: string) => HelperChild | null, opts: { idleMs?: number } = {}) {
+  /** `start` is the spawn helper's start of `git-receive-pack --stateless-rpc <repoDir>` with `env` (null without it). */
+  constructor(private readonly start: (repoDir: string, env: NodeJS.ProcessEnv) => HelperChild | null, opts: { idleMs?: number } = {}) {
     this.idleMs = opts.idleMs ?? IDLE_MS;
   }
 
-  /** Start a spare for the repository (its push's advertisement was just answered), within the bounds. */
-  prime(repoDir: string): void {
+  /** Start a spare for the repository (its push's advertisement was just answered), with that push's fsck, within the bounds. */
+  prime(repoDir: string, fsck: PushFsck = 'strict'): void {
     if (this.closed) return;
-    const mine = this.spares.filter((s) => s.repoDir === repoDir && !s.dead);
+    const mine = this.spares.filter((s) => s.repoDir === repoDir && s.fsck === fsck && !s.dead);
     if (mine.length >= PER_REPO) return;
-    const key = spareKey(repoDir);
+    const env = fsckEnv(fsck);
+    const key = spareKey(repoDir, env);
     if (key === null) return;
-    const child = this.start(repoDir);
+    const child = this.start(repoDir, env);
     if (!child) return;
+    markFsck(child, fsck);
     this.stats.made++;
     const spare: Spare = {
-      repoDir, key, child, dead: false,
+      repoDir, key, fsck, child, dead: false,
       // Until a POST takes it nobody else listens: its failure only marks it (an 'error' with no listener would throw).
       onError: () => void (spare.dead = true),
       timer: setTimeout(() => this.drop(spare), this.idleMs),
@@ -95,16 +101,17 @@ export class SpareReceivePacks {
   }
 
   /**
-   * A live spare of the repository whose start read what a start now would, or null (the POST
-   * starts its own). Spares of the repository that no longer match are dropped on the way.
+   * A live spare of the repository whose start read what a start now with `fsck` would, or null
+   * (the POST starts its own). Spares of the repository that no longer match are dropped on the
+   * way; those of the other fsck are left for a push of theirs.
    */
-  take(repoDir: string): HelperChild | null {
+  take(repoDir: string, fsck: PushFsck = 'strict'): HelperChild | null {
     let key: string | null | undefined;
-    for (const s of this.spares.filter((x) => x.repoDir === repoDir)) {
+    for (const s of this.spares.filter((x) => x.repoDir === repoDir && x.fsck === fsck)) {
       const c = s.child;
       // Not started yet (the helper is slow or stuck): left to start, or to its idle end.
       if (!s.dead && c.pid === undefined) continue;
-      key ??= spareKey(repoDir);
+      key ??= spareKey(repoDir, fsckEnv(fsck));
       if (s.dead || c.exitCode !== null || c.signalCode !== null || key === null || s.key !== key) {
         this.drop(s);
         continue;
@@ -129,9 +136,9 @@ export class SpareReceivePacks {
     return this.spares.length;
   }
 
-  /** The pids of the repository's spares, once each has started (for tests). */
-  async pids(repoDir: string): Promise<number[]> {
-    const pids = await Promise.all(this.spares.filter((s) => s.repoDir === repoDir).map((s) => s.child.pidReady));
+  /** The pids of the repository's spares (those of one fsck, when given), once each has started (for tests). */
+  async pids(repoDir: string, fsck?: PushFsck): Promise<number[]> {
+    const pids = await Promise.all(this.spares.filter((s) => s.repoDir === repoDir && (fsck === undefined || s.fsck === fsck)).map((s) => s.child.pidReady));
     return pids.filter((p): p is number => p !== undefined);
   }
 

@@ -24,6 +24,7 @@ import { HelperChild, type ChildOwner } from './helper-child.js';
 import { SocketPairs } from './socket-pairs.js';
 import { isPushAdvert, RefAdverts, type AdvertChild } from './ref-advert.js';
 import { isPushPost, SpareReceivePacks } from './spare-receive.js';
+import { fsckEnv, markFsck, takeStartFsck } from './push-fsck.js';
 
 export { HelperChild } from './helper-child.js';
 
@@ -65,7 +66,7 @@ export class GitSpawner implements ChildOwner {
 
   constructor(private readonly log: (line: string) => void = () => {}, opts: { answerMs?: number; spareIdleMs?: number } = {}) {
     this.answerMs = opts.answerMs ?? SPAWN_ANSWER_MS;
-    this.spares = new SpareReceivePacks((dir) => this.spawn('git-receive-pack', ['--stateless-rpc', dir]), opts.spareIdleMs === undefined ? {} : { idleMs: opts.spareIdleMs });
+    this.spares = new SpareReceivePacks((dir, env) => this.spawn('git-receive-pack', ['--stateless-rpc', dir], { env }), opts.spareIdleMs === undefined ? {} : { idleMs: opts.spareIdleMs });
   }
 
   /** @internal the current stdio socket's path, if one is open. */
@@ -206,6 +207,8 @@ export class GitSpawner implements ChildOwner {
 
 /** The spawners of the servers running in this process (tests run several): the newest serves. */
 const routed: GitSpawner[] = [];
+/** The servers in this process whose pushes start here (with the helper or without). */
+let servers = 0;
 let restore: (() => void) | null = null;
 
 /**
@@ -214,25 +217,34 @@ let restore: (() => void) | null = null;
  * of the CommonJS module object is wrapped, for those two commands only when called with no
  * options, exactly as node-git-server calls them. Every other spawn, ours included (ES module
  * bindings), is untouched. Returns a function that undoes it (the original is back once no
- * server routes). PATCHGATE_SPAWN_HELPER=0 turns the helper off (the bench compares both).
+ * server routes). PATCHGATE_SPAWN_HELPER=0 turns the helper off (the bench compares both): then
+ * a push's receive-pack is still started here, by node's own spawn, for the environment of its
+ * pusher's fsck (./push-fsck.ts).
  */
 export function routeServiceSpawns(spawner: GitSpawner): () => void {
-  if (process.env.PATCHGATE_SPAWN_HELPER === '0') return () => {};
-  routed.push(spawner);
+  const helper = process.env.PATCHGATE_SPAWN_HELPER !== '0';
+  if (helper) routed.push(spawner);
+  servers++;
   if (!restore) {
     const cp = createRequire(import.meta.url)('node:child_process') as typeof import('node:child_process');
     const original = cp.spawn;
     const wrapped = function (this: unknown, cmd: string, ...rest: unknown[]): ChildProcess {
       const args = rest[0];
       const s = routed[routed.length - 1];
-      if (s && SERVICES.has(cmd) && Array.isArray(args) && rest.length === 1) {
+      const ours = SERVICES.has(cmd) && Array.isArray(args) && rest.length === 1;
+      // The pusher's fsck, as the server said for this start (strict when it said nothing).
+      const fsck = ours && (isPushAdvert(cmd, args) || isPushPost(cmd, args)) ? takeStartFsck() : 'strict';
+      if (s && ours) {
         let child: AdvertChild | HelperChild | null;
         if (isPushAdvert(cmd, args)) {
           // Once the advertisement is answered, the POST's receive-pack is started while the client packs.
           const dir = args[2] as string;
           child = s.adverts.answer(dir);
-          child.once('exit', (code: number | null) => void (code === 0 && s.spares.prime(dir)));
-        } else child = (isPushPost(cmd, args) ? s.spares.take(args[1] as string) : null) ?? s.spawn(cmd, args as string[]);
+          child.once('exit', (code: number | null) => void (code === 0 && s.spares.prime(dir, fsck)));
+        } else if (isPushPost(cmd, args)) {
+          child = s.spares.take(args[1] as string, fsck) ?? s.spawn(cmd, args as string[], { env: fsckEnv(fsck) });
+          if (child) markFsck(child, fsck);
+        } else child = s.spawn(cmd, args as string[]);
         if (child) {
           // A service that cannot be started: a line the client prints as "remote error: …",
           // rather than a cut-off answer it reports as a missing repository or a hang-up. For a
@@ -248,6 +260,7 @@ export function routeServiceSpawns(spawner: GitSpawner): () => void {
           return child as unknown as ChildProcess;
         }
       }
+      if (ours && fsck === 'relaxed' && isPushPost(cmd, args)) return markFsck(original.call(this, cmd, args as string[], { env: fsckEnv(fsck) }), fsck);
       return (original as (...a: unknown[]) => ChildProcess).call(this, cmd, ...rest);
     } as typeof cp.spawn;
     cp.spawn = wrapped;
@@ -255,10 +268,14 @@ export function routeServiceSpawns(spawner: GitSpawner): () => void {
       if (cp.spawn === wrapped) cp.spawn = original;
     };
   }
+  let undone = false;
   return () => {
+    if (undone) return;
+    undone = true;
+    servers--;
     const i = routed.indexOf(spawner);
     if (i >= 0) routed.splice(i, 1);
-    if (routed.length === 0 && restore) {
+    if (servers === 0 && restore) {
       restore();
       restore = null;
     }

@@ -15,6 +15,7 @@ import { join, resolve } from 'node:path';
 import { Git as GitServer } from 'node-git-server';
 import { GitSpawner, HelperChild, primeAdvert, routeServiceSpawns } from '../git/spawner.js';
 import type { SpareReceivePacks } from '../git/spare-receive.js';
+import { fsckFor, fsckForAccept, fsckOf, FsckWarnings, withStartFsck } from '../git/push-fsck.js';
 import type { RefAdverts } from '../git/ref-advert.js';
 import { AuditStore, newPushId, type QueryOptions } from '../audit/store.js';
 import { allowsRepo, hashSecret, type AuthenticatedToken, type TokenSource } from '../audit/tokens.js';
@@ -127,6 +128,8 @@ interface Seen {
   confirmed: Promise<void> | null;
   /** The push judged from its pack before its hook (src/server/hook/ahead.ts). */
   ahead?: Promise<Ahead | null>;
+  /** A person's push: what git's relaxed fsck warned about (src/git/push-fsck.ts). */
+  fsckWarnings?: FsckWarnings;
 }
 
 /** `credential`: the sha256 of the token (never the secret), read again when a push's decision is written (src/audit/credential.ts). */
@@ -265,12 +268,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         action.res?.once?.('close', ended);
         // git's report-status on its way to the client is what moved (no post-receive hook:
         // src/server/report-status.ts); the answer ends once the session's rows are written.
-        const report = new ReportStatusReader(exchangeOf(action.req)?.section?.caps ?? []);
+        // A person's receive-pack only warns about old history's format slips (src/git/push-fsck.ts): what it warned about is audited.
+        const fsckWarnings = fsckOf(ps) === 'relaxed' ? new FsckWarnings() : null;
+        const report = new ReportStatusReader(exchangeOf(action.req)?.section?.caps ?? [], fsckWarnings ? (p) => fsckWarnings.push(p) : undefined);
         let settle: (w?: Promise<void>) => void = () => {};
         const written = new Promise<void>((r) => (settle = r));
         // Registered or not (no pid: nothing was judged), without a report the answer's end waits for the exit.
         ps.once('exit', () => setImmediate(() => settle(undefined)));
-        const seen: Seen = { report, settle, pid: 0, confirmed: null, ...(ahead ? { ahead } : {}) };
+        const seen: Seen = { report, settle, pid: 0, confirmed: null, ...(ahead ? { ahead } : {}), ...(fsckWarnings ? { fsckWarnings } : {}) };
         let reported = false;
         const tap = (c: Buffer): void => {
           report.push(c);
@@ -305,6 +310,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           ...(who.pushTarget ? { pushTarget: who.pushTarget } : {}),
           report: () => seen.report.outcome,
           ...(seen.ahead ? { ahead: seen.ahead } : {}),
+          ...(seen.fsckWarnings ? { fsckWarnings: seen.fsckWarnings } : {}),
         });
         ps.on('exit', () => {
           servicePids.delete(pid);
@@ -312,6 +318,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           if (draining && servicePids.size === 0 && hooks.pendingSessions.size === 0) drained?.();
         });
       };
+      // Its receive-pack checks objects with the pusher's fsck (src/git/push-fsck.ts).
+      fsckForAccept(action, fsckFor(who.role));
       action.accept();
     };
     // Its info/refs answer reports a failed spawn of git on the server object itself: without
@@ -329,7 +337,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     for (const ev of ['info', 'head'] as const) {
       gitServer.on(ev as 'fetch', (a: any) => {
         a.on('error', onGitError);
-        a.accept();
+        // A push's advertisement: the spare receive-pack it primes gets this pusher's fsck (src/git/spare-receive.ts).
+        const who = identities.get(a.req as http.IncomingMessage);
+        withStartFsck(who ? fsckFor(who.role) : 'strict', () => a.accept());
       });
     }
 

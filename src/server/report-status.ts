@@ -69,7 +69,8 @@ export class ReportStatusReader {
   private complete = false;
   private bad = false;
 
-  constructor(caps: readonly string[]) {
+  /** `onProgress` is shown each payload of band 2 (git's progress and warnings, e.g. fsck's: src/git/push-fsck.ts). */
+  constructor(caps: readonly string[], private readonly onProgress?: (payload: Buffer) => void) {
     // receive-pack speaks side-band-64k only (a client's plain `side-band` gets no band).
     this.sideband = caps.includes('side-band-64k');
     this.expected = caps.includes('report-status') || caps.includes('report-status-v2');
@@ -81,6 +82,7 @@ export class ReportStatusReader {
     this.outer.push(chunk, (p) => {
       // band 1 is the report; 2 and 3 are progress and errors; a flush ends the output
       if (p && p.length && p[0] === 1) this.inner.push(p.subarray(1), (q) => this.line(q));
+      else if (p && p.length > 1 && p[0] === 2) this.onProgress?.(p.subarray(1));
     });
   }
 

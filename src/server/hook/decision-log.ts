@@ -12,6 +12,7 @@ import type { RecordPushInput, Verdict } from '../../audit/store.js';
 import type { RecordedPush } from '../../audit/sink-api.js';
 import { credentialReason } from '../../audit/credential.js';
 import { boundRecord } from '../../audit/bound.js';
+import { fsckOutcome } from '../../git/push-fsck.js';
 import { rememberAccepted } from '../../policy/carried.js';
 import type { RefDecision } from '../../policy/types.js';
 import { upstreamBudget } from '../../upstream/gate.js';
@@ -43,7 +44,8 @@ export class DecisionLog {
       timings,
       refs: decisions.map((d) => ({
         ref: d.ref, old: d.oldId, new: d.newId, verdict: auditVerdict(d), decision: d.row,
-        rules: JSON.parse(JSON.stringify(d.outcomes)) as unknown[],
+        // A person's push whose receive-pack relaxed git's fsck says so, with what git warned about (src/git/push-fsck.ts).
+        rules: [...(JSON.parse(JSON.stringify(d.outcomes)) as unknown[]), ...(s.fsckWarnings ? [fsckOutcome(s.fsckWarnings)] : [])],
         contractBase: d.contract.base, contractHead: d.contract.head, timings: { total: d.ms, ...(d.commitsMs !== undefined ? { commits: d.commitsMs } : {}) },
       })),
     });

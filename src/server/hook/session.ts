@@ -3,6 +3,7 @@
 // (../hook-service.ts), its parts in this folder and ../escalate.ts import it without
 // importing one another (issue 22: this was the one import cycle left).
 
+import type { FsckWarnings } from '../../git/push-fsck.js';
 import type { PushTarget } from '../../policy/push-target.js';
 import type { RefDecision, Role } from '../../policy/types.js';
 import type { ReportOutcome } from '../report-status.js';
@@ -53,6 +54,11 @@ export interface PushSession {
   trustedBranch?: string;
   /** Its rules judged from its pack before the hook asked (./ahead.ts), if that was tried. */
   ahead?: Promise<Ahead | null>;
+  /**
+   * A person's push: its receive-pack ran git's fsck relaxed for old history's format slips
+   * (src/git/push-fsck.ts), and this is what git warned about on the way. Absent: strict.
+   */
+  fsckWarnings?: FsckWarnings;
 }
 
 /** The key of one ref update in a session's `decisions` and `confirmed`: "ref old new". */
