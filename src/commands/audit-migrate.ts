@@ -67,7 +67,8 @@ export async function runAuditMigrate(args: { from: string; to?: string }, progr
       }
       lines.push(`target ${describeAudit(to)}: ${after.rows} row(s) copied, hash chain intact, same head #${theirs.id} ${theirs.hash.slice(0, 16)}`);
       lines.push(`tokens: ${tokens.length} copied (${tokens.filter((t) => t.revoked === null).length} not revoked); they work on every node that uses the shared log`);
-      lines.push(`next: start the gate with PATCHGATE_AUDIT_URL set to the --to URL (or --audit without its password); rows written to ${from.path} after this copy are not in it`);
+      const setTo = args.to ? 'the --to URL' : `the URL ${AUDIT_URL_ENV} holds now`;
+      lines.push(`next: start the gate with ${AUDIT_URL_ENV} set to ${setTo} (or --audit without its password); rows written to ${from.path} after this copy are not in it`);
       return { ok: true, lines };
     } finally {
       await target.close();

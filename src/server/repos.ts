@@ -69,6 +69,12 @@ export const REPO_GIT_CONFIG: ReadonlyArray<{ key: string; value: string; enforc
   // No `git gc --auto` inside every receive-pack: the daemon runs it once the repository is
   // quiet (src/server/idle-gc.ts). An operator who sets it back to true gets git's own.
   { key: 'receive.autogc', value: 'false', enforced: false },
+  // Partial clones (`git clone --filter=blob:none`), which agents in large monorepos use: without
+  // it git serves a full clone with a warning. Pushes from them are judged as any other. A
+  // partial clone fetches a missing blob later by its id, which git serves only for an object
+  // some ref reaches (not any object the repository holds).
+  { key: 'uploadpack.allowfilter', value: 'true', enforced: false },
+  { key: 'uploadpack.allowreachablesha1inwant', value: 'true', enforced: false },
 ];
 
 /** Bring a repository's config up to REPO_GIT_CONFIG; returns the keys it set. */

@@ -231,12 +231,12 @@ export async function refuseMovedRefs(store: Git, decisions: RefDecision[]): Pro
 }
 
 /** Every ref of a push refused because upstream could not be refreshed (or the settings not read). */
-export function upstreamRefused(u: { ref: string; oldId: string; newId: string }, err: Error): RefDecision {
+export function upstreamRefused(u: { ref: string; oldId: string; newId: string }, err: Error, repo = 'NAME'): RefDecision {
   const row = tableRow('upstream-refused');
   return {
     ref: u.ref, oldId: u.oldId, newId: u.newId, verdict: 'reject', row: row.id, action: row.action,
     reasons: [{ rule: 'upstream', message: `${errorMessage(err).split('\n')[0]}; not judged against a trusted branch that could not be refreshed`, ref: u.ref }],
-    remediation: 'nothing was accepted; push again in a minute, and if this repeats ask a person to check upstream and the gate\'s credential (patchgate repo sync NAME shows the error)',
+    remediation: `nothing was accepted; push again in a minute, and if this repeats ask a person to check upstream and the gate's credential (patchgate repo sync ${repo} shows the error)`,
     outcomes: [], contract: { base: null, head: null }, ms: 0,
   };
 }

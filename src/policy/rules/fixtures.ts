@@ -66,6 +66,6 @@ export const fixtures: Rule = {
         pushAgain(ctx),
       );
     }
-    return `regenerate the lock from the fixture folders (a person's step): patchgate fixtures lock ${[...new Set(paths.map((p) => p.slice(0, p.lastIndexOf('/')) || '.'))].join(' ')} && git add ${ctx.policy.fixtures.lock} && git commit; or restore the fixtures`;
+    return `regenerate the lock from the fixture folders (a person's step): patchgate fixtures lock ${[...new Set(paths.map((p) => p.slice(0, p.lastIndexOf('/')) || '.'))].join(' ')} && git add ${ctx.policy.fixtures.lock} && git commit -m ${shq('regenerate the fixture lock')}; or restore the fixtures`;
   },
 };

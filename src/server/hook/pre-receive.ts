@@ -79,7 +79,7 @@ async function judgeAndAnswer(ctx: HookParts, s: PushSession, hr: HookRequest, l
     if (pre instanceof UpdateHookError) {
       decisions = updates.map((u) => ({ ...errorDecision(u, pre, t0), remediation: pre.next }));
     } else if (pre instanceof Error) {
-      decisions = updates.map((u) => upstreamRefused(u, pre));
+      decisions = updates.map((u) => upstreamRefused(u, pre, s.repo));
     } else {
       if (pre.fetch) timings.upstreamFetch = pre.fetch.ms;
       if (pre.settings.mode === 'evaluate') mode = 'evaluate';
