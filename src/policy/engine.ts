@@ -5,7 +5,7 @@
 import type { PushTarget } from './push-target.js';
 import { isZeroId, type CommitDiff, type CommitInfo, type Git } from '../git/git.js';
 import { errorMessage } from '../errors.js';
-import { throwIfCancelled } from '../cancel.js';
+import { CancelledError, throwIfCancelled } from '../cancel.js';
 import type { Policy } from './config.js';
 import { trustedPolicy } from './trusted-policy.js';
 import { brokenPolicyDecision } from './rules/policy.js';
@@ -43,7 +43,18 @@ export interface JudgeOptions {
   progress?: SlowPhaseOptions;
   /** In a push: its rules judged ahead from its pack on the same inputs (judgeAhead); only the size limits run. */
   ahead?: AheadRules;
+  /**
+   * A person's push (issue 47): how long, from the start of the judgement, the answer waits for
+   * the rules whose findings are waived for a person. One still running then is audited as
+   * deferred and goes on after the answer (its parses fill the caches for the next push); one
+   * that fails is audited with its error, since its findings could not refuse the push anyway.
+   * Unset: every rule is waited for (check, and an agent's push always).
+   */
+  waivedBudgetMs?: number;
 }
+
+/** A waived rule's run that the answer did not wait for (JudgeOptions.waivedBudgetMs). */
+const DEFERRED = 'deferred' as const;
 
 export function updateKind(u: RefUpdate): UpdateKind {
   if (isZeroId(u.oldId)) return 'create';
@@ -179,23 +190,42 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
     const { kind, judged, commitsMs, ctx } = await prepare(opts, update, policy, started, ahead);
     const human = opts.role !== 'agent';
     const run = runRule(ctx);
+    // A person's push: the waived rules hold the answer only until the budget is spent.
+    const budget = human && opts.mode === 'push' ? opts.waivedBudgetMs : undefined;
+    const deadline = budget === undefined ? null : new Promise<typeof DEFERRED>((resolve) => {
+      const timer = setTimeout(() => resolve(DEFERRED), Math.max(0, started + budget - Date.now()));
+      timer.unref?.();
+    });
+    const runMain = (rule: Rule): Promise<RuleRun | typeof DEFERRED> => {
+      const p = run(rule);
+      return deadline && rule.waivedForHumans ? Promise.race([p, deadline]) : p;
+    };
     // The size limits run first and alone: a pack bomb is refused before any rule reads it.
     // Then the rules run side by side (they mostly wait on the same cat-file reader, which
     // then answers back to back) and are read in order: outcomes, the first failing rule and
     // an error are exactly what running them one after another would give.
     const rules: Rule[] = [...PRE_RULES];
-    const results: Array<Awaited<ReturnType<typeof run>> | null | 'over-limit'> = await Promise.all(PRE_RULES.map(run));
-    const overLimit = results.some((r) => r && r !== 'over-limit' && ('err' in r || r.res.findings.length > 0));
+    const results: Array<Awaited<ReturnType<typeof run>> | null | 'over-limit' | typeof DEFERRED> = await Promise.all(PRE_RULES.map(run));
+    const overLimit = results.some((r) => r && r !== 'over-limit' && r !== DEFERRED && ('err' in r || r.res.findings.length > 0));
     rules.push(...RULES);
     if (overLimit) results.push(...RULES.map(() => 'over-limit' as const));
     // Judged ahead from the pack: the same rules' results on the same inputs (the caller checked).
     else if (ahead) results.push(...ahead.results);
-    else results.push(...(await Promise.all(RULES.map((rule) => (rule.id === 'refs' && opts.mode === 'check' && !opts.checkRefs ? null : run(rule))))));
+    else results.push(...(await Promise.all(RULES.map((rule) => (rule.id === 'refs' && opts.mode === 'check' && !opts.checkRefs ? null : runMain(rule))))));
     for (let i = 0; i < rules.length; i++) {
       const rule = rules[i]!;
       const r = results[i];
       if (!r || r === 'over-limit') {
         outcomes.push({ rule: rule.id, status: 'skipped', findings: [], details: { why: r ? 'the push is over a size limit; nothing of it was read' : 'no ref update in check mode' }, ms: 0 });
+        continue;
+      }
+      if (r === DEFERRED) {
+        outcomes.push({ rule: rule.id, status: 'waived', findings: [], details: { deferred: `not finished within ${budget} ms; its findings are waived for a person, so the answer did not wait (it went on after the answer)` }, ms: Date.now() - started });
+        continue;
+      }
+      if ('err' in r && human && rule.waivedForHumans && budget !== undefined && !(r.err instanceof CancelledError)) {
+        // Its findings could not refuse a person's push, so neither can its failure: audited.
+        outcomes.push({ rule: rule.id, status: 'waived', findings: [], details: { error: errorMessage(r.err) }, ms: r.ms });
         continue;
       }
       if ('err' in r) {

@@ -53,6 +53,8 @@ export interface ServerOptions {
   tlsCert?: string;
   tlsKey?: string;
   hookTimeoutMs?: number;
+  /** How long a person's push waits for the rules waived for a person (default: a quarter of the hook time limit). */
+  waivedWaitMs?: number;
   /** The audit log: `sqlite:PATH` or `postgres://…` (default `<data>/patchgate.db`). Decisions and tokens are written to and read from it alone. */
   auditUrl?: string;
   limiter?: LimiterOptions;
@@ -207,7 +209,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     undo.push(() => disk.close());
     const cache = new ContentCache(disk);
     metrics.watchCache(cache);
-    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, cache, beforeJudge: opts.beforeJudge, ...(opts.judgeSlots !== undefined ? { judgeSlots: opts.judgeSlots } : {}), dataDir, upstreamFreshMs: opts.upstreamFreshMs, ...(opts.remoteProgressDelayMs !== undefined ? { remoteProgressDelayMs: opts.remoteProgressDelayMs } : {}), ...(opts.gc ? { gc: opts.gc } : {}), ...(opts.log || opts.logger ? {} : { progress: stderrProgress() }), onTimeout: () => metrics.hookTimeouts.inc(), onAnswer: (hr, verdict) => metrics.hookAnswers.inc({ hook: hr && HOOK_LABELS.has(hr.hook) ? hr.hook : 'other', verdict }), log, ...(opts.notifyUrl ? { notifyUrl: opts.notifyUrl, notify: opts.notify } : {}) });
+    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, ...(opts.waivedWaitMs !== undefined ? { waivedWaitMs: opts.waivedWaitMs } : {}), cache, beforeJudge: opts.beforeJudge, ...(opts.judgeSlots !== undefined ? { judgeSlots: opts.judgeSlots } : {}), dataDir, upstreamFreshMs: opts.upstreamFreshMs, ...(opts.remoteProgressDelayMs !== undefined ? { remoteProgressDelayMs: opts.remoteProgressDelayMs } : {}), ...(opts.gc ? { gc: opts.gc } : {}), ...(opts.log || opts.logger ? {} : { progress: stderrProgress() }), onTimeout: () => metrics.hookTimeouts.inc(), onAnswer: (hr, verdict) => metrics.hookAnswers.inc({ hook: hr && HOOK_LABELS.has(hr.hook) ? hr.hook : 'other', verdict }), log, ...(opts.notifyUrl ? { notifyUrl: opts.notifyUrl, notify: opts.notify } : {}) });
     undo.push(() => hooks.stop());
     await hooks.start();
     // Pushes the last run left unsettled (killed, or its log was down): compared with the real

@@ -22,6 +22,11 @@ export interface HookServiceOptions {
   audit: AuditSink;
   /** Engine time limit per push; past it the push is refused. */
   timeoutMs: number;
+  /**
+   * How long a person's push waits for the rules whose findings are waived for a person
+   * (src/policy/engine.ts waivedBudgetMs); default a quarter of the push's time limit.
+   */
+  waivedWaitMs?: number;
   cache: Map<string, unknown>;
   /** Test seam: runs before the engine, e.g. to stop the daemon mid-push. */
   beforeJudge?: () => Promise<void>;

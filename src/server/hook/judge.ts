@@ -100,9 +100,11 @@ export class Judge {
     // Where a push's time goes, kept in the audit row (ms): setup = trusted tip and policy.
     timings.setup = Math.round(performance.now() - t0);
     const out: RefDecision[] = [];
+    // A person's push: the rules waived for a person hold the answer a quarter of its time limit at most (issue 47).
+    const waivedBudgetMs = this.ctx.opts.waivedWaitMs ?? Math.floor((s.timeoutMs ?? this.ctx.opts.timeoutMs) / 4);
     for (const [i, u] of updates.entries()) {
       if (signal.aborted) break;
-      out.push(await judgeUpdate({ git, role, mode: 'push', trustedTip, trustedBranch, policy, cache: this.ctx.opts.cache, mainStore: store, ...(s.pushTarget ? { pushTarget: s.pushTarget } : {}), ...(remote ? { progress: remote } : {}), ...(ahead ? { ahead: ahead[i]! } : {}) }, u));
+      out.push(await judgeUpdate({ git, role, mode: 'push', waivedBudgetMs, trustedTip, trustedBranch, policy, cache: this.ctx.opts.cache, mainStore: store, ...(s.pushTarget ? { pushTarget: s.pushTarget } : {}), ...(remote ? { progress: remote } : {}), ...(ahead ? { ahead: ahead[i]! } : {}) }, u));
     }
     timings.refs = Math.round(performance.now() - t0) - timings.setup;
     return out;
