@@ -112,7 +112,8 @@ export function hostSession(hr: HookRequest, cfg: DaemonConfig): PushSession | s
     if (CONTROL.test(v)) throw new HostIdentityError(`the host's identity variable for ${k.slice(0, 20)} holds a control character, so ${vars.label} did not say plainly who pushes where; nothing was accepted; ask the host's admin to check the account and repository names`);
   }
   const user = hr.id.user ?? '';
-  if (!user) throw new HostIdentityError(`no pusher identity: ${vars.user.join('/')} is not set, so ${vars.label} did not say who pushes; nothing was accepted`);
+  // Spaces only name nobody: refused as missing, never judged as an agent called "   ".
+  if (/^\s*$/.test(user)) throw new HostIdentityError(`no pusher identity: ${vars.user.join('/')} is not set (or holds only spaces), so ${vars.label} did not say who pushes; nothing was accepted`);
   if (hr.hook !== 'pre-receive') throw new HostIdentityError(`only the pre-receive hook talks to the daemon inside ${vars.label} (got ${hr.hook.slice(0, 40)})`);
   let repoDir: string;
   try {

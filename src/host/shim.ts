@@ -45,8 +45,9 @@ set -u
 export LC_ALL=C # lengths in bytes
 endpoint=${q(endpointPath)}
 user=${firstSet(v.user)}
-if [ -z "$user" ]; then
-  echo "patchgate: push refused: no pusher identity (${v.user.join('/')} is not set); this hook only runs inside ${v.label}'s receive-pack; ask the host's admin to check: patchgate hook install --host ${host}" >&2
+# Unset, empty or spaces only: nobody is named (spaces are not a user called "   ").
+if [ -z "\${user//[[:space:]]/}" ]; then
+  echo "patchgate: push refused: no pusher identity (${v.user.join('/')} is not set, or holds only spaces); this hook only runs inside ${v.label}'s receive-pack; ask the host's admin to check: patchgate hook install --host ${host}" >&2
   exit 1
 fi
 ${ghes ? `budget_ms=${budgetMs}

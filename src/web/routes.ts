@@ -73,7 +73,9 @@ export function createWeb(deps: WebDeps): (req: http.IncomingMessage, res: http.
       await deps.audit.appendAuthFailure({ remoteAddr: addr(req), user: creds.user, reason: 'audit page: bad or revoked token' });
       return 'bad';
     }
-    deps.limiter.succeed(addr(req), creds.user);
+    // Only a token that may read the page forgives the failures of its claimed name: an agent
+    // token's success, interleaved with guesses under the same name, must not reset them.
+    if (token.role !== 'agent') deps.limiter.succeed(addr(req), creds.user);
     return token;
   };
 
@@ -143,7 +145,8 @@ export function createWeb(deps: WebDeps): (req: http.IncomingMessage, res: http.
         await deps.audit.appendAuthFailure({ remoteAddr: addr(req), user: 'web login', reason: 'audit page: bad or revoked token' });
         return page(res, 401, loginPage('bad or revoked token'));
       }
-      deps.limiter.succeed(addr(req), 'web login');
+      // The form claims no name, so every login from this address shares one count: a success
+      // (an agent token's, or anyone's) forgives nothing, or it would reset a guesser's count.
       if (token.role === 'agent') return page(res, 403, loginPage('agent tokens may not read the audit log; log in with a human or admin token'));
       const sid = sessions.create(token.name, secret);
       return page(res, 303, messagePage('Logged in', 'continue to the overview', token.name), { Location: '/', 'Set-Cookie': cookieHeader(sid, deps.secure) });

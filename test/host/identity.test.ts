@@ -80,7 +80,7 @@ t.test('a push passes unjudged only when the folder is outside `repos` and the v
   t.equal(d.audit.query({ kind: 'push' }).length, 2);
 });
 
-t.test('identity values are taken as they are: " alice" is not alice; control characters refuse', async (t) => {
+t.test('identity values are taken as they are: " alice" is not alice; spaces only are no one; control characters refuse', async (t) => {
   const { d, cfg } = await startTestDaemon(t);
   const { bare, w } = await seededBare(t);
   await installHostHooks('generic', cfg, [bare]);
@@ -96,6 +96,15 @@ t.test('identity values are taken as they are: " alice" is not alice; control ch
     const r = await gitWithEnv(w.dir, ['push', bare, 'agent/x'], { PATCHGATE_USER: 'alice', PATCHGATE_REPO: 'app', [k]: v });
     t.not(r.code, 0, `${JSON.stringify(v)} refused`);
     t.match(r.stderr, /remote: (?:GL-HOOK-ERR: )?patchgate: push refused: the host's identity variables hold a control character/);
+  }
+  // Spaces only name nobody: refused as missing, never judged as an agent named "   ".
+  for (const user of ['   ', ' \t ']) {
+    const r = await gitWithEnv(w.dir, ['push', bare, 'agent/x'], { PATCHGATE_USER: user, PATCHGATE_REPO: 'app' });
+    t.not(r.code, 0, `${JSON.stringify(user)} refused`);
+    t.match(r.stderr, /remote: (?:GL-HOOK-ERR: )?patchgate: push refused: no pusher identity \(PATCHGATE_USER is not set, or holds only spaces\)/);
+  }
+  for (const user of ['   ', '\u00a0\u3000', '']) {
+    t.throws(() => hostSession({ hook: 'pre-receive', ppid: 1, dir: bare, env: {}, id: { host: 'generic', user }, lines: [] }, cfg), { name: 'HostIdentityError', message: /no pusher identity/ }, `the daemon refuses ${JSON.stringify(user)} too`);
   }
   t.equal(d.audit.query({ kind: 'push' }).length, 1, 'refused before judging');
   t.equal(await refIn(bare, 'refs/heads/agent/x'), null);
