@@ -9,7 +9,7 @@ export interface ContractDiff {
 }
 
 /** The key a row is paired on: path and name, up to the signature. */
-function rowKey(row: string): string {
+export function rowKey(row: string): string {
   // A Python re-export row pairs on the name it is exported as, too.
   const m = /^(.*?::(?:export \S+ -> )?[^(:<=\s]*)/.exec(row);
   return m ? m[1]! : row;
@@ -20,15 +20,31 @@ export function diffContracts(before: string[], after: string[]): ContractDiff {
   const a = new Set(after);
   const removed = before.filter((r) => !a.has(r));
   const added = after.filter((r) => !b.has(r));
+  // A removed row pairs with the first added row of its key still unpaired (a changed
+  // signature). By key, not by a scan of the added rows: a contract that moved from nothing
+  // to 180k rows, or back, must not take time quadratic in its size (issue 47).
+  const byKey = new Map<string, number[]>();
+  for (const [i, r] of added.entries()) {
+    const k = rowKey(r);
+    const list = byKey.get(k);
+    if (list) list.push(i);
+    else byKey.set(k, [i]);
+  }
+  const taken = new Uint8Array(added.length);
+  const next = new Map<string, number>();
   const changed: ContractDiff['changed'] = [];
-  const addedLeft = [...added];
   const removedLeft: string[] = [];
   for (const r of removed) {
-    const i = addedLeft.findIndex((x) => rowKey(x) === rowKey(r));
-    if (i >= 0) changed.push({ from: r, to: addedLeft.splice(i, 1)[0]! });
-    else removedLeft.push(r);
+    const k = rowKey(r);
+    const list = byKey.get(k);
+    const at = next.get(k) ?? 0;
+    if (list && at < list.length) {
+      next.set(k, at + 1);
+      taken[list[at]!] = 1;
+      changed.push({ from: r, to: added[list[at]!]! });
+    } else removedLeft.push(r);
   }
-  return { added: addedLeft, removed: removedLeft, changed };
+  return { added: added.filter((_, i) => !taken[i]), removed: removedLeft, changed };
 }
 
 /** Digests listed in an allow file: one hex digest per line, `#` starts a comment. */

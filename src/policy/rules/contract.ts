@@ -78,7 +78,8 @@ export const contract: Rule = {
     const baseRev = refs[0]?.rev;
     const baseRows = base && baseRev ? await contractRows(git, base, baseRev, roots, ctx.cache, limits) : [];
     const diff = diffContracts(baseRows, await contractRows(git, head, headCommit, roots, ctx.cache, limits));
-    findings.push(...rowFindings(diff, headCommit));
+    // One by one: a spread of 180k findings overflows the call stack (issue 47).
+    for (const f of rowFindings(diff, headCommit)) findings.push(f);
     return { findings, details: { ...details, diff } };
   },
   remediation(ctx, findings) {
