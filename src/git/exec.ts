@@ -4,16 +4,33 @@
 // gate's life. The Git facade's run() and remote() are these.
 
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { chownSync, existsSync, statSync } from 'node:fs';
 import { GitError } from '../errors.js';
 import { QUARANTINE_VARS } from './quarantine.js';
 
-/** Set one key of a repository's config file, synchronously (`hook install` is synchronous); throws GitError. */
+/**
+ * Set one key of a repository's config file, synchronously (`hook install` is synchronous);
+ * throws GitError. `--file`, not `--local`: git's safe.directory check refuses `--local` in a
+ * repository another user owns (root installing into the host user's repositories), and never
+ * applies to a named file. git rewrites the file through a lock file, so run as root it would
+ * leave the file root's: the file keeps the owner it had.
+ */
 export function setConfigSync(configFile: string, key: string, value: string): void {
   const args = ['config', '--file', configFile, key, value];
+  let owner: { uid: number; gid: number } | null = null;
+  try {
+    owner = statSync(configFile);
+  } catch {
+    owner = null;
+  }
   try {
     execFileSync('git', args, { stdio: ['ignore', 'ignore', 'pipe'], timeout: 10_000 });
+    if (owner && process.getuid?.() === 0) {
+      const now = statSync(configFile);
+      if (now.uid !== owner.uid || now.gid !== owner.gid) chownSync(configFile, owner.uid, owner.gid);
+    }
   } catch (err) {
+    if (err instanceof GitError) throw err;
     const e = err as { status?: number | null; stderr?: Buffer };
     throw new GitError(args, e.status ?? null, e.stderr?.toString('utf8') ?? String(err), { cause: err });
   }

@@ -7,7 +7,7 @@
 // for the same commits; a person key's push is accepted; both are audited.
 
 import t from 'tap';
-import { chownSync, statSync, writeFileSync } from 'node:fs';
+import { chownSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { GIT_ENV, TestRepo } from '../helpers/repo.js';
 import { gitAsync, startGate } from '../helpers/gate.js';
@@ -53,6 +53,37 @@ t.test('gitolite over ssh: agent key refused with the same remote: lines as patc
   await g.configure(['repo gitolite-admin', '    RW+ = admin', '', 'repo app', '    RW+ = alice agent-1', '    option hook.pre-receive = patchgate', ''].join('\n'));
   // (On a machine whose git defaults to another branch, HEAD is put at master as stock git makes it.)
   const gitDir = join(g.home, 'repositories', 'app.git');
+
+  // hook install again, by the current user (root in CI, as admins run it), now that app.git
+  // exists and belongs to the host user: push options are advertised in the host user's existing
+  // repositories, each config file keeps its owner, and git's safe.directory check does not
+  // stop it (issue 49).
+  const again = await run(process.execPath, [HCLI, 'hook', 'install', '--host', 'gitolite', '--config', config, join(g.home, 'local')]);
+  t.equal(again.code, 0, again.stderr || 'hook install by the current user');
+  t.match(again.stdout, new RegExp(`^set receive\\.advertisePushOptions in (\\d+) of \\1 repositories under ${join(g.home, 'repositories').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(agents escalate with git push -o patchgate\\.escalate="…"\\)$`, 'm'));
+  t.equal((await run('git', ['config', '--file', join(gitDir, 'config'), 'receive.advertisePushOptions'])).stdout.trim(), 'true', 'app.git advertises push options');
+  t.same((({ uid: u, gid: g2 }) => [u, g2])(statSync(join(gitDir, 'config'))), [uid, gid], 'app.git/config keeps the host user as owner');
+  // The lines for repositories made later, applied as printed, give a new repository push options.
+  const rcLine = /in ~\/\.gitolite\.rc: (GIT_CONFIG_KEYS => .*,)$/m.exec(again.stdout)?.[1];
+  const confLines = /in gitolite\.conf: (repo @all)\n\s+(config receive\.advertisePushOptions = true)$/m.exec(again.stdout);
+  t.ok(rcLine && confLines, `hook install prints the .gitolite.rc and gitolite.conf lines:\n${again.stdout}`);
+  const rcPath = join(g.home, '.gitolite.rc');
+  const rc = readFileSync(rcPath, 'utf8');
+  t.match(rc, /^\s*GIT_CONFIG_KEYS\s*=>\s*'',$/m, "stock .gitolite.rc has GIT_CONFIG_KEYS => ''");
+  writeFileSync(rcPath, rc.replace(/^(\s*)GIT_CONFIG_KEYS\s*=>\s*'',$/m, `$1${rcLine}`));
+  await g.configure(['repo gitolite-admin', '    RW+ = admin', '', 'repo app', '    RW+ = alice agent-1', '    option hook.pre-receive = patchgate', '', 'repo later', '    RW+ = alice', '', confLines![1], `    ${confLines![2]}`, ''].join('\n'));
+  t.equal((await run('git', ['config', '--file', join(g.home, 'repositories', 'later.git', 'config'), 'receive.advertisePushOptions'])).stdout.trim(), 'true', 'a repository gitolite makes later advertises push options');
+  // A bare repository of the host user given directly (its hooks/pre-receive): receive.autogc
+  // through --file, as the current user, owner kept.
+  const side = join(g.home, 'side.git');
+  t.equal((await asHostUser(g.home, 'git', ['init', '-q', '--bare', side])).code, 0);
+  const bare = await run(process.execPath, [HCLI, 'hook', 'install', '--host', 'gitolite', '--config', config, side]);
+  t.equal(bare.code, 0, bare.stderr || 'hook install into a bare repository of the host user');
+  t.notMatch(bare.stderr, /safe\.directory|--local/);
+  t.match(bare.stdout, `set receive.autogc=false in ${side}`);
+  t.equal((await run('git', ['config', '--file', join(side, 'config'), 'receive.autogc'])).stdout.trim(), 'false');
+  t.same((({ uid: u, gid: g2 }) => [u, g2])(statSync(join(side, 'config'))), [uid, gid], 'side.git/config keeps the host user as owner');
+  t.equal((await asHostUser(g.home, 'git', ['--git-dir', side, 'config', 'receive.advertisePushOptions'])).stdout.trim(), 'true', 'the host user reads its config');
   const head = await asHostUser(g.home, 'git', ['--git-dir', gitDir, 'symbolic-ref', 'HEAD']);
   if (head.stdout.trim() !== 'refs/heads/master') t.equal((await asHostUser(g.home, 'git', ['--git-dir', gitDir, 'symbolic-ref', 'HEAD', 'refs/heads/master'])).code, 0);
 
@@ -118,6 +149,16 @@ t.test('gitolite over ssh: agent key refused with the same remote: lines as patc
   const landed = await run('git', ['ls-remote', 'patchgate-fix', 'refs/heads/agent/fix'], { cwd: w.dir, env: sshEnv });
   t.equal(landed.stdout.split('\t')[0], w.head(), 'the printed push landed the fixed commit through gitolite');
 
+  // The escalation printed in the refusal, run as printed with a reason: gitolite takes the push
+  // option (it failed with "the receiving end does not support push options" before).
+  const escalate = refused.stderr.split('\n').map((l) => l.replace(/^remote:\s*/, '').trim()).find((l) => l.startsWith('git push -o patchgate.escalate='));
+  t.ok(escalate, 'the refusal prints the escalation command');
+  w.commit('weaken again', { 'tests/test_app.py': 'def test_add():\n    assert 1\n' });
+  const esc = await run('sh', ['-c', escalate!.replace(/"<[^>"]*>"/, '"the test pins a bug"')], { cwd: w.dir, env: sshEnv });
+  t.notMatch(esc.stderr, /does not support push options/);
+  t.match(esc.stderr, /remote: patchgate: escalation \S+ recorded: a person will look at it \("the test pins a bug"\)/);
+  t.not(esc.code, 0, 'the escalating push is still judged (refused)');
+
   w.checkout('main');
   w.commit('person edits tests', { 'tests/test_app.py': 'def test_add():\n    assert add(2, 2) == 4\n' });
   const person = await push(w, 'alice', 'main');
@@ -126,7 +167,7 @@ t.test('gitolite over ssh: agent key refused with the same remote: lines as patc
   const audit = await asHostUser(g.home, process.execPath, [HCLI, 'audit', '--data', data, '--kind', 'push', '--json']);
   t.equal(audit.code, 0, audit.stderr);
   const rows = audit.stdout.trim().split('\n').map((l) => JSON.parse(l) as { actor: string; role: string; verdict: string; repo: string });
-  t.same(rows.map((r) => `${r.actor}:${r.role}:${r.verdict}:${r.repo}`).reverse(), ['alice:human:accept:app', 'agent-1:agent:reject:app', 'agent-1:agent:accept:app', 'alice:human:accept:app']);
+  t.same(rows.map((r) => `${r.actor}:${r.role}:${r.verdict}:${r.repo}`).reverse(), ['alice:human:accept:app', 'agent-1:agent:reject:app', 'agent-1:agent:accept:app', 'agent-1:agent:reject:app', 'alice:human:accept:app']);
   const verify = await asHostUser(g.home, process.execPath, [HCLI, 'audit', 'verify', '--data', data]);
   t.equal(verify.code, 0, verify.stdout + verify.stderr);
 });
