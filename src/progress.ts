@@ -5,6 +5,8 @@
 // a phase starts and one when it ends, so logs stay readable. Whether the stream is a
 // terminal is a parameter, so both forms are tested without a terminal.
 
+import { liveCount } from './policy/live.js';
+
 export interface ProgressState {
   /** What is being done, e.g. "warming app". */
   label: string;
@@ -162,8 +164,10 @@ export async function slowPhase<T>(out: SlowPhaseOptions, label: string, total: 
   let done = 0;
   let finished = false;
   let progress: Progress | null = null;
+  let known: number | null = null;
   const timer = setTimeout(() => {
     void total().catch(() => null).then((n) => {
+      known = n;
       if (finished) return;
       progress = new Progress({ ...out, delayMs: 0 });
       progress.phase(label, n, { startedAt, done });
@@ -175,6 +179,8 @@ export async function slowPhase<T>(out: SlowPhaseOptions, label: string, total: 
     return await work((n = 1) => {
       done += n;
       progress?.tick(n);
+      // A refusal for time says how far the rule running this had come (src/policy/live.ts).
+      liveCount(done, known, out.unit, out.verb);
     });
   } catch (err) {
     note = 'stopped';

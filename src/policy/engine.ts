@@ -6,9 +6,11 @@ import type { PushTarget } from './push-target.js';
 import { isZeroId, type CommitDiff, type CommitInfo, type Git } from '../git/git.js';
 import { errorMessage } from '../errors.js';
 import { CancelledError, throwIfCancelled } from '../cancel.js';
+import type { LiveJudgement } from './live.js';
 import type { Policy } from './config.js';
 import { trustedPolicy } from './trusted-policy.js';
-import { brokenPolicyDecision } from './rules/policy.js';
+import { DEFAULT_CLASS } from './classes.js';
+import { brokenPolicyDecision, classPolicy } from './rules/policy.js';
 import { linearBase } from './ancestry.js';
 import { acceptedBefore, carriedCommits, policyDigest, type Judged } from './carried.js';
 import { tableRow } from './decision-table.js';
@@ -21,6 +23,11 @@ import type { SlowPhaseOptions } from '../progress.js';
 export interface JudgeOptions {
   git: Git;
   role: Role;
+  /**
+   * An agent's class of the policy (src/policy/classes.ts): its push is judged under that
+   * class's view of the policy, every commit its ref carries included. Absent: the default class.
+   */
+  agentClass?: string;
   mode: 'push' | 'check';
   /** Trusted tip; the policy and the allow file are read from it. */
   trustedTip: string | null;
@@ -51,6 +58,8 @@ export interface JudgeOptions {
    * Unset: every rule is waited for (check, and an agent's push always).
    */
   waivedBudgetMs?: number;
+  /** In a push: where the judgement says what it is doing, for a refusal when the time limit passes (./live.ts). */
+  live?: LiveJudgement;
 }
 
 /** A waived rule's run that the answer did not wait for (JudgeOptions.waivedBudgetMs). */
@@ -156,11 +165,12 @@ async function prepare(opts: JudgeOptions, update: RefUpdate, policy: Policy, st
 }
 
 /** One rule's result and its time, to a tenth of a millisecond (a warm rule takes 1-5 ms; the bench compares sizes). */
-function runRule(ctx: RuleContext): (rule: Rule) => Promise<RuleRun> {
+function runRule(ctx: RuleContext, live?: LiveJudgement): (rule: Rule) => Promise<RuleRun> {
   return (rule) => {
     const t0 = performance.now();
     const ms = (): number => Math.round((performance.now() - t0) * 10) / 10;
-    return rule.check(ctx).then((res) => ({ res, ms: ms() }), (err: unknown) => ({ err, ms: ms() }));
+    const go = (): Promise<RuleRun> => rule.check(ctx).then((res) => ({ res, ms: ms() }), (err: unknown) => ({ err, ms: ms() }));
+    return live ? live.run(rule.id, go) : go();
   };
 }
 
@@ -171,7 +181,10 @@ function runRule(ctx: RuleContext): (rule: Rule) => Promise<RuleRun> {
  */
 export async function judgeAhead(opts: JudgeOptions & { policy: Policy }, update: RefUpdate): Promise<AheadRules | null> {
   const started = Date.now();
-  const p = await prepare(opts, update, await policyOf(opts), started, null);
+  const cls = opts.role === 'agent' ? classPolicy(await policyOf(opts), opts.agentClass, update, opts.mode, started) : { policy: await policyOf(opts) };
+  // A class that cannot be judged is refused by judgeUpdate itself.
+  if ('decision' in cls) return null;
+  const p = await prepare(opts, update, cls.policy, started, null);
   const results = await Promise.all(RULES.map(runRule(p.ctx)));
   if (results.some((r) => 'err' in r)) return null;
   return { update, newCommits: p.newCommits, reusedCommits: p.reusedCommits, ...(p.judged ? { judged: p.judged } : {}), commitsMs: p.commitsMs, diffs: p.diffs, results };
@@ -183,13 +196,20 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
   const outcomes: RuleOutcome[] = [];
   try {
     throwIfCancelled();
-    const policy = await policyOf(opts);
+    opts.live?.enter(update.ref);
+    const trusted = await policyOf(opts);
     // The trusted policy does not validate: an agent's push is not judged (rule `policy`).
-    if (policy.fallback && opts.role === 'agent') return brokenPolicyDecision(update, policy.fallback, opts.mode, started);
+    if (trusted.fallback && opts.role === 'agent') return brokenPolicyDecision(update, trusted.fallback, opts.mode, started);
+    // An agent's push is judged under its class's view of the policy (src/policy/classes.ts).
+    const cls = opts.role === 'agent' ? classPolicy(trusted, opts.agentClass, update, opts.mode, started) : { policy: trusted };
+    if ('decision' in cls) return cls.decision;
+    const policy = cls.policy;
+    const agentClass = opts.role === 'agent' ? { agentClass: policy.agentClass ?? DEFAULT_CLASS } : {};
     const ahead = opts.ahead ?? null;
     const { kind, judged, commitsMs, ctx } = await prepare(opts, update, policy, started, ahead);
     const human = opts.role !== 'agent';
-    const run = runRule(ctx);
+    const run = runRule(ctx, opts.live);
+    if (opts.live) opts.live.phase = 'running the size limits';
     // A person's push: the waived rules hold the answer only until the budget is spent.
     const budget = human && opts.mode === 'push' ? opts.waivedBudgetMs : undefined;
     const deadline = budget === undefined ? null : new Promise<typeof DEFERRED>((resolve) => {
@@ -208,6 +228,7 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
     const results: Array<Awaited<ReturnType<typeof run>> | null | 'over-limit' | typeof DEFERRED> = await Promise.all(PRE_RULES.map(run));
     const overLimit = results.some((r) => r && r !== 'over-limit' && r !== DEFERRED && ('err' in r || r.res.findings.length > 0));
     rules.push(...RULES);
+    if (opts.live) opts.live.phase = 'running the rules';
     if (overLimit) results.push(...RULES.map(() => 'over-limit' as const));
     // Judged ahead from the pack: the same rules' results on the same inputs (the caller checked).
     else if (ahead) results.push(...ahead.results);
@@ -246,7 +267,8 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
           status: !failed ? 'pass' : human && rule.waivedForHumans ? 'waived' : 'fail',
           findings,
           remediation: failed ? rule.remediation(ctx, r.res.findings) : undefined,
-          details: r.res.details,
+          // The write-block applies the class's paths: its row names the class (src/policy/classes.ts).
+          details: rule.id === 'write-block' && opts.role === 'agent' ? { ...r.res.details, class: agentClass.agentClass } : r.res.details,
           ms: r.ms,
         });
       } catch (err) {
@@ -265,7 +287,7 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
       ref: update.ref, oldId: update.oldId, newId: update.newId,
       verdict: failing.length ? 'reject' : 'accept', row: row.id, action: row.action,
       remediation, ...(escalate ? { escalate } : {}), reasons, outcomes, contract, ms: Date.now() - started, commitsMs,
-      ...(judged ? { judged } : {}),
+      ...(judged ? { judged } : {}), ...agentClass,
     };
   } catch (err) {
     return errorDecision(update, err, started, outcomes);
@@ -275,7 +297,7 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
 /** Lines for the agent (git relays them as `remote:`): verdict, every reason, the decision row, the fix. */
 export function renderDecision(d: RefDecision, actor?: string): string[] {
   const range = `${isZeroId(d.oldId) ? '(new)' : short(d.oldId)}..${isZeroId(d.newId) ? '(delete)' : short(d.newId)}`;
-  const who = actor ? ` for ${actor}` : '';
+  const who = actor ? ` for ${actor}${d.agentClass ? ` (class ${d.agentClass})` : ''}` : d.agentClass ? ` (class ${d.agentClass})` : '';
   if (d.verdict === 'accept') {
     const waived = d.outcomes.filter((o) => o.status === 'waived');
     const lines = [`patchgate: ACCEPT ${d.ref} ${range}${who}`];

@@ -135,7 +135,7 @@ t.test('a slow file under the limit: the time limit stops the parse worker and t
   const [s, g, hs] = await Promise.all([slowPush, goodPush, healthSeen]);
 
   t.not(s.code, 0, 'the slow push is refused');
-  t.match(s.stderr, /gate error: the policy did not finish within 1500 ms: still parsing src\/slow\.ts \(the parse was stopped\)/);
+  t.match(s.stderr, /gate error: the policy did not finish within 1500 ms: still parsing src\/slow\.ts \(ref refs\/heads\/agent\/slow, running the rules for [\d.]+ s; still running: .*contract \([\d.]+ s.*; finished: .*\); the parse was stopped/, 'naming the phase, the rules still running and those finished');
   t.match(s.stderr, /next step: split or simplify src\/slow\.ts/);
   t.equal(await refIn(bare, 'refs/heads/agent/slow'), null);
   t.equal(g.code, 0, `the other push is accepted meanwhile${g.code ? `: ${g.stderr}` : ''}`);

@@ -11,6 +11,7 @@ import { trustedPolicy } from '../../policy/trusted-policy.js';
 import type { SlowPhaseOptions } from '../../progress.js';
 import { parsePool } from '../../contract/parse-pool.js';
 import { runCancellable } from '../../cancel.js';
+import { LiveJudgement } from '../../policy/live.js';
 import { foreground } from '../../contract/priority.js';
 import type { RefDecision, RefUpdate } from '../../policy/types.js';
 import type { HookContext } from './context.js';
@@ -36,6 +37,7 @@ export class Judge {
     // Cancelled by the time limit or by the hook hanging up; the parse worker holding this
     // push's file is terminated and the judge stops at its next check (src/cancel.ts).
     const cancel = new AbortController();
+    const live = new LiveJudgement();
     const onGone = () => cancel.abort(gone.reason);
     gone.addEventListener('abort', onGone, { once: true });
     this.judges++;
@@ -57,7 +59,7 @@ export class Judge {
       if (queued > 0) timings.queued = queued;
       try {
         // While it runs, warm-up parses wait (src/contract/priority.ts): a push is judged ahead of a warm-up.
-        return await foreground(() => this.judgeUpdates(git, s, updates, timings, cancel.signal, remote));
+        return await foreground(() => this.judgeUpdates(git, s, updates, timings, cancel.signal, remote, live));
       } finally {
         release();
       }
@@ -70,7 +72,7 @@ export class Judge {
         const parsing = parsePool.pathsOf(cancel.signal);
         this.ctx.opts.onTimeout?.();
         cancel.abort(new Error(`the hook time limit of ${limitMs} ms passed`));
-        resolve(updates.map((u) => (started ? timedOut(u, limitMs, parsing, s.timeoutMessage) : busy(u, limitMs, this.slots.size))));
+        resolve(updates.map((u) => (started ? timedOut(u, limitMs, parsing, s.timeoutMessage, live) : busy(u, limitMs, this.slots.size))));
       }, limitMs);
     });
     try {
@@ -85,9 +87,10 @@ export class Judge {
   }
 
   /** The engine per ref, against one trusted tip and policy read once (inside a slot). */
-  private async judgeUpdates(git: Git, s: PushSession, updates: RefUpdate[], timings: Record<string, number>, signal: AbortSignal, remote?: SlowPhaseOptions): Promise<RefDecision[]> {
+  private async judgeUpdates(git: Git, s: PushSession, updates: RefUpdate[], timings: Record<string, number>, signal: AbortSignal, remote?: SlowPhaseOptions, live?: LiveJudgement): Promise<RefDecision[]> {
     if (this.ctx.opts.beforeJudge) await this.ctx.opts.beforeJudge();
     const t0 = performance.now();
+    if (live) live.phase = 'reading the trusted branch and its policy';
     const store = this.ctx.stores.get(s.repoDir);
     // One policy for the whole push: every ref is judged against the same trusted tip.
     const trusted = await trustedState(store, s.trustedBranch);
@@ -95,7 +98,8 @@ export class Judge {
     const role = s.role === 'agent' ? 'agent' : 'human';
     // The rules judged from the pack before this hook (./ahead.ts), if on the same inputs as now.
     const generation = this.ctx.generations.of(s.repoDir);
-    const ahead = s.ahead ? aheadFor(await within(s.ahead, aheadWaitMs(s.timeoutMs ?? this.ctx.opts.timeoutMs)), { generation, role, trusted, updates }) : null;
+    const agentClass = role === 'agent' ? s.agentClass : undefined;
+    const ahead = s.ahead ? aheadFor(await within(s.ahead, aheadWaitMs(s.timeoutMs ?? this.ctx.opts.timeoutMs)), { generation, role, agentClass, trusted, updates }) : null;
     if (ahead) timings.ahead = 1;
     // Where a push's time goes, kept in the audit row (ms): setup = trusted tip and policy.
     timings.setup = Math.round(performance.now() - t0);
@@ -104,7 +108,7 @@ export class Judge {
     const waivedBudgetMs = this.ctx.opts.waivedWaitMs ?? Math.floor((s.timeoutMs ?? this.ctx.opts.timeoutMs) / 4);
     for (const [i, u] of updates.entries()) {
       if (signal.aborted) break;
-      out.push(await judgeUpdate({ git, role, mode: 'push', waivedBudgetMs, trustedTip, trustedBranch, policy, cache: this.ctx.opts.cache, mainStore: store, ...(s.pushTarget ? { pushTarget: s.pushTarget } : {}), ...(remote ? { progress: remote } : {}), ...(ahead ? { ahead: ahead[i]! } : {}) }, u));
+      out.push(await judgeUpdate({ git, role, ...(agentClass ? { agentClass } : {}), mode: 'push', waivedBudgetMs, ...(live ? { live } : {}), trustedTip, trustedBranch, policy, cache: this.ctx.opts.cache, mainStore: store, ...(s.pushTarget ? { pushTarget: s.pushTarget } : {}), ...(remote ? { progress: remote } : {}), ...(ahead ? { ahead: ahead[i]! } : {}) }, u));
     }
     timings.refs = Math.round(performance.now() - t0) - timings.setup;
     return out;
@@ -123,11 +127,17 @@ export async function trustedState(git: Git, branch?: string): Promise<TrustedSt
   return { trustedBranch: trustedRef.replace(/^refs\/heads\//, ''), trustedTip, policy };
 }
 
-/** The time limit passed; when files were still being parsed, the refusal names them and says what to do. */
-function timedOut(u: RefUpdate, ms: number, parsing: string[] = [], lead = ''): RefDecision {
+/**
+ * The time limit passed: the refusal says what the judgement was doing (the phase, the rules
+ * still running and how far they came, those done: ./live.ts), and its audit row keeps the
+ * rules' times; when files were still being parsed, it names them and says what to do.
+ */
+function timedOut(u: RefUpdate, ms: number, parsing: string[] = [], lead = '', live?: LiveJudgement): RefDecision {
   const files = [...new Set(parsing)].slice(0, 3);
-  if (!files.length) return errorDecision(u, new Error(`${lead}the policy did not finish within ${ms} ms (the judgement was stopped)`), Date.now());
-  const d = errorDecision(u, new Error(`${lead}the policy did not finish within ${ms} ms: still parsing ${files.join(', ')} (the parse was stopped)`), Date.now());
+  const doing = live ? ` (${live.describe()})` : '';
+  const outcomes = live && live.ref === u.ref ? live.outcomes() : [];
+  if (!files.length) return errorDecision(u, new Error(`${lead}the policy did not finish within ${ms} ms${doing}; the judgement was stopped`), Date.now(), outcomes);
+  const d = errorDecision(u, new Error(`${lead}the policy did not finish within ${ms} ms: still parsing ${files.join(', ')}${doing}; the parse was stopped`), Date.now(), outcomes);
   if (d.reasons[0]) d.reasons[0] = { ...d.reasons[0], path: files[0]! };
   return { ...d, remediation: `split or simplify ${files.join(', ')} so each parses quickly (or move generated code out of the contract roots), commit, and push again` };
 }

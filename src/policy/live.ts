@@ -1,0 +1,98 @@
+// What a judgement is doing right now, for the refusal it gets when the hook's time limit
+// passes (issue 47): which ref, which phase (reading the commits, the size limits, the rules),
+// which rules had finished and in how long, which were still running, and how far a counted
+// phase had come (a contract parse: files parsed of how many). Before, a refusal for time said
+// "the policy did not finish within 30000 ms" and its audit row held `"rules": []`, so nobody
+// could tell what was slow. The engine (src/policy/engine.ts) records into it; the hook's
+// judge (src/server/hook/judge.ts) reads it when the limit passes. A rule's counted phases
+// (src/progress.ts slowPhase) find their rule through an AsyncLocalStorage, as the
+// cancellation signal does (src/cancel.ts), so no rule takes a parameter for it.
+
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { RuleId, RuleOutcome } from './types.js';
+
+interface RuleState {
+  rule: RuleId;
+  startedAt: number;
+  ms?: number;
+  findings?: number;
+  error?: string;
+  /** The last counted phase of the rule: what it counts, how many done, of how many. */
+  count?: Count;
+}
+
+interface Count {
+  done: number;
+  total: number | null;
+  unit: string;
+  verb: string;
+}
+
+const currentRule = new AsyncLocalStorage<RuleState>();
+
+/** A counted phase (slowPhase) reports here, when it runs inside a rule of a live judgement. */
+export function liveCount(done: number, total: number | null, unit = 'files', verb = 'parsed'): void {
+  const r = currentRule.getStore();
+  if (r) r.count = { done, total, unit, verb };
+}
+
+export class LiveJudgement {
+  ref: string | null = null;
+  phase = 'waiting for its turn';
+  private startedAt = Date.now();
+  private rules: RuleState[] = [];
+
+  /** A new ref update is being judged: its commits are read first. */
+  enter(ref: string): void {
+    this.ref = ref;
+    this.phase = 'reading its new commits';
+    this.startedAt = Date.now();
+    this.rules = [];
+  }
+
+  /** Runs `fn` as rule `rule`'s run: its time and counted phases are recorded. */
+  run<T>(rule: RuleId, fn: () => Promise<T>): Promise<T> {
+    const state: RuleState = { rule, startedAt: Date.now() };
+    this.rules.push(state);
+    return currentRule.run(state, fn).then(
+      (v) => {
+        state.ms = Date.now() - state.startedAt;
+        const findings = (v as { res?: { findings?: unknown[] } } | null)?.res?.findings;
+        if (Array.isArray(findings)) state.findings = findings.length;
+        const err = (v as { err?: unknown } | null)?.err;
+        if (err !== undefined) state.error = err instanceof Error ? err.message : String(err);
+        return v;
+      },
+      (e: unknown) => {
+        state.ms = Date.now() - state.startedAt;
+        state.error = e instanceof Error ? e.message : String(e);
+        throw e;
+      },
+    );
+  }
+
+  /** One line: the phase, the rules still running and how far they came, and those done. */
+  describe(now = Date.now()): string {
+    const running = this.rules.filter((r) => r.ms === undefined);
+    const done = this.rules.filter((r) => r.ms !== undefined);
+    const parts = [`${this.ref ? `ref ${this.ref}, ` : ''}${this.phase} for ${secs(now - this.startedAt)}`];
+    if (running.length) parts.push(`still running: ${running.map((r) => `${r.rule} (${secs(now - r.startedAt)}${r.count ? `; ${countText(r.count)}` : ''})`).join(', ')}`);
+    if (done.length) parts.push(`finished: ${done.map((r) => `${r.rule} ${secs(r.ms!)}`).join(', ')}`);
+    return parts.join('; ');
+  }
+
+  /** The audit row's outcomes at the limit: the finished rules' times, and the running ones as stopped. */
+  outcomes(now = Date.now()): RuleOutcome[] {
+    return this.rules.map((r): RuleOutcome => r.ms === undefined
+      ? { rule: r.rule, status: 'fail', findings: [], details: { stopped: `still running when the time limit passed (${secs(now - r.startedAt)})`, ...(r.count ? { progress: countText(r.count) } : {}) }, ms: now - r.startedAt }
+      : { rule: r.rule, status: r.error ? 'fail' : 'skipped', findings: [], details: { finished: true, ...(r.findings !== undefined ? { findings: r.findings } : {}), ...(r.error ? { error: r.error } : {}), why: 'finished before the limit; the push was refused for time, so its result was not used' }, ms: r.ms });
+  }
+}
+
+function secs(ms: number): string {
+  return `${(ms / 1000).toFixed(1)} s`;
+}
+
+function countText(c: Count): string {
+  return `${c.done}${c.total !== null ? ` of ${c.total}` : ''} ${c.unit} ${c.verb}`;
+}
