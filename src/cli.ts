@@ -23,7 +23,6 @@ const upstream = () => import('./commands/upstream.js');
 const init = () => import('./commands/init.js');
 import { defaultData, packageVersion, parseDays, parsePositiveInt } from './commands/args.js';
 import { SERVE_SETTINGS, resolveServeConfig } from './server/serve-config.js';
-import { usageErrorLines } from './commands/usage-error.js';
 
 // A reader that stops early (`patchgate audit export | head -1`) closes the pipe: that ends the
 // command quietly, with the status it had so far, instead of an EPIPE stack trace.
@@ -80,8 +79,7 @@ const cpCredOpt = { type: 'string', describe: 'file whose first line is the chec
 const auditOpt = { type: 'string', describe: 'audit log: sqlite:PATH or postgres://… without a password (default: PATCHGATE_AUDIT_URL, else <data>/patchgate.db; the password goes in that variable, PGPASSFILE or PGPASSWORD)' } as const;
 
 export function buildCli(argv: string[]): Argv {
-  const top: Argv = yargs(argv);
-  return top
+  return yargs(argv)
     .scriptName('patchgate')
     .usage('$0 <command> [options]\n\nA merge gate for patches written by AI coding agents.')
     .command('check', 'run the whole policy on a local repository (CI mode); exit 0 accept, 1 reject, 2 error', (y) => y
@@ -213,7 +211,6 @@ export function buildCli(argv: string[]): Argv {
         .option('trusted', { type: 'string', default: 'main', describe: 'the trusted branch (the repo\'s HEAD)' })
         .option('upstream', { type: 'string', describe: 'the team\'s real remote (https URL, may carry user:token@); accepted pushes are forwarded there' })
         .option('upstream-credential-file', { type: 'string', describe: 'file whose first line is the upstream token (or user:token); stored mode 0600' })
-        .option('allow-http-credential', { type: 'boolean', default: false, describe: 'accept a token for a plain http:// upstream that is not this machine (sent in clear text)' })
         .option('mode', { choices: ['enforce', 'evaluate'] as const, describe: 'evaluate: judge and audit, accept would-be refusals (default enforce)' })
         .option('holdout-of', { type: 'string', describe: 'held-out tests of repository NAME: agent tokens can neither read nor list it' })
         .option('wait', { type: 'boolean', default: false, describe: 'with --upstream: fill the contract cache now (progress on stderr) and return when the warm-up is done' })
@@ -221,7 +218,7 @@ export function buildCli(argv: string[]): Argv {
         .option('json', jsonOpt),
       async (a) => {
         await jsonDoc(a.json, 'repo create', async () => (a.upstream !== undefined || a.mode !== undefined || a.upstreamCredentialFile !== undefined
-          ? await (await upstream()).runRepoCreateUpstream({ data: a.data, name: a.name, trusted: a.trusted, upstream: a.upstream, credentialFile: a.upstreamCredentialFile, allowHttpCredential: a.allowHttpCredential, mode: a.mode, wait: a.wait })
+          ? await (await upstream()).runRepoCreateUpstream({ data: a.data, name: a.name, trusted: a.trusted, upstream: a.upstream, credentialFile: a.upstreamCredentialFile, mode: a.mode, wait: a.wait })
           : await (await admin()).runRepoCreate({ data: a.data, name: a.name, trusted: a.trusted, audit: a.audit, ...(a.holdoutOf ? { holdoutOf: a.holdoutOf } : {}) })),
         () => ({ repo: a.name.replace(/\.git$/, ''), dir: resolve(a.data, 'repos', `${a.name.replace(/\.git$/, '')}.git`), trusted: a.trusted, mode: a.mode ?? 'enforce', ...(a.holdoutOf ? { holdoutOf: a.holdoutOf } : {}) }));
         if (a.wait) process.exit(); // the parse workers of the warm-up would keep the process alive
@@ -230,10 +227,9 @@ export function buildCli(argv: string[]): Argv {
         .positional('name', { type: 'string', demandOption: true })
         .positional('url', { type: 'string', demandOption: true })
         .option('upstream-credential-file', { type: 'string', describe: 'file whose first line is the token (or user:token)' })
-        .option('allow-http-credential', { type: 'boolean', default: false, describe: 'accept a token for a plain http:// upstream that is not this machine (sent in clear text)' })
         .option('data', dataOpt)
         .option('json', jsonOpt),
-      (a) => jsonDoc(a.json, 'repo upstream', async () => (await upstream()).runRepoUpstream({ data: a.data, name: a.name, url: a.url, credentialFile: a.upstreamCredentialFile, allowHttpCredential: a.allowHttpCredential }), () => ({ repo: a.name, upstream: a.url === 'none' ? null : 'set' })))
+      (a) => jsonDoc(a.json, 'repo upstream', async () => (await upstream()).runRepoUpstream({ data: a.data, name: a.name, url: a.url, credentialFile: a.upstreamCredentialFile }), () => ({ repo: a.name, upstream: a.url === 'none' ? null : 'set' })))
       .command('sync <name>', 'fetch the trusted branch (and every branch upstream has) from upstream now', (y2) => y2
         .positional('name', { type: 'string', demandOption: true })
         .option('data', dataOpt)
@@ -294,7 +290,7 @@ export function buildCli(argv: string[]): Argv {
         .option('expires', { type: 'string', describe: 'days until the token expires (fractions allowed)' })
         .option('data', dataOpt)
         .option('audit', auditOpt),
-      (a) => guarded(async () => out(await (await admin()).runTokenCreate({ data: a.data, audit: a.audit, name: a.name, role: a.role, repos: a.repos, expires: a.expires === undefined ? undefined : parseDays(a.expires, '--expires', 36_500) }))))
+      (a) => guarded(async () => out(await (await admin()).runTokenCreate({ data: a.data, audit: a.audit, name: a.name, role: a.role, repos: a.repos, expires: a.expires === undefined ? undefined : parseDays(a.expires, '--expires', 36_500), ...(typeof a.class === 'string' ? { agentClass: a.class } : {}) }))))
       .command('list', 'list tokens (never their secrets)', (y2) => y2.option('data', dataOpt).option('json', { type: 'boolean', default: false }).option('audit', auditOpt),
         (a) => guarded(async () => out(await (await admin()).runTokenList({ data: a.data, audit: a.audit, json: a.json }))))
       .command('revoke <name>', 'revoke a token (on every node that shares its audit log)', (y2) => y2.positional('name', { type: 'string', demandOption: true }).option('data', dataOpt).option('audit', auditOpt),
@@ -303,6 +299,7 @@ export function buildCli(argv: string[]): Argv {
     .command('audit', 'query the audit log (newest first); `audit show ID`, `audit verify`', (y) => y
       .command('$0', 'query the audit log', (y2) => y2
         .option('data', dataOpt)
+        .option('class', { type: 'string', describe: 'an agent token\'s class of the policy (ci/patchgate.json "classes"; docs/policy.md); default: the default class' })
         .option('repo', { type: 'string' })
         .option('actor', { type: 'string' })
         .option('verdict', { choices: ['accept', 'reject', 'would-reject'] as const })
@@ -382,13 +379,9 @@ export function buildCli(argv: string[]): Argv {
     .demandCommand(1, 'name a command; see patchgate --help')
     .recommendCommands()
     .strict()
-    .fail((msg, err, usage) => {
+    .fail((msg, err) => {
       if (err) throw err;
-      // The commands being run and what the last offers (yargs' context and usage), so the
-      // message can say "did you mean" under a command that also runs bare, and name its --help.
-      const path = ((top as unknown as { getInternalMethods?: () => { getContext: () => { commands?: string[] } } }).getInternalMethods?.().getContext().commands ?? []).map((c) => c.split(' ')[0]!);
-      const subs = ((usage as unknown as { getCommands?: () => Array<[string]> }).getCommands?.() ?? []).map((c) => c[0].split(' ')[0]!).filter((n) => n !== '$0' && n !== '*');
-      process.stderr.write(usageErrorLines(msg, path, subs, argv).join('\n') + '\n');
+      process.stderr.write(`patchgate: ${msg}\nrun \`patchgate --help\` for usage\n`);
       process.exit(2);
     })
     .help()

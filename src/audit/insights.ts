@@ -149,6 +149,8 @@ export interface TableRow {
   rule: string | null;
   /** That rule's first finding (or error), cut; null for an accept. */
   reason: string | null;
+  /** An agent's push: the class of the policy it was judged under (issue 50), from the rules' trace. */
+  agentClass: string | null;
 }
 
 export interface TablePage {
@@ -212,9 +214,26 @@ export async function tablePage(store: SqlReader, f: TableFilter, repos?: readon
     actor: r.actor as string | null, role: r.role as string | null, ref: r.ref as string | null,
     verdict: r.verdict as string | null, decision: r.decision as string | null, rule: firstFailing(r.rules as string | null),
     reason: firstReason(r.rules as string | null),
+    agentClass: classInTrace(r.rules as string | null),
   }));
   const last = rows[rows.length - 1];
   return { rows, next: raw.length > PAGE_SIZE && last ? `${last.time}|${last.id}` : null };
+}
+
+/**
+ * The agent class a ref row was judged under: the write-block's details name it (or, for a
+ * class the policy could not judge, the policy rule's). Null for a person's push or a row
+ * written before classes (issue 50).
+ */
+export function classInTrace(text: string | unknown[] | null): string | null {
+  try {
+    const trace = (typeof text === 'string' ? JSON.parse(text) : text ?? []) as Array<{ rule?: string; details?: { class?: unknown } }>;
+    if (!Array.isArray(trace)) return null;
+    const c = trace.find((o) => o && (o.rule === 'write-block' || o.rule === 'policy') && typeof o.details?.class === 'string')?.details?.class;
+    return typeof c === 'string' ? c : null;
+  } catch {
+    return null;
+  }
 }
 
 /** The first failing rule's first finding (or its error), cut to REASON_MAX characters: the /pushes reason column. */

@@ -90,6 +90,11 @@ export const MIGRATIONS: readonly Migration[] = [
       if (newSql === sql || !newSql.includes("'escalation'")) throw new Error('migration 5: unexpected events schema');
       return newSql;
     }),
+  // 6: an agent token's class of the policy (issue 50, src/policy/classes.ts); existing tokens
+  // keep NULL, the default class, which is what they were judged under before.
+  (db) => {
+    db.exec('ALTER TABLE tokens ADD COLUMN agent_class TEXT');
+  },
 ];
 
 /**

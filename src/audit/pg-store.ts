@@ -70,6 +70,8 @@ const PG_MIGRATIONS: readonly string[] = [
   // 3: kind may be 'escalation' (issue 21), as SQLite's migration 5; rows are not touched.
   `ALTER TABLE events DROP CONSTRAINT IF EXISTS events_kind_check;
    ALTER TABLE events ADD CONSTRAINT events_kind_check CHECK (kind IN ${sqlIn(KINDS_AT.escalation)});`,
+  // 4: an agent token's class of the policy (issue 50), as SQLite's migration 6; existing tokens: the default class (NULL).
+  `ALTER TABLE tokens ADD COLUMN IF NOT EXISTS agent_class TEXT;`,
 ];
 
 /** BIGINT (ids, counts) as a JS number, as SQLite returns them: ids stay far below 2^53. */
@@ -296,7 +298,7 @@ export class PgAuditStore implements AuditSink {
         if (k > 0) throw new UsageError(`--to: the audit log ${this.location} already has ${k} token(s); migrate only into an empty log`);
         // Tokens as stored (the hash of each secret, never a secret), in their original order.
         for (const t of tokens) {
-          await c.query('INSERT INTO tokens (name, role, repos, secret_hash, created, expires, revoked) VALUES ($1, $2, $3, $4, $5, $6, $7)', [t.name, t.role, t.repos, t.secret_hash, t.created, t.expires, t.revoked]);
+          await c.query('INSERT INTO tokens (name, role, repos, secret_hash, created, expires, revoked, agent_class) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [t.name, t.role, t.repos, t.secret_hash, t.created, t.expires, t.revoked, t.agent_class ?? null]);
         }
         let batch: StoredRow[] = [];
         let copied = 0;

@@ -13,6 +13,7 @@ import type { PgAuditStore } from './pg-store.js';
 import {
   HASH_RE,
   checkName,
+  createDetail,
   expiryOf,
   grantOf,
   isExpired,
@@ -40,8 +41,8 @@ export class PgTokenStore implements TokenSource {
         await c.query('UPDATE tokens SET revoked = $1 WHERE id = $2', [now, current.id]);
       }
       const expires = expiryOf(nowMs, t.days);
-      await c.query('INSERT INTO tokens (name, role, repos, secret_hash, created, expires) VALUES ($1, $2, $3, $4, $5, $6)', [t.name, t.role, t.repos, t.hash, now, expires]);
-      return { rows: adminRows({ time: now, actor: t.actor, action: 'token.create', subject: t.name, detail: { role: t.role, repos: t.repos, expires } }), value: undefined };
+      await c.query('INSERT INTO tokens (name, role, repos, secret_hash, created, expires, agent_class) VALUES ($1, $2, $3, $4, $5, $6, $7)', [t.name, t.role, t.repos, t.hash, now, expires, t.agentClass]);
+      return { rows: adminRows({ time: now, actor: t.actor, action: 'token.create', subject: t.name, detail: createDetail(t, expires) }), value: undefined };
     });
     return t.secret;
   }

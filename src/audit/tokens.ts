@@ -9,7 +9,7 @@
 //
 // API
 //   new TokenStore(store: AuditStore, options?: { now?: () => number })
-//   tokens.create(name, role, { repos?, expiresDays?, actor? }): string   the secret, `pg_` + 43 chars
+//   tokens.create(name, role, { repos?, expiresDays?, actor?, agentClass? }): string   the secret, `pg_` + 43 chars
 //   tokens.list(): TokenInfo[]                     every token ever made, oldest first; no secrets, no hashes
 //   tokens.revoke(name, { actor? }): void
 //   tokens.count(): number                         active tokens (not revoked, not expired)
@@ -24,6 +24,10 @@
 // Errors: UsageError for bad names, roles, globs, expiries, duplicate or unknown names;
 // AuditError when the database fails.
 //
+// An agent token may carry a class of the policy (issue 50, src/policy/classes.ts; column
+// `agent_class`, SQLite migration 6 and PostgreSQL step 4): its pushes are judged under that
+// class. None (null) is the default class; `--class default` is stored as none.
+//
 // Names: /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/. One active token per name; a name whose
 // token is revoked or expired can be created again (an expired one is then marked revoked).
 //
@@ -35,6 +39,7 @@ import picomatch from 'picomatch';
 import type Database from 'better-sqlite3';
 import { AuditError, UsageError } from '../errors.js';
 import { ROLES, type AuditStore, type Role } from './store.js';
+import { CLASS_NAME_RE, DEFAULT_CLASS } from '../policy/config.js';
 
 type Awaitable<T> = T | Promise<T>;
 
@@ -65,12 +70,16 @@ export interface TokenInfo {
   expires: string | null;
   revoked: string | null;
   status: TokenStatus;
+  /** An agent token's class (src/policy/classes.ts); null: the default class (and every other role). */
+  class: string | null;
 }
 
 export interface AuthenticatedToken {
   name: string;
   role: Role;
   repos: string;
+  /** An agent token's class of the policy; absent: the default class. */
+  agentClass?: string;
 }
 
 export interface CreateTokenOptions {
@@ -80,6 +89,8 @@ export interface CreateTokenOptions {
   expiresDays?: number;
   /** Who is creating it, for the audit row; default `local`. */
   actor?: string;
+  /** An agent token's class of the policy (`--class`); absent or `default`: the default class. */
+  agentClass?: string;
 }
 
 export interface TokenRow {
@@ -91,6 +102,8 @@ export interface TokenRow {
   created: string;
   expires: string | null;
   revoked: string | null;
+  /** Absent in a row read before migration 6 ran (never, once the store is open). */
+  agent_class?: string | null;
 }
 
 /** sha256 hex of the whole secret string. */
@@ -144,6 +157,8 @@ export interface NewToken {
   actor: string;
   secret: string;
   hash: string;
+  /** Null: the default class. */
+  agentClass: string | null;
 }
 
 export function newToken(name: string, role: Role, options: CreateTokenOptions = {}): NewToken {
@@ -156,8 +171,24 @@ export function newToken(name: string, role: Role, options: CreateTokenOptions =
   if (days !== undefined && (typeof days !== 'number' || !Number.isFinite(days) || days <= 0 || days > MAX_EXPIRES_DAYS)) {
     throw new UsageError(`--expires-days: must be a number of days above 0 and at most ${MAX_EXPIRES_DAYS} (got ${JSON.stringify(days)})`);
   }
+  const agentClass = checkClass(options.agentClass, role);
   const secret = SECRET_PREFIX + randomBytes(32).toString('base64url');
-  return { name, role, repos, days, actor: options.actor ?? 'local', secret, hash: hashSecret(secret) };
+  return { name, role, repos, days, actor: options.actor ?? 'local', secret, hash: hashSecret(secret), agentClass };
+}
+
+/** A token's class, checked: only an agent's, a class name of the policy's form; `default` is stored as none (null). */
+export function checkClass(agentClass: unknown, role: Role): string | null {
+  if (agentClass === undefined || agentClass === null) return null;
+  if (typeof agentClass !== 'string' || !CLASS_NAME_RE.test(agentClass)) {
+    throw new UsageError(`--class: must be a class name of the policy, lower case letters, digits, . _ - (got ${JSON.stringify(agentClass)})`);
+  }
+  if (role !== 'agent') throw new UsageError(`--class: only an agent token has a class (got --role ${role})`);
+  return agentClass === DEFAULT_CLASS ? null : agentClass;
+}
+
+/** The audit row detail of a token's creation: never the secret. */
+export function createDetail(t: NewToken, expires: string | null): Record<string, unknown> {
+  return { role: t.role, repos: t.repos, expires, ...(t.role === 'agent' ? { class: t.agentClass ?? DEFAULT_CLASS } : {}) };
 }
 
 /** When a token made now for `days` expires (ISO), or null. */
@@ -175,6 +206,7 @@ export function tokenInfo(r: TokenRow, nowMs: number): TokenInfo {
     expires: r.expires,
     revoked: r.revoked,
     status: r.revoked !== null ? 'revoked' : isExpired(r, nowMs) ? 'expired' : 'active',
+    class: r.agent_class ?? null,
   };
 }
 
@@ -185,7 +217,12 @@ export function grantOf(row: TokenRow | undefined, presentedHash: string, nowMs:
   const presented = Buffer.from(presentedHash, 'hex');
   if (stored.length !== presented.length || !timingSafeEqual(stored, presented)) return null;
   if (row.revoked !== null || isExpired(row, nowMs)) return null;
-  return { name: row.name, role: row.role, repos: row.repos };
+  return grantFields(row);
+}
+
+/** What a stored row grants: name, role, repos and, for an agent, its class. */
+export function grantFields(row: TokenRow): AuthenticatedToken {
+  return { name: row.name, role: row.role, repos: row.repos, ...(row.role === 'agent' && row.agent_class ? { agentClass: row.agent_class } : {}) };
 }
 
 /** The hash to look a presented secret up by, or null when it cannot be a secret of ours. */
@@ -209,7 +246,8 @@ export class TokenStore implements TokenSource {
 
   /** Makes a token and returns its secret (the only time it exists outside the caller). */
   create(name: string, role: Role, options: CreateTokenOptions = {}): string {
-    const { repos, days, actor, secret, hash } = newToken(name, role, options);
+    const t = newToken(name, role, options);
+    const { repos, days, actor, secret, hash } = t;
     this.run(() =>
       this.db
         .transaction(() => {
@@ -226,9 +264,9 @@ export class TokenStore implements TokenSource {
           }
           const expires = expiryOf(nowMs, days);
           this.db
-            .prepare('INSERT INTO tokens (name, role, repos, secret_hash, created, expires) VALUES (?, ?, ?, ?, ?, ?)')
-            .run(name, role, repos, hash, now, expires);
-          this.store.appendAdmin({ time: now, actor, action: 'token.create', subject: name, detail: { role, repos, expires } });
+            .prepare('INSERT INTO tokens (name, role, repos, secret_hash, created, expires, agent_class) VALUES (?, ?, ?, ?, ?, ?, ?)')
+            .run(name, role, repos, hash, now, expires, t.agentClass);
+          this.store.appendAdmin({ time: now, actor, action: 'token.create', subject: name, detail: createDetail(t, expires) });
         })
         .immediate(),
     );
@@ -281,7 +319,7 @@ export class TokenStore implements TokenSource {
     const stored = Buffer.from(row.secret_hash, 'hex');
     if (stored.length !== presented.length || !timingSafeEqual(stored, presented)) return null;
     if (row.revoked !== null || isExpired(row, this.now())) return null;
-    return { name: row.name, role: row.role, repos: row.repos };
+    return grantFields(row);
   }
 
   /** As authenticate(), from the sha256 of the secret (a web session keeps only that). */
@@ -289,7 +327,7 @@ export class TokenStore implements TokenSource {
     if (typeof secretHash !== 'string' || !/^[0-9a-f]{64}$/.test(secretHash)) return null;
     const row = this.run(() => this.db.prepare('SELECT * FROM tokens WHERE secret_hash = ?').get(secretHash) as TokenRow | undefined);
     if (!row || row.revoked !== null || isExpired(row, this.now())) return null;
-    return { name: row.name, role: row.role, repos: row.repos };
+    return grantFields(row);
   }
 
   allowsRepo(token: { readonly repos: string }, repoName: string): boolean {

@@ -57,10 +57,6 @@ export async function runServe(args: ServeConfig): Promise<void> {
   const auditUrl = args.audit;
   // Read once; git and every other child the gate starts must not inherit the URL (and its password).
   delete process.env[AUDIT_URL_ENV];
-  // A cold start (audit log, repositories, the hook daemon, recovery) takes seconds before
-  // "serving": one line at once, so a person knows it is under way (issue 49). On stderr:
-  // scripts read stdout's "serving" line.
-  process.stderr.write(`patchgate: starting in ${resolve(args.data)}: opening the audit log, checking the repositories and starting the hook daemon ("serving" follows)\n`);
   const { startServer } = await import('../server/app.js');
   const { createLogger } = await import('../log.js');
   const logger = createLogger();
@@ -122,15 +118,16 @@ export async function runRepoHooks(args: { data: string; name: string; audit?: s
   return [`reinstalled patchgate hooks in ${dir}${config.length ? ` and set ${config.join(', ')}` : ''}`];
 }
 
-export async function runTokenCreate(args: { data: string; name: string; role: Role; repos?: string; expires?: number; audit?: string }): Promise<string[]> {
+export async function runTokenCreate(args: { data: string; name: string; role: Role; repos?: string; expires?: number; audit?: string; agentClass?: string }): Promise<string[]> {
   return withTokens(args, async (tokens) => {
-    const secret = await tokens.create(args.name, args.role, { repos: args.repos, expiresDays: args.expires, actor: 'cli' });
-    return [`token ${args.name} (${args.role}, repos ${args.repos ?? '*'}${args.expires ? `, expires in ${args.expires} day(s)` : ''}) created; the secret is shown once:`, secret];
+    const secret = await tokens.create(args.name, args.role, { repos: args.repos, expiresDays: args.expires, actor: 'cli', ...(args.agentClass !== undefined ? { agentClass: args.agentClass } : {}) });
+    const cls = args.role === 'agent' ? `, class ${args.agentClass ?? 'default'}` : '';
+    return [`token ${args.name} (${args.role}${cls}, repos ${args.repos ?? '*'}${args.expires ? `, expires in ${args.expires} day(s)` : ''}) created; the secret is shown once:`, secret];
   });
 }
 
 export async function runTokenList(args: { data: string; json: boolean; audit?: string }): Promise<string[]> {
-  return withTokens(args, async (tokens) => (await tokens.list()).map((t) => (args.json ? JSON.stringify(t) : `${t.name}\t${t.role}\t${t.repos}\t${t.status}\tcreated ${t.created}${t.expires ? `\texpires ${t.expires}` : ''}`)), true);
+  return withTokens(args, async (tokens) => (await tokens.list()).map((t) => (args.json ? JSON.stringify(t) : `${t.name}\t${t.role}\t${t.repos}\t${t.status}\tcreated ${t.created}${t.expires ? `\texpires ${t.expires}` : ''}${t.role === 'agent' ? `\tclass ${t.class ?? 'default'}` : ''}`)), true);
 }
 
 export async function runTokenRevoke(args: { data: string; name: string; audit?: string }): Promise<string[]> {

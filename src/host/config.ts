@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { ConfigError, errorMessage } from '../errors.js';
+import { CLASS_NAME_RE } from '../policy/config.js';
 
 const Globs = z.array(z.string().min(1)).default([]);
 /** A branch name as `git check-ref-format --branch` takes it, without `refs/heads/`. */
@@ -20,6 +21,12 @@ const Schema = z.strictObject({
   humans: Globs,
   agents: Globs,
   admins: Globs,
+  /**
+   * Agent classes of the policy (issue 50, src/policy/classes.ts) by the host's user (or key)
+   * name: globs to a class name, the first that matches wins; an agent no glob matches is of
+   * the default class. Only agents have a class: a person's push is judged as a person's.
+   */
+  classes: z.record(z.string().min(1), z.string().regex(CLASS_NAME_RE, 'not a class name (lower case letters, digits, . _ -)')).default({}),
   /**
    * Which repositories are gated, by the repository's own folder (the real path of GIT_DIR):
    * a relative glob matches its path below one of `repoRoots` (`team/app` for

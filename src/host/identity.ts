@@ -57,6 +57,11 @@ export function roleOf(name: string, cfg: Pick<DaemonConfig, 'humans' | 'agents'
   return 'agent';
 }
 
+/** An agent's class by the config's `classes` (globs over the host's user name, the first that matches); undefined: the default class. */
+export function classOf(name: string, cfg: Pick<DaemonConfig, 'classes'>): string | undefined {
+  return Object.entries(cfg.classes ?? {}).find(([glob]) => picomatch(glob, { dot: true })(name))?.[1];
+}
+
 /** Folded as policy paths are (src/policy/match.ts): NFC, then lower case. */
 const fold = (p: string) => foldName(p);
 
@@ -140,6 +145,7 @@ export function hostSession(hr: HookRequest, cfg: DaemonConfig): PushSession | s
   }
   const repo = named || place.name || basename(repoDir).replace(/\.git$/, '');
   const role = roleOf(user, cfg);
+  const agentClass = role === 'agent' ? classOf(user, cfg) : undefined;
   const budget = Number(hr.id['budget-ms']);
   const limited = host === 'ghes' && Number.isFinite(budget) && budget > 0;
   const timeoutMs = limited ? Math.max(100, Math.min(cfg.hookTimeout * 1000, budget - cfg.ghesReserveMs)) : undefined;
@@ -147,7 +153,7 @@ export function hostSession(hr: HookRequest, cfg: DaemonConfig): PushSession | s
   const path = hostRepoPath(repo);
   const trustedBranch = trustedFor(cfg, place);
   return {
-    pid: hr.ppid, pushId: newPushId(), repo, repoDir, actor: user, role,
+    pid: hr.ppid, pushId: newPushId(), repo, repoDir, actor: user, role, ...(agentClass ? { agentClass } : {}),
     remoteAddr: null, userAgent: `${host}${via ? ` via ${via}` : ''}${hr.id.userid ? ` (${host} user id ${hr.id.userid})` : ''}`.slice(0, 300),
     decisions: new Map(), confirmed: new Set(), auditAtJudge: true,
     ...(trustedBranch ? { trustedBranch } : {}),

@@ -24,6 +24,29 @@ export const DEFAULT_PROTECTED: readonly string[] = [
 
 const globList = z.array(z.string().min(1));
 
+/** A class's name (`test-author`): lower case, as token names and host mappings spell it. `default` is the top level. */
+export const CLASS_NAME_RE = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+/** The class of a credential that names none: the policy's top-level `writable`, `protected`, contract and fixtures. */
+export const DEFAULT_CLASS = 'default';
+
+/**
+ * One agent class (issue 50): what its credentials may write and what its pushes are held to.
+ * `writable` is required (a class says what it is for); the rest falls back to the top level,
+ * so an unset `protected` protects the tests as the default class does (fail closed).
+ */
+const ClassSchema = z.strictObject({
+  writable: globList,
+  protected: globList.optional(),
+  contract: z.strictObject({
+    roots: globList.optional(),
+    allowFile: z.string().min(1).optional(),
+  }).optional(),
+  fixtures: z.strictObject({
+    lock: z.string().min(1).optional(),
+  }).optional(),
+});
+export type AgentClassSpec = z.infer<typeof ClassSchema>;
+
 /**
  * Push size limits by default. Generous for a person seeding a repository, far below what
  * would hurt the server; a person lowers or raises them in the policy file. The server's own
@@ -50,6 +73,8 @@ const PolicySchema = z.strictObject({
   protected: globList.default([...DEFAULT_PROTECTED]),
   allowSymlinks: z.boolean().default(false),
   allowSubmodules: z.boolean().default(false),
+  /** Agent classes by name (src/policy/classes.ts); the top-level writable/protected/contract/fixtures are the default class. */
+  classes: z.record(z.string(), ClassSchema).default({}),
   refs: z.strictObject({
     protectedBranches: globList.default(['release/**']),
     allowDeletes: z.boolean().default(false),
@@ -104,6 +129,8 @@ export type Policy = z.infer<typeof PolicySchema> & {
   oracleFiles: string[];
   /** Where the policy came from, for messages. */
   source: string;
+  /** Set when this is one agent class's view of the policy (src/policy/classes.ts policyForClass); absent: the default class. */
+  agentClass?: string;
   /** Set when the trusted tip's own policy does not validate and this one stands in for it (./trusted-policy.ts). */
   fallback?: PolicyFallback;
 };
@@ -134,7 +161,16 @@ function validate(raw: unknown, source: string): Policy | Invalid {
   for (const [i, root] of p.contract.roots.entries()) {
     if (root.startsWith('/') || root.split('/').includes('..')) return { keyPath: ['contract', 'roots', i], message: `not a relative path: ${root}` };
   }
-  const oracleFiles = [POLICY_PATH, p.contract.allowFile, p.fixtures.lock, p.ledger.path];
+  for (const [name, c] of Object.entries(p.classes)) {
+    if (!CLASS_NAME_RE.test(name)) return { keyPath: ['classes', name], message: `not a class name: ${JSON.stringify(name)} (lower case letters, digits, . _ -; at most 64)` };
+    if (name === DEFAULT_CLASS) return { keyPath: ['classes', name], message: `"${DEFAULT_CLASS}" is the top level's writable, protected, contract and fixtures; give this class another name` };
+    for (const [i, root] of (c.contract?.roots ?? []).entries()) {
+      if (root.startsWith('/') || root.split('/').includes('..')) return { keyPath: ['classes', name, 'contract', 'roots', i], message: `not a relative path: ${root}` };
+    }
+  }
+  // Every class's allow file and lock guard the oracle too: no class may write any of them.
+  const classFiles = Object.values(p.classes).flatMap((c) => [c.contract?.allowFile, c.fixtures?.lock]).filter((x): x is string => !!x);
+  const oracleFiles = [...new Set([POLICY_PATH, p.contract.allowFile, p.fixtures.lock, p.ledger.path, ...classFiles])];
   return { ...p, oracleFiles, source };
 }
 

@@ -37,6 +37,8 @@ export interface MachineLine {
   escalate?: string;
   /** This push carried `-o patchgate.escalate=…`: the escalation's id (a person will look). */
   escalation?: { id: number };
+  /** An agent's push: the class of the policy it was judged under (src/policy/classes.ts). */
+  class?: string;
 }
 
 /** The code of one reason: its own row when known, else its rule's row for its finding kind, else the decision's row. */
@@ -81,6 +83,7 @@ export function machineLine(d: RefDecision, input: MachineLineInput): string {
     v: 1, ref: d.ref, old: d.oldId, new: d.newId, verdict: input.verdict, mode: input.mode, pushId: input.pushId, code: rowCode(d.row), reasons: all, fix,
     ...(d.escalate && input.verdict === 'reject' ? { escalate: clip(d.escalate.command, 1000) } : {}),
     ...(input.escalation ? { escalation: input.escalation } : {}),
+    ...(d.agentClass ? { class: d.agentClass } : {}),
   };
   const text = (o: MachineLine): string => MACHINE_PREFIX + JSON.stringify(o);
   let line = text(base);

@@ -10,6 +10,7 @@ import { parseLock } from '../fixtures/lock.js';
 import { parseLedger } from '../ledger/ledger.js';
 import { defaultPolicy, policyFromText, POLICY_PATH, type Policy } from './config.js';
 import { keyLine, parseErrorLine } from './json-lines.js';
+import { separationProblems } from './classes.js';
 
 export type PolicyFileKind = 'policy' | 'allow' | 'lock' | 'ledger';
 
@@ -26,14 +27,19 @@ export interface PolicyFile {
   path: string;
 }
 
-/** The files a policy names, itself first. */
+/** The files a policy names, itself first (an agent class's own allow file and lock too, once each). */
 export function filesOf(policy: Policy): PolicyFile[] {
-  return [
+  const out: PolicyFile[] = [
     { kind: 'policy', path: POLICY_PATH },
     { kind: 'allow', path: policy.contract.allowFile },
     { kind: 'lock', path: policy.fixtures.lock },
     { kind: 'ledger', path: policy.ledger.path },
   ];
+  for (const c of Object.values(policy.classes)) {
+    if (c.contract?.allowFile) out.push({ kind: 'allow', path: c.contract.allowFile });
+    if (c.fixtures?.lock) out.push({ kind: 'lock', path: c.fixtures.lock });
+  }
+  return out.filter((f, i) => out.findIndex((g) => g.path === f.path) === i);
 }
 
 const HEX64 = /^[0-9a-f]{64}$/i;
@@ -43,8 +49,9 @@ export function problemsOf(file: PolicyFile, text: string, source = file.path): 
   const { kind, path } = file;
   if (kind === 'policy') {
     try {
-      policyFromText(text, source, path);
-      return [];
+      const policy = policyFromText(text, source, path);
+      // Separation of duties (issue 50): no class may write both a contract root and a test or oracle path.
+      return separationProblems(policy).map((p) => ({ path, line: keyLine(text, p.keyPath) ?? keyLine(text, []), message: `${p.keyPath.join('.')}: ${p.message}` }));
     } catch (e) {
       if (e instanceof PolicyFileError) return [{ path, line: e.line, message: e.detail }];
       throw e;

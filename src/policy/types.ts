@@ -128,6 +128,8 @@ export interface RefDecision {
   commitsMs?: number;
   /** An agent's push: the policy digest and the commits judged, for the accept cache (src/policy/carried.ts). */
   judged?: Judged;
+  /** An agent's push: the class of the policy it was judged under (src/policy/classes.ts; `default` for none). */
+  agentClass?: string;
 }
 
 export function formatMessage(template: string, data: Record<string, string | number>): string {

@@ -209,7 +209,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     undo.push(() => disk.close());
     const cache = new ContentCache(disk);
     metrics.watchCache(cache);
-    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, ...(opts.waivedWaitMs !== undefined ? { waivedWaitMs: opts.waivedWaitMs } : {}), cache, beforeJudge: opts.beforeJudge, ...(opts.judgeSlots !== undefined ? { judgeSlots: opts.judgeSlots } : {}), dataDir, upstreamFreshMs: opts.upstreamFreshMs, ...(opts.remoteProgressDelayMs !== undefined ? { remoteProgressDelayMs: opts.remoteProgressDelayMs } : {}), ...(opts.gc ? { gc: opts.gc } : {}), ...(opts.log ? {} : { progress: opts.logger ? { write: (t: string) => logger.info(t.replace(/\n$/, '')), isTTY: false } : stderrProgress() }), onTimeout: () => metrics.hookTimeouts.inc(), onAnswer: (hr, verdict) => metrics.hookAnswers.inc({ hook: hr && HOOK_LABELS.has(hr.hook) ? hr.hook : 'other', verdict }), log, ...(opts.notifyUrl ? { notifyUrl: opts.notifyUrl, notify: opts.notify } : {}) });
+    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, ...(opts.waivedWaitMs !== undefined ? { waivedWaitMs: opts.waivedWaitMs } : {}), cache, beforeJudge: opts.beforeJudge, ...(opts.judgeSlots !== undefined ? { judgeSlots: opts.judgeSlots } : {}), dataDir, upstreamFreshMs: opts.upstreamFreshMs, ...(opts.remoteProgressDelayMs !== undefined ? { remoteProgressDelayMs: opts.remoteProgressDelayMs } : {}), ...(opts.gc ? { gc: opts.gc } : {}), ...(opts.log || opts.logger ? {} : { progress: stderrProgress() }), onTimeout: () => metrics.hookTimeouts.inc(), onAnswer: (hr, verdict) => metrics.hookAnswers.inc({ hook: hr && HOOK_LABELS.has(hr.hook) ? hr.hook : 'other', verdict }), log, ...(opts.notifyUrl ? { notifyUrl: opts.notifyUrl, notify: opts.notify } : {}) });
     undo.push(() => hooks.stop());
     await hooks.start();
     // Pushes the last run left unsettled (killed, or its log was down): compared with the real
@@ -259,7 +259,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         // The changed files are parsed, and the push judged, while receive-pack unpacks the pack
         // (src/server/hook/prewarm.ts, ahead.ts); the hook takes that judgement if it still holds.
         const ex = exchangeOf(action.req);
-        const ahead = ex?.pack.then((pack) => (pack ? hooks.prewarm(who.repoDir, who.role === 'agent' ? 'agent' : 'human', pack, ex.section?.commands ?? [], who.pushTarget) : null));
+        const ahead = ex?.pack.then((pack) => (pack ? hooks.prewarm(who.repoDir, who.role === 'agent' ? 'agent' : 'human', pack, ex.section?.commands ?? [], who.pushTarget, who.agentClass) : null));
         // Once receive-pack has exited and the answer is sent, the advertisement for the next push
         // is made (src/git/ref-advert.ts), unless another push of the repository is under way
         // (its refs would move before it is used). Off the path of this push and of the next.
@@ -306,7 +306,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         servicePids.add(pid);
         seen.pid = pid;
         hooks.sessions.set(pid, {
-          pid, pushId: newPushId(), repo: who.repo, repoDir: who.repoDir, actor: who.name, role: who.role,
+          pid, pushId: newPushId(), repo: who.repo, repoDir: who.repoDir, actor: who.name, role: who.role, ...(who.role === 'agent' && who.agentClass ? { agentClass: who.agentClass } : {}),
           remoteAddr: who.remoteAddr, userAgent: who.userAgent, decisions: new Map(), confirmed: new Set(), credential: who.credential,
           atomic: exchangeOf(action.req)?.section?.caps.includes('atomic') ?? false,
           ...(who.pushTarget ? { pushTarget: who.pushTarget } : {}),

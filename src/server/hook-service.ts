@@ -124,7 +124,7 @@ export class HookService {
    * only push of its repository under way. Never throws: a pack it cannot read, or a judgement
    * that fails there, leaves the hook to do it all (null).
    */
-  prewarm(repoDir: string, role: Role, pack: Buffer, commands: readonly RefUpdate[], pushTarget?: PushTarget): Promise<Ahead | null> {
+  prewarm(repoDir: string, role: Role, pack: Buffer, commands: readonly RefUpdate[], pushTarget?: PushTarget, agentClass?: string): Promise<Ahead | null> {
     if (this.stopping.signal.aborted) return Promise.resolve(null);
     const generation = this.generations.of(repoDir);
     const store = this.stores.get(repoDir);
@@ -136,7 +136,7 @@ export class HookService {
         // Judged ahead only when that parses nothing more than was just parsed (bounded above), and
         // then under its own time limit: a push that needs more is judged by its hook alone.
         if (!r.whole || !commands.length || this.gc.inFlight(repoDir) > 1 || this.stopping.signal.aborted) return null;
-        const a = await judgeFromPack({ repoDir, store, cache: this.opts.cache, role, ...(pushTarget ? { pushTarget } : {}), updates: commands, view: r.view, trusted: r.trusted, generation }).catch(() => null);
+        const a = await judgeFromPack({ repoDir, store, cache: this.opts.cache, role, ...(role === 'agent' && agentClass ? { agentClass } : {}), ...(pushTarget ? { pushTarget } : {}), updates: commands, view: r.view, trusted: r.trusted, generation }).catch(() => null);
         if (a) this.prewarms.judged++;
         return a;
       },

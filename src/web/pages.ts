@@ -4,7 +4,7 @@
 // (./html.ts), which escapes it: paths, refs and names are agent-written.
 
 import { html, jsonBlock, type Html } from './html.js';
-import type { Overview, TableFilter, TablePage } from '../audit/insights.js';
+import { classInTrace, type Overview, type TableFilter, type TablePage } from '../audit/insights.js';
 import type { AuditRow, PushTrace } from '../audit/store.js';
 import { DECISION_TABLE, RULE_ROW } from '../policy/decision-table.js';
 import type { Escalation } from '../audit/escalation.js';
@@ -92,7 +92,7 @@ export function pushesPage(f: TableFilter, page: TablePage, user: string, error:
 <button type="submit">Filter</button> <a href="/pushes">clear</a></form>
 ${error ? html`<p class="error" role="alert">${error}</p>` : ''}
 <table class="pushes" id="pushes"><thead><tr><th>time</th><th>repo</th><th>actor</th><th>ref</th><th>verdict</th><th>rule</th><th>row</th><th>reason</th><th>push</th></tr></thead>
-<tbody>${page.rows.map((r) => html`<tr class="v-${r.verdict ?? ''}"><td>${r.time}</td><td>${r.repo}</td><td>${r.actor}${r.role ? html` <small>(${r.role})</small>` : ''}</td><td>${r.ref}</td><td class="verdict">${r.verdict}</td><td>${r.rule ?? ''}</td><td>${r.decision ?? ''}</td><td class="reason">${r.reason ?? ''}</td><td>${r.pushId ? html`<a href="/push/${encodeURIComponent(r.pushId)}">${r.pushId}</a>` : ''}</td></tr>`)}</tbody></table>
+<tbody>${page.rows.map((r) => html`<tr class="v-${r.verdict ?? ''}"><td>${r.time}</td><td>${r.repo}</td><td>${r.actor}${r.role ? html` <small>(${r.role}${r.agentClass ? `, class ${r.agentClass}` : ''})</small>` : ''}</td><td>${r.ref}</td><td class="verdict">${r.verdict}</td><td>${r.rule ?? ''}</td><td>${r.decision ?? ''}</td><td class="reason">${r.reason ?? ''}</td><td>${r.pushId ? html`<a href="/push/${encodeURIComponent(r.pushId)}">${r.pushId}</a>` : ''}</td></tr>`)}</tbody></table>
 ${page.rows.length === 0 ? html`<p>No decisions match.</p>` : ''}
 <p class="pager">${page.next ? html`<a rel="next" href="${query(f, { before: page.next })}">older →</a>` : 'end of the log'}${f.before ? html` · <a href="${query(f, { before: null })}">newest</a>` : ''}</p>`, user);
 }
@@ -128,9 +128,18 @@ ${o.details && !('diff' in o.details) ? html`<details><summary>details</summary>
 }
 
 export function pushPage(trace: PushTrace, user: string): string {
+/** The agent class a push was judged under (its first ref row's trace), if any. */
+function pushClass(trace: PushTrace): string | null {
+  for (const r of trace.refs) {
+    const c = classInTrace(Array.isArray(r.rules) ? r.rules : null);
+    if (c) return c;
+  }
+  return null;
+}
+
   const p = trace.push ?? trace.refs[0] ?? null;
   return layout(`Push ${p?.pushId ?? ''}`, html`<h1>Push <code>${p?.pushId}</code></h1>
-${p ? html`<dl class="push"><dt>time</dt><dd>${p.time}</dd><dt>repo</dt><dd>${p.repo}</dd><dt>actor</dt><dd>${p.actor} (${p.role})</dd>
+${p ? html`<dl class="push"><dt>time</dt><dd>${p.time}</dd><dt>repo</dt><dd>${p.repo}</dd><dt>actor</dt><dd>${p.actor} (${p.role}${pushClass(trace) ? `, class ${pushClass(trace)}` : ''})</dd>
 <dt>verdict</dt><dd class="verdict">${trace.push?.verdict ?? ''}</dd><dt>from</dt><dd>${p.remoteAddr ?? ''} ${p.userAgent ?? ''}</dd><dt>row</dt><dd>#${p.id}, hash <code>${p.hash}</code></dd></dl>` : ''}
 ${trace.refs.map(refBlock)}
 ${trace.confirms.length ? html`<h2>Confirmations</h2><ul>${trace.confirms.map((c) => html`<li>${c.time} <code>${c.ref}</code> → <code>${c.new?.slice(0, 12)}</code> ${c.moved ? 'moved' : 'did not move'}</li>`)}</ul>` : ''}

@@ -11,11 +11,12 @@ import { isZeroId } from '../../git/git.js';
 import type { Git } from '../../git/git.js';
 import { POLICY_PATH, defaultPolicy, policyFromText, type Policy, type PolicyFallback } from '../config.js';
 import { tableRow } from '../decision-table.js';
-import { problemsOf, type PolicyFile, type PolicyFileProblem } from '../policy-files.js';
+import { filesOf, problemsOf, type PolicyFile, type PolicyFileProblem } from '../policy-files.js';
 import { describeFallback, fallbackUnder } from '../trusted-policy.js';
 import type { Finding, RefDecision, RefUpdate, Rule, RuleContext } from '../types.js';
 import { formatMessage, shq, short } from '../types.js';
 import { pushAgain, remedy } from '../remedy.js';
+import { classNames, hasClass, policyForClass, separationProblems, DEFAULT_CLASS } from '../classes.js';
 
 const dirOf = (path: string): string => (path.includes('/') ? path.slice(0, path.lastIndexOf('/')) : '');
 
@@ -61,6 +62,8 @@ export const policyFiles: Rule = {
     invalid: 'commit {commit}: {where}: {detail}; the gate reads this file for every later push, so this push is refused (patchgate policy check shows every problem before a push)',
     notFixed: 'commit {commit}: {where}: {detail}; the trusted branch\'s policy is broken and a person\'s push is accepted only once it carries one that validates',
     trustedBroken: '{broken}; no agent push is judged until a person pushes a policy that validates',
+    classUnknown: 'this credential is of agent class {class}, which {source} does not define (its classes: {classes}); no push of it is judged until a person defines the class there or gives the credential another',
+    classBreach: 'this credential is of agent class {class}, and in {source} {detail}; no push of it is judged until a person fixes the class (patchgate policy check names it)',
   },
   async check(ctx) {
     const rev = ctx.update.newId;
@@ -83,6 +86,8 @@ export const policyFiles: Rule = {
     const files = new Map<string, PolicyFile>();
     for (const p of [ctx.policy, pushed]) {
       if (!p) continue;
+      // Every class's allow file and lock too (src/policy/classes.ts).
+      for (const f of filesOf(p)) if (f.kind === 'allow' || f.kind === 'lock') files.set(f.path, f);
       files.set(p.contract.allowFile, { kind: 'allow', path: p.contract.allowFile });
       files.set(p.fixtures.lock, { kind: 'lock', path: p.fixtures.lock });
     }
@@ -134,4 +139,38 @@ export function brokenPolicyDecision(update: RefUpdate, f: PolicyFallback, mode:
     contract: { base: null, head: null },
     ms: Date.now() - started,
   };
+}
+
+/**
+ * The policy an agent of class `agentClass` is judged under (src/policy/classes.ts), or the
+ * refusal when it cannot be: the class is not defined in the trusted policy, or that class may
+ * write both a contract root and a test or oracle path (a trusted policy that got past the
+ * `policy` rule, moved by hand or older than it). Fail closed: such a credential moves nothing.
+ * The default class (none) is the policy itself, judged as before (policy check names a breach).
+ */
+export function classPolicy(policy: Policy, agentClass: string | undefined, update: RefUpdate, mode: RuleContext['mode'], started: number): { policy: Policy } | { decision: RefDecision } {
+  const name = agentClass && agentClass !== DEFAULT_CLASS ? agentClass : null;
+  if (!name) return { policy };
+  const refuse = (messageId: 'classUnknown' | 'classBreach', data: Record<string, string>): { decision: RefDecision } => {
+    const row = tableRow('agent-class');
+    const message = formatMessage(policyFiles.messages[messageId]!, data);
+    return {
+      decision: {
+        ref: update.ref, oldId: update.oldId, newId: update.newId, verdict: 'reject', row: row.id, action: row.action,
+        remediation: [
+          `no command of yours can fix this: a person defines class ${name} in ${POLICY_PATH} on the trusted branch, so that it may not write both the code and its tests (docs/policy.md, "Agent classes"), or gives you a credential of another class`,
+          mode === 'push' ? 'then push again exactly as you did' : 'then re-run the check',
+        ].join('\n'),
+        reasons: [{ rule: 'policy', message, messageId, ref: update.ref, row: row.id, path: POLICY_PATH }],
+        outcomes: [{ rule: 'policy', status: 'fail', findings: [{ messageId, path: POLICY_PATH, data, message }], details: { class: name }, ms: 0 }],
+        contract: { base: null, head: null },
+        ms: Date.now() - started,
+        agentClass: name,
+      },
+    };
+  };
+  if (!hasClass(policy, name)) return refuse('classUnknown', { class: name, source: policy.source, classes: classNames(policy).join(', ') });
+  const breach = separationProblems(policy).find((p) => p.className === name);
+  if (breach) return refuse('classBreach', { class: name, source: policy.source, detail: breach.message });
+  return { policy: policyForClass(policy, name) };
 }

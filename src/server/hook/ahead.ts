@@ -29,6 +29,8 @@ export interface TrustedState {
 export interface Ahead {
   generation: number;
   role: Role;
+  /** The agent's class it was judged under (absent: the default class). */
+  agentClass?: string;
   trusted: TrustedState;
   rules: AheadRules[];
 }
@@ -63,6 +65,7 @@ export interface AheadInput {
   store: Git;
   cache: Map<string, unknown>;
   role: Role;
+  agentClass?: string;
   pushTarget?: PushTarget;
   updates: readonly RefUpdate[];
   view: PackView;
@@ -81,19 +84,19 @@ async function judgeAll(input: AheadInput): Promise<Ahead | null> {
   const { trustedTip, trustedBranch, policy } = input.trusted;
   const rules: AheadRules[] = [];
   for (const u of input.updates) {
-    const r = await judgeAhead({ git, role: input.role, mode: 'push', trustedTip, trustedBranch, policy, cache: input.cache, mainStore: input.store, ...(input.pushTarget ? { pushTarget: input.pushTarget } : {}) }, u);
+    const r = await judgeAhead({ git, role: input.role, ...(input.agentClass ? { agentClass: input.agentClass } : {}), mode: 'push', trustedTip, trustedBranch, policy, cache: input.cache, mainStore: input.store, ...(input.pushTarget ? { pushTarget: input.pushTarget } : {}) }, u);
     if (!r) return null;
     rules.push(r);
   }
-  return { generation: input.generation, role: input.role, trusted: input.trusted, rules };
+  return { generation: input.generation, role: input.role, ...(input.agentClass ? { agentClass: input.agentClass } : {}), trusted: input.trusted, rules };
 }
 
 /**
  * The rules judged ahead for `updates`, when they were judged on the same inputs as the hook's
  * judgement now: else null (the hook judges them itself).
  */
-export function aheadFor(a: Ahead | null, now: { generation: number; role: Role; trusted: TrustedState; updates: readonly RefUpdate[] }): AheadRules[] | null {
-  if (!a || a.generation !== now.generation || a.role !== now.role) return null;
+export function aheadFor(a: Ahead | null, now: { generation: number; role: Role; agentClass?: string | undefined; trusted: TrustedState; updates: readonly RefUpdate[] }): AheadRules[] | null {
+  if (!a || a.generation !== now.generation || a.role !== now.role || (a.agentClass ?? null) !== (now.agentClass ?? null)) return null;
   if (a.trusted.trustedTip !== now.trusted.trustedTip || a.trusted.trustedBranch !== now.trusted.trustedBranch) return null;
   if (policyDigest(a.trusted.policy) !== policyDigest(now.trusted.policy)) return null;
   if (a.rules.length !== now.updates.length) return null;

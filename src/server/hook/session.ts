@@ -16,6 +16,8 @@ export interface PushSession {
   repoDir: string;
   actor: string;
   role: Role;
+  /** An agent's class of the policy (its token's, or the host's mapping: src/policy/classes.ts); absent: the default class. */
+  agentClass?: string;
   remoteAddr: string | null;
   userAgent: string | null;
   decisions: Map<string, RefDecision>;
