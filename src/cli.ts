@@ -23,6 +23,7 @@ const upstream = () => import('./commands/upstream.js');
 const init = () => import('./commands/init.js');
 import { defaultData, packageVersion, parseDays, parsePositiveInt } from './commands/args.js';
 import { SERVE_SETTINGS, resolveServeConfig } from './server/serve-config.js';
+import { usageErrorLines } from './commands/usage-error.js';
 
 // A reader that stops early (`patchgate audit export | head -1`) closes the pipe: that ends the
 // command quietly, with the status it had so far, instead of an EPIPE stack trace.
@@ -79,7 +80,8 @@ const cpCredOpt = { type: 'string', describe: 'file whose first line is the chec
 const auditOpt = { type: 'string', describe: 'audit log: sqlite:PATH or postgres://… without a password (default: PATCHGATE_AUDIT_URL, else <data>/patchgate.db; the password goes in that variable, PGPASSFILE or PGPASSWORD)' } as const;
 
 export function buildCli(argv: string[]): Argv {
-  return yargs(argv)
+  const top: Argv = yargs(argv);
+  return top
     .scriptName('patchgate')
     .usage('$0 <command> [options]\n\nA merge gate for patches written by AI coding agents.')
     .command('check', 'run the whole policy on a local repository (CI mode); exit 0 accept, 1 reject, 2 error', (y) => y
@@ -211,6 +213,7 @@ export function buildCli(argv: string[]): Argv {
         .option('trusted', { type: 'string', default: 'main', describe: 'the trusted branch (the repo\'s HEAD)' })
         .option('upstream', { type: 'string', describe: 'the team\'s real remote (https URL, may carry user:token@); accepted pushes are forwarded there' })
         .option('upstream-credential-file', { type: 'string', describe: 'file whose first line is the upstream token (or user:token); stored mode 0600' })
+        .option('allow-http-credential', { type: 'boolean', default: false, describe: 'accept a token for a plain http:// upstream that is not this machine (sent in clear text)' })
         .option('mode', { choices: ['enforce', 'evaluate'] as const, describe: 'evaluate: judge and audit, accept would-be refusals (default enforce)' })
         .option('holdout-of', { type: 'string', describe: 'held-out tests of repository NAME: agent tokens can neither read nor list it' })
         .option('wait', { type: 'boolean', default: false, describe: 'with --upstream: fill the contract cache now (progress on stderr) and return when the warm-up is done' })
@@ -218,7 +221,7 @@ export function buildCli(argv: string[]): Argv {
         .option('json', jsonOpt),
       async (a) => {
         await jsonDoc(a.json, 'repo create', async () => (a.upstream !== undefined || a.mode !== undefined || a.upstreamCredentialFile !== undefined
-          ? await (await upstream()).runRepoCreateUpstream({ data: a.data, name: a.name, trusted: a.trusted, upstream: a.upstream, credentialFile: a.upstreamCredentialFile, mode: a.mode, wait: a.wait })
+          ? await (await upstream()).runRepoCreateUpstream({ data: a.data, name: a.name, trusted: a.trusted, upstream: a.upstream, credentialFile: a.upstreamCredentialFile, allowHttpCredential: a.allowHttpCredential, mode: a.mode, wait: a.wait })
           : await (await admin()).runRepoCreate({ data: a.data, name: a.name, trusted: a.trusted, audit: a.audit, ...(a.holdoutOf ? { holdoutOf: a.holdoutOf } : {}) })),
         () => ({ repo: a.name.replace(/\.git$/, ''), dir: resolve(a.data, 'repos', `${a.name.replace(/\.git$/, '')}.git`), trusted: a.trusted, mode: a.mode ?? 'enforce', ...(a.holdoutOf ? { holdoutOf: a.holdoutOf } : {}) }));
         if (a.wait) process.exit(); // the parse workers of the warm-up would keep the process alive
@@ -227,9 +230,10 @@ export function buildCli(argv: string[]): Argv {
         .positional('name', { type: 'string', demandOption: true })
         .positional('url', { type: 'string', demandOption: true })
         .option('upstream-credential-file', { type: 'string', describe: 'file whose first line is the token (or user:token)' })
+        .option('allow-http-credential', { type: 'boolean', default: false, describe: 'accept a token for a plain http:// upstream that is not this machine (sent in clear text)' })
         .option('data', dataOpt)
         .option('json', jsonOpt),
-      (a) => jsonDoc(a.json, 'repo upstream', async () => (await upstream()).runRepoUpstream({ data: a.data, name: a.name, url: a.url, credentialFile: a.upstreamCredentialFile }), () => ({ repo: a.name, upstream: a.url === 'none' ? null : 'set' })))
+      (a) => jsonDoc(a.json, 'repo upstream', async () => (await upstream()).runRepoUpstream({ data: a.data, name: a.name, url: a.url, credentialFile: a.upstreamCredentialFile, allowHttpCredential: a.allowHttpCredential }), () => ({ repo: a.name, upstream: a.url === 'none' ? null : 'set' })))
       .command('sync <name>', 'fetch the trusted branch (and every branch upstream has) from upstream now', (y2) => y2
         .positional('name', { type: 'string', demandOption: true })
         .option('data', dataOpt)
@@ -379,9 +383,13 @@ export function buildCli(argv: string[]): Argv {
     .demandCommand(1, 'name a command; see patchgate --help')
     .recommendCommands()
     .strict()
-    .fail((msg, err) => {
+    .fail((msg, err, usage) => {
       if (err) throw err;
-      process.stderr.write(`patchgate: ${msg}\nrun \`patchgate --help\` for usage\n`);
+      // The commands being run and what the last offers (yargs' context and usage), so the
+      // message can say "did you mean" under a command that also runs bare, and name its --help.
+      const path = ((top as unknown as { getInternalMethods?: () => { getContext: () => { commands?: string[] } } }).getInternalMethods?.().getContext().commands ?? []).map((c) => c.split(' ')[0]!);
+      const subs = ((usage as unknown as { getCommands?: () => Array<[string]> }).getCommands?.() ?? []).map((c) => c[0].split(' ')[0]!).filter((n) => n !== '$0' && n !== '*');
+      process.stderr.write(usageErrorLines(msg, path, subs, argv).join('\n') + '\n');
       process.exit(2);
     })
     .help()

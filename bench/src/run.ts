@@ -3,7 +3,7 @@
 // bench/results.json. It is a benchmark, not a test: nothing fails on a MISS. See
 // docs/performance.md for what each figure means.
 //
-//   node bench/dist/run.js [--sizes 1k,10k,50k] [--quick] [--only 1,2,3,4,5,6,7,8] [--iterations N]
+//   node bench/dist/run.js [--sizes 1k,10k,50k] [--quick] [--only 1,2,3,4,5,6,7,8,9] [--iterations N]
 //                          [--agents N] [--pushes N] [--audit-rows N] [--digest-runs N]
 //                          [--concurrency-size S] [--digest-size S] [--budget SECONDS] [--no-strace] [--keep]
 
@@ -17,6 +17,7 @@ import { digestBench, type DigestBenchResult } from './digest.js';
 import { generateRepo, type GeneratedRepo } from './gen.js';
 import { ghesBench, type GhesBenchResult } from './ghes.js';
 import { pushBench, type PushBenchResult } from './push.js';
+import { corpusBundle, realHistoryBench, type RealHistoryResult } from './real-history.js';
 import { upstreamBench, type UpstreamBenchResult } from './upstream.js';
 import { cleanup, fmtBytes, fmtMs, keepDir, median, nowMs, parseSize, REPO_TOP, round, run, tempDir } from './util.js';
 
@@ -37,7 +38,7 @@ interface Flags {
   budgetS: number;
 }
 
-const USAGE = `usage: node bench/dist/run.js [--sizes 1k,10k,50k] [--quick] [--only 1,2,3,4,5,6,7,8] [--iterations N]
+const USAGE = `usage: node bench/dist/run.js [--sizes 1k,10k,50k] [--quick] [--only 1,2,3,4,5,6,7,8,9] [--iterations N]
   [--agents N] [--pushes N] [--audit-rows N] [--digest-runs N] [--concurrency-size S] [--digest-size S]
   [--budget SECONDS] [--no-strace] [--keep]`;
 
@@ -60,7 +61,7 @@ function pairedMargin(p: PushBenchResult): number {
 function parseFlags(argv: string[]): Flags {
   const quick = argv.includes('--quick');
   const f: Flags = {
-    sizes: quick ? [1000] : [1000, 10_000, 50_000], quick, only: new Set([1, 2, 3, 4, 5, 6, 8]), iterations: null,
+    sizes: quick ? [1000] : [1000, 10_000, 50_000], quick, only: new Set([1, 2, 3, 4, 5, 6, 8, 9]), iterations: null,
     agents: quick ? 8 : 32, pushes: quick ? 3 : 10, auditRows: quick ? 100_000 : 1_000_000, digestRuns: quick ? 1 : 3,
     concurrencySize: null, digestSize: null, strace: true, keep: false, budgetS: quick ? 120 : 300,
   };
@@ -210,6 +211,19 @@ async function main(): Promise<void> {
     log(`(5) audit queries on a ${flags.auditRows}-row log`);
     audit = await auditBench(flags.auditRows, log);
   }
+  // (9) a real project's whole history (issue 47): the figures above come from generated trees.
+  const reals: RealHistoryResult[] = [];
+  if (flags.only.has(9)) {
+    for (const project of ['requests']) {
+      const bundle = corpusBundle(project);
+      if (!bundle) {
+        log(`(9) ../shared/corpus/${project}.bundle is not here: not run`);
+        continue;
+      }
+      log(`(9) ${project}'s whole history: a person's first push through the gate and to plain node-git-server, then the agent's first push`);
+      reals.push(await realHistoryBench(project, bundle, { log, budgetMs: flags.budgetS * 1000 }));
+    }
+  }
 
   const calEnd = await calibrate();
   clearInterval(loadTimer);
@@ -323,6 +337,12 @@ async function main(): Promise<void> {
     row('(8)', 'never-seen 50k, first push, cold daemon', fig50, '/ 30 s < 1, VmHWM <= 500 MB', verdict(pass50));
     targets.push({ id: '8@50k', text: 'never-seen 50k repository, first push on a cold daemon / the 30 s hook limit < 1, daemon peak RSS <= 500 MB', figure: c50 ? `ratio ${round(c50.limitRatio, 2)}, VmHWM ${Math.round(c50.vmHwmMB)} MB${c50.timedOut ? ' (stopped at the budget)' : ''}` : 'not run', pass: pass50 });
   }
+  for (const r of reals) {
+    const pass = r.personOk && r.agentOk && r.agentMs <= 2000;
+    row('(9)', `real history: ${r.project}`, `${r.commits} commits, ${r.objects} objects; person's first push ${fmtMs(r.personMs)}${r.personOk ? '' : ' NOT accepted'} vs plain ${fmtMs(r.plainMs)} (x${round(r.ratio, 2)}); agent's first push after it ${fmtMs(r.agentMs)}${r.agentOk ? '' : ' NOT accepted'}${r.stderrTail ? ` (${r.stderrTail})` : ''}`, 'person accepted at the default 30 s limit; agent <= 2 s', verdict(pass));
+    targets.push({ id: `9@${r.project}`, text: `${r.project}'s whole history: a person's first push accepted under the default hook limit, and the agent's first push right after it <= 2 s`, figure: `person ${Math.round(r.personMs)} ms (x${round(r.ratio, 2)} plain), agent ${Math.round(r.agentMs)} ms`, pass });
+  }
+  if (flags.only.has(9) && reals.length === 0) targets.push({ id: '9', text: 'a real project\'s whole history', figure: 'not run (no corpus bundle)', pass: null });
   row('env', 'machine', `${availableParallelism()} cpu(s) ${cpus()[0]?.model ?? ''}, ${fmtBytes(totalmem())}; load avg 1m min/median/max ${round(Math.min(...loads, startLoad[0]!), 1)}/${round(median(loads.length ? loads : [startLoad[0]!]), 1)}/${round(Math.max(...loads, startLoad[0]!), 1)}`, '', '');
   row('', 'code', `${commit.head?.slice(0, 12) ?? 'unknown'}${commit.dirty.length ? ` + ${commit.dirty.length} uncommitted file(s)` : ''}`, '', '');
   row('', 'calibration', `git --version spawn ${round(calStart.gitSpawnMs, 1)} -> ${round(calEnd.gitSpawnMs, 1)} ms; node -e 0 ${Math.round(calStart.nodeStartMs)} -> ${Math.round(calEnd.nodeStartMs)} ms; run ${Math.round(durationMs / 1000)} s`, '', '');
@@ -344,7 +364,7 @@ async function main(): Promise<void> {
     },
     targets, generation: genRows,
     push: pushes.map((p) => ({ ...p, gateWall: { ...p.gateWall, samples: p.gateWall.samples.map((x) => round(x, 2)) }, baseWall: { ...p.baseWall, samples: p.baseWall.samples.map((x) => round(x, 2)) } })),
-    digest, concurrency: conc, audit, ghes, upstream: upstreamFig, coldPush: colds, table: out,
+    digest, concurrency: conc, audit, ghes, upstream: upstreamFig, coldPush: colds, realHistory: reals, table: out,
   };
   const dir = join(REPO_TOP, 'bench');
   mkdirSync(dir, { recursive: true });

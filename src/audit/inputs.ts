@@ -119,6 +119,8 @@ export interface CiInput {
 
 export interface ConfirmItem {
   ref: string;
+  /** Where the ref was before the push (zeros: a new ref); rows written before issue 49 have none. */
+  old?: string;
   new: string;
   moved: boolean;
 }

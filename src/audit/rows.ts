@@ -195,6 +195,7 @@ export function confirmContent(input: ConfirmItem & { time?: string; repo?: stri
     push_id: pushIdOf(pushId),
     repo: optString(input.repo, 'repo', 256),
     ref: reqString(input.ref, `${prefix}ref`, 1024),
+    ...(input.old !== undefined ? { old: objectId(input.old, `${prefix}old`) } : {}),
     new: objectId(input.new, `${prefix}new`),
     moved: input.moved ? 1 : 0,
   };

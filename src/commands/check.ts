@@ -8,6 +8,7 @@ import { Git } from '../git/git.js';
 import { errorMessage } from '../errors.js';
 import { errorDecision, judgeUpdate, renderDecision } from '../policy/engine.js';
 import type { RefDecision, Role } from '../policy/types.js';
+import { stderrProgress, type SlowPhaseOptions } from '../progress.js';
 
 export interface CheckArgs {
   repo: string;
@@ -15,6 +16,8 @@ export interface CheckArgs {
   head: string;
   role: Role;
   ref?: string;
+  /** Where a long contract parse reports (default: stderr once it has run 2 s, as `contract` does). */
+  progress?: SlowPhaseOptions;
 }
 
 const ZERO = '0'.repeat(40);
@@ -37,12 +40,21 @@ export async function runCheck(args: CheckArgs, cache?: Map<string, unknown>): P
     // With --ref, judge it as the move base -> head; without, the work starts at the merge-base.
     const oldId = args.ref ? base : ((await git.mergeBase(base, head)) ?? '0'.repeat(head.length));
     return await judgeUpdate(
-      { git, role: args.role, mode: 'check', trustedTip: base, exclude: [base], checkRefs: !!args.ref, cache },
-      { ref: args.ref ?? 'HEAD', oldId, newId: head },
+      { git, role: args.role, mode: 'check', trustedTip: base, exclude: [base], checkRefs: !!args.ref, cache, progress: args.progress ?? { ...stderrProgress(), delayMs: 2000 } },
+      { ref: args.ref ?? (await headLabel(git, args.head)), oldId, newId: head },
     );
   } finally {
     git.close();
   }
+}
+
+/**
+ * What the output calls the judged revision without --ref: the ref --head names, in full
+ * (`--head agent/api` is refs/heads/agent/api, as a push of it is labelled), else --head as given.
+ */
+async function headLabel(git: Git, head: string): Promise<string> {
+  const full = (await git.run(['rev-parse', '--symbolic-full-name', head], { okExit: [128] }).catch(() => null))?.stdout.toString('utf8').trim() ?? '';
+  return full && !full.includes('\n') ? full : head;
 }
 
 /** The pinned `check --json` shape. */

@@ -18,6 +18,9 @@ export async function runContract(args: { repo: string; rev: string; format?: Co
     progress.phase('patchgate: contract', await contractFileCount(git, rev, policy.contract.roots, format));
     const c = await contractOf(git, rev, policy.contract.roots, format, new Map(), { maxSourceBytes: policy.contract.maxSourceBytes, onFile: (n) => progress.tick(n) });
     progress.end();
+    // The seed format reads the first root's .py files only: on a project with none (TypeScript)
+    // its digest is the hash of nothing, which pins no API at all (issue 49).
+    if (format === 'seed' && c.files === 0) process.stderr.write(`patchgate: contract: warning: the seed format reads .py files only and found none under ${policy.contract.roots[0] ?? '(no root)'}; this digest pins no API (use the v1 format for TypeScript)\n`);
     if (args.json) return [JSON.stringify({ rev, format, roots: policy.contract.roots, files: c.files, digest: c.digest, rows: c.rows })];
     return [c.digest];
   } finally {

@@ -76,8 +76,8 @@ function startWarm(data: string, name: string): void {
   child.unref();
 }
 
-export async function runRepoCreateUpstream(args: { data: string; name: string; trusted: string; upstream?: string; credentialFile?: string; mode?: GateMode; wait?: boolean }): Promise<string[]> {
-  const u = args.upstream && args.upstream !== 'none' ? parseUpstream(args.upstream, args.credentialFile) : null;
+export async function runRepoCreateUpstream(args: { data: string; name: string; trusted: string; upstream?: string; credentialFile?: string; allowHttpCredential?: boolean; mode?: GateMode; wait?: boolean }): Promise<string[]> {
+  const u = args.upstream && args.upstream !== 'none' ? parseUpstream(args.upstream, args.credentialFile, { allowHttpCredential: args.allowHttpCredential }) : null;
   const dir = await createRepo(resolve(args.data), args.name, args.trusted);
   const name = normalizeRepoName(args.name);
   audit(args.data, 'repo.create', name, { dir, trusted: args.trusted, upstream: u ? u.url : null, mode: args.mode ?? 'enforce' });
@@ -92,10 +92,10 @@ export async function runRepoCreateUpstream(args: { data: string; name: string; 
   return out;
 }
 
-export async function runRepoUpstream(args: { data: string; name: string; url: string; credentialFile?: string }): Promise<string[]> {
+export async function runRepoUpstream(args: { data: string; name: string; url: string; credentialFile?: string; allowHttpCredential?: boolean }): Promise<string[]> {
   const { name, dir } = repoDirOf(args.data, args.name);
   const settings = readSettings(resolve(args.data), name);
-  const u = args.url === 'none' ? null : parseUpstream(args.url, args.credentialFile);
+  const u = args.url === 'none' ? null : parseUpstream(args.url, args.credentialFile, { allowHttpCredential: args.allowHttpCredential });
   // A new upstream is stored only once a fetch with it worked: a typo never replaces a working one.
   const synced = u ? await syncNow(args.data, name, dir, u, false) : '';
   writeSettings(resolve(args.data), name, { ...settings, upstream: u });

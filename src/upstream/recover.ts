@@ -91,7 +91,7 @@ export async function settleIntent(d: SettleDeps, e: IntentEntry): Promise<strin
     }
     // Confirms: did the push move the gate's ref? (As found, before any repair from upstream.)
     const confirmed = new Set((trace.confirms ?? []).map((c) => `${c.ref} ${c.new}`));
-    const items = accepted.filter((r) => !confirmed.has(`${r.ref} ${r.new}`)).map((r) => ({ ref: r.ref!, new: r.new!, moved: sameTip(gateBefore.get(r.ref!), r.new!) }));
+    const items = accepted.filter((r) => !confirmed.has(`${r.ref} ${r.new}`)).map((r) => ({ ref: r.ref!, ...(r.old ? { old: r.old } : {}), new: r.new!, moved: sameTip(gateBefore.get(r.ref!), r.new!) }));
     if (items.length) {
       await d.audit.confirmRefs(e.pushId, items, { repo: e.repo });
       said.push(`push ${e.pushId}: confirmed ${items.map((i) => `${i.ref} ${i.moved ? 'moved' : 'did not move'}`).join(', ')}`);

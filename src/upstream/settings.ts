@@ -70,9 +70,11 @@ export function removeSettings(dataDir: string, name: string): void {
  * Parse `--upstream URL` (+ an optional credential file whose first line is the secret, or
  * `user:secret`). http(s) URLs may carry `user:secret@`; it is split off and stored apart.
  * `file://` is for tests and local mirrors. Anything else is refused: the gate's git reaches
- * upstream over HTTP(S) only, with the stored token.
+ * upstream over HTTP(S) only, with the stored token. A token over plain http:// would cross the
+ * network in clear text: refused unless the host is this machine (loopback) or the operator
+ * says so with `--allow-http-credential` (issue 49).
  */
-export function parseUpstream(raw: string, credentialFile?: string): UpstreamConfig {
+export function parseUpstream(raw: string, credentialFile?: string, opts: { allowHttpCredential?: boolean } = {}): UpstreamConfig {
   let url: URL;
   try {
     url = new URL(raw);
@@ -102,7 +104,16 @@ export function parseUpstream(raw: string, credentialFile?: string): UpstreamCon
     } else secret = line;
   }
   if (secret && !user) user = 'x-access-token';
+  if (secret && url.protocol === 'http:' && !isLoopback(url.hostname) && !opts.allowHttpCredential) {
+    throw new UsageError(`--upstream: http://${url.host} would carry the token in clear text; give the https:// URL, or pass --allow-http-credential if that network is private and you accept the risk`);
+  }
   return { url: url.toString(), user, secret };
+}
+
+/** A host name that is this machine: localhost, 127.0.0.0/8, ::1. */
+function isLoopback(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
 }
 
 /** What may be printed about an upstream: the URL without credentials, and whether one is stored. */

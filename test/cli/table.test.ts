@@ -34,7 +34,7 @@ t.test('the table: good, missing and bad arguments', async (t) => {
     [[], 2, /^patchgate: name a command/],
     [['audti'], 2, /^patchgate: Did you mean audit\?/],
     [['tokn', 'list'], 2, /^patchgate: Did you mean token\?/],
-    [['check', '--repo', r.dir, '--base', 'main', '--head', 'main'], 0, /^patchgate: ACCEPT HEAD/],
+    [['check', '--repo', r.dir, '--base', 'main', '--head', 'main'], 0, /^patchgate: ACCEPT refs\/heads\/main /],
     [['check', '--repo', r.dir, '--base', 'main'], 2, /^patchgate: Missing required argument: head/],
     [['check', '--repo', r.dir, '--base', 'nosuchrev', '--head', 'main'], 2, /^patchgate: gate error: unknown revision "nosuchrev" \(--base\)/],
     [['check', '--repo', r.dir, '--base', 'main', '--head', 'nosuchrev'], 2, /^patchgate: gate error: unknown revision "nosuchrev" \(--head\)/],

@@ -18,7 +18,7 @@ export const contract: Rule = {
   description: 'The public API digest of the contract roots must be unchanged or listed in the allow file on the trusted branch.',
   waivedForHumans: true,
   messages: {
-    moved: 'public API of {roots} changed at {commit}: digest {head} is neither the merge-base digest {base} nor listed in {allowFile} on {trusted}',
+    moved: 'public API of {roots} changed at {commit}: digest {head} is neither the merge-base digest {base} nor listed in {allowFile} on the trusted branch {trusted}{trustedTip}',
     added: '+ {row}',
     removed: '- {row}',
     changed: '~ {from}  =>  {to}',
@@ -73,7 +73,7 @@ export const contract: Rule = {
 
     const findings: Finding[] = [{
       messageId: 'moved', commit: headCommit,
-      data: { roots: roots.join(', '), commit: short(headCommit), head: head.digest, base: base?.digest ?? '(none)', allowFile, trusted: policy.trustedBranch },
+      data: { roots: roots.join(', '), commit: short(headCommit), head: head.digest, base: base?.digest ?? '(none)', allowFile, trusted: policy.trustedBranch, trustedTip: trusted ? ` (its tip ${short(trusted)})` : '' },
     }];
     const baseRev = refs[0]?.rev;
     const baseRows = base && baseRev ? await contractRows(git, base, baseRev, roots, ctx.cache, limits) : [];

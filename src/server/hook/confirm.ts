@@ -38,7 +38,7 @@ function unconfirmed(s: PushSession): RefDecision[] {
  */
 function confirmRows(ctx: HookContext, s: PushSession, judged: RefDecision[], moved: Set<RefDecision>): Promise<void> {
   for (const d of judged) s.confirmed.add(key(d.ref, d.oldId, d.newId));
-  const items = judged.map((d) => ({ ref: d.ref, new: d.newId, moved: moved.has(d) }));
+  const items = judged.map((d) => ({ ref: d.ref, old: d.oldId, new: d.newId, moved: moved.has(d) }));
   // Upstream took refs the gate did not move: audited, and the next fetch repairs the gate.
   const diverged = s.forwarded?.size ? judged.filter((d) => !moved.has(d) && s.forwarded!.has(key(d.ref, d.oldId, d.newId))) : [];
   return (async () => {
