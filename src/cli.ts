@@ -292,6 +292,7 @@ export function buildCli(argv: string[]): Argv {
         .option('role', { choices: ['agent', 'human', 'admin'] as const, demandOption: true })
         .option('repos', { type: 'string', describe: 'repository glob this token may use (default *)' })
         .option('expires', { type: 'string', describe: 'days until the token expires (fractions allowed)' })
+        .option('class', { type: 'string', describe: 'an agent token\'s class of the policy (ci/patchgate.json "classes"; docs/policy.md); default: the default class' })
         .option('data', dataOpt)
         .option('audit', auditOpt),
       (a) => guarded(async () => out(await (await admin()).runTokenCreate({ data: a.data, audit: a.audit, name: a.name, role: a.role, repos: a.repos, expires: a.expires === undefined ? undefined : parseDays(a.expires, '--expires', 36_500), ...(typeof a.class === 'string' ? { agentClass: a.class } : {}) }))))
@@ -303,7 +304,6 @@ export function buildCli(argv: string[]): Argv {
     .command('audit', 'query the audit log (newest first); `audit show ID`, `audit verify`', (y) => y
       .command('$0', 'query the audit log', (y2) => y2
         .option('data', dataOpt)
-        .option('class', { type: 'string', describe: 'an agent token\'s class of the policy (ci/patchgate.json "classes"; docs/policy.md); default: the default class' })
         .option('repo', { type: 'string' })
         .option('actor', { type: 'string' })
         .option('verdict', { choices: ['accept', 'reject', 'would-reject'] as const })
