@@ -6,18 +6,28 @@
 // the next three steps.
 
 import { existsSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import { defaultPolicy, POLICY_PATH } from '../policy/config.js';
 import { fixtureDigest } from '../fixtures/lock.js';
 import { buildLock, serializeLock } from '../fixtures/worktree.js';
+import { TAMPER_CHECKS } from '../policy/tamper/checks.js';
+import { REPO_NAME_RE } from '../server/repos.js';
 
 export const FIXTURES_DIR = 'tests/fixtures';
 
 /** The policy file's content: the defaults, in the schema's key order (no derived fields). */
 export function defaultPolicyText(): string {
   const { oracleFiles: _o, source: _s, ...policy } = defaultPolicy();
-  return JSON.stringify(policy, null, 2) + '\n';
+  // Every tamper check by name with its default, so "every default written out" holds there too.
+  const checks = Object.fromEntries(TAMPER_CHECKS.map((c) => [c, policy.tamperScan.checks[c] ?? 'refuse']));
+  return JSON.stringify({ ...policy, tamperScan: { ...policy.tamperScan, checks } }, null, 2) + '\n';
+}
+
+/** The repository name the next steps use: the project folder's name, made a valid gate name. */
+export function repoNameFor(root: string): string {
+  const name = basename(resolve(root)).replace(/\.git$/, '').replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 100);
+  return REPO_NAME_RE.test(name) ? name : 'app';
 }
 
 export async function runInit(args: { repo: string }): Promise<string[]> {
@@ -45,13 +55,16 @@ export async function runInit(args: { repo: string }): Promise<string[]> {
     writeFileSync(join(root, f.path), f.text, { flag: 'wx' });
   }
   const paths = files.map((f) => f.path);
+  const name = repoNameFor(root);
+  // The gate's data lives outside the work tree (a serve started here would put data/ in it).
+  const data = '"$HOME/patchgate-data"';
   return [
     ...files.map((f) => `created ${f.path}: ${f.note}`),
     'commit them as a person (agents may never change these files):',
     `  git add ${paths.join(' ')} && git commit -m 'patchgate: policy, contract allow file, fixture lock, flake ledger'`,
     'next steps:',
-    '  1. patchgate serve &                                   # the gate (its first start writes data/admin-token)',
-    '  2. patchgate repo create app && patchgate token create alice --role human | tail -1',
-    '  3. git push http://alice:TOKEN@127.0.0.1:7005/app.git HEAD:main   # a person seeds the trusted branch',
+    `  1. patchgate serve --data ${data} &   # the gate, its data outside this work tree (the first start writes admin-token there)`,
+    `  2. patchgate repo create ${name} --data ${data} && patchgate token create alice --role human --data ${data} | tail -1`,
+    `  3. git push http://alice:TOKEN@127.0.0.1:7005/${name}.git HEAD:main   # a person seeds the trusted branch (TOKEN: the last line of step 2)`,
   ];
 }

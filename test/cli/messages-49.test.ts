@@ -15,6 +15,8 @@ import { gitAsync, seededGate } from '../helpers/gate.js';
 import { parseUpstream } from '../../src/upstream/settings.js';
 import { rowCode } from '../../src/policy/decision-table.js';
 import { usageErrorLines } from '../../src/commands/usage-error.js';
+import { repoNameFor } from '../../src/commands/init.js';
+import { TAMPER_CHECKS } from '../../src/policy/tamper/checks.js';
 
 const cli = (args: string[], cwd?: string) => cliRun(args, { cwd, env: { ...process.env, PATCHGATE_DATA: '' } });
 
@@ -111,4 +113,22 @@ t.test('serve says it is starting at once, before "serving"', async (t) => {
   const starting = text.indexOf(`patchgate: starting in ${data}: opening the audit log, checking the repositories and starting the hook daemon ("serving" follows)\n`);
   t.ok(starting >= 0, text);
   t.ok(starting < text.indexOf('patchgate: serving '), 'the first line comes before "serving"');
+});
+
+t.test('init: next steps name this project, keep the gate data out of the work tree, and every tamper check is written out', async (t) => {
+  const r = TestRepo.init(t);
+  const out = await cli(['init', '--repo', r.dir]);
+  t.equal(out.code, 0, out.stderr);
+  const name = repoNameFor(r.dir);
+  t.match(name, /^[A-Za-z0-9][A-Za-z0-9._-]*$/);
+  const steps = out.stdout.split('\n').filter((l) => /^ {2}\d\. /.test(l));
+  t.equal(steps.length, 3);
+  t.equal(steps[0], '  1. patchgate serve --data "$HOME/patchgate-data" &   # the gate, its data outside this work tree (the first start writes admin-token there)');
+  t.equal(steps[1], `  2. patchgate repo create ${name} --data "$HOME/patchgate-data" && patchgate token create alice --role human --data "$HOME/patchgate-data" | tail -1`);
+  t.match(steps[2], `http://alice:TOKEN@127.0.0.1:7005/${name}.git HEAD:main`);
+  const policy = JSON.parse(readFileSync(join(r.dir, 'ci/patchgate.json'), 'utf8')) as { tamperScan: { checks: Record<string, string> } };
+  t.same(Object.keys(policy.tamperScan.checks).sort(), [...TAMPER_CHECKS].sort());
+  t.ok(Object.values(policy.tamperScan.checks).every((m) => m === 'refuse'));
+  t.equal((await cli(['policy', 'check', '--repo', r.dir])).code, 0, 'the written policy validates');
+  t.equal(repoNameFor('/tmp/My Project!'), 'My-Project-');
 });
