@@ -4,12 +4,12 @@
 // rewrite a JUnit file; it does not own this pipe. This module attaches the reporter to an
 // argv, parses the stream and cross-checks it against the runner's report and exit status.
 
-import { copyFile, mkdir } from 'node:fs/promises';
+import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { basename, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { numberIds } from './node-order.js';
-import { pythonSourceRoots } from './judged-code.js';
+import { pluginModules, pythonSourceRoots } from './judged-code.js';
 import { attachJs, jsRunnerAt } from './runners/js.js';
 import type { TestResult } from './reports.js';
 import type { Stream, Tamper } from './stream.js';
@@ -69,6 +69,8 @@ export async function attachChannel(argv: string[], o: AttachOptions): Promise<A
     await copyFile(join(pluginDir(), 'patchgate_channel.py'), join(o.dir, 'patchgate_channel.py'));
     // site.py's sitecustomize/usercustomize: patchgate's stand-in, first on PYTHONPATH (channel/sitecustomize.py).
     for (const name of ['sitecustomize.py', 'usercustomize.py']) await copyFile(join(pluginDir(), 'sitecustomize.py'), join(o.dir, name));
+    // The policy's -p plugins are the runner's too: the stand-in pins them outside the tree.
+    await writeFile(join(o.dir, 'patchgate-runner.txt'), pluginModules(o.plugins).map((n) => `${n}\n`).join(''));
     const extra = ['-p', 'patchgate_channel', `--patchgate-fd=${CHANNEL_FD}`, `--patchgate-seed=${o.seed}`, '-p', 'no:cacheprovider'];
     for (const p of o.plugins) extra.push('-p', p);
     if (o.shuffle !== undefined) extra.push(`--patchgate-shuffle=${o.shuffle}`);
@@ -96,8 +98,9 @@ export async function attachChannel(argv: string[], o: AttachOptions): Promise<A
     // node pairs reporters with destinations by position: ours first, the project's after.
     if (reporters === 0) tail.push('--test-reporter=tap', '--test-reporter-destination=stdout');
     else for (let i = dests; i < reporters; i++) tail.push('--test-reporter-destination=stdout');
-    // Options must come before the script/test paths: put the tail right after ours.
-    return { kind, argv: [argv[0]!, ...extra, ...tail, ...rest], env: {}, junit: null };
+    // Options must come before the script/test paths: put the tail right after ours. Child
+    // processes get the preload through NODE_OPTIONS (it runs once per thread; Workers: the preload itself).
+    return { kind, argv: [argv[0]!, ...extra, ...tail, ...rest], env: { NODE_OPTIONS: `--import=${JSON.stringify(preload)}` }, junit: null };
   }
   if (kind === 'vitest' || kind === 'jest') {
     const file = kind === 'vitest' ? 'patchgate-vitest-reporter.mjs' : 'patchgate-jest-reporter.cjs';

@@ -90,7 +90,7 @@ async function heldOutTests(so: StrictOptions, dir: string, revs: { headId: stri
   const handed = ls?.started && ls.ended ? (kind === 'pytest' ? ls.collected : ls.tests.map((x) => x.id)) : null;
   const unlisted = ls?.collectErrors ?? [];
   const h = await sealedRun(so, revs.headId, 'holdout', how);
-  io.out(`patchgate: held-out tests ${held ? 'handed to the runner from memory (no file of theirs in the sealed tree)' : 'sealed read-only under .patchgate-holdout/ (only pytest test modules can be handed over from memory)'}`);
+  io.out(`patchgate: held-out tests ${held ? 'handed to the runner from memory (no file of theirs in the sealed tree)' : 'sealed read-only under .patchgate-holdout/ (only pytest test modules and node ES modules (.mjs) can be handed over from memory)'}`);
   h.findings.forEach(add);
   const s = h.stream;
   if (!s?.started || !s.ended || !s.tests.length) add(red('holdout-no-stream', 'the held-out tests produced no complete stream: they cannot vouch for the patch'));

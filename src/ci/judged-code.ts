@@ -54,16 +54,56 @@ export interface ForeignModule {
   inTree: string;
 }
 
-/** Project modules the run imported from outside the sealed tree `root`. */
-export function foreignModules(imported: Record<string, string>, project: Map<string, string>, root: string): ForeignModule[] {
+/** Project modules the run imported from outside the sealed tree `root` (a module named like the runner's is the runner's: `runnerShadows`). */
+export function foreignModules(imported: Record<string, string>, project: Map<string, string>, root: string, plugins: string[] = []): ForeignModule[] {
   const out: ForeignModule[] = [];
   for (const [name, inTree] of project) {
+    if (isRunnerModule(name, plugins)) continue;
     const file = imported[name];
     if (file === undefined) continue;
     if (file === root || file.startsWith(root + '/')) continue;
     out.push({ name, file, inTree });
   }
   return out.sort((a, b) => a.name.localeCompare(b.name));
+}
+
+// The runner's own top-level modules (issue 46): patchgate's stand-in sitecustomize pins them to
+// folders outside the sealed tree (channel/sitecustomize.py), so a project package of one of
+// these names is never what runs the tests. Keep in step with that file's list.
+const RUNNER_MODULES = ['pytest', '_pytest', 'pluggy', 'iniconfig', 'py', 'patchgate_channel', 'patchgate_sealed', 'sitecustomize', 'usercustomize'];
+
+/** The top-level names of the policy's `-p` plugins (`xdist.plugin` -> `xdist`), pinned like pytest. */
+export function pluginModules(plugins: string[]): string[] {
+  return plugins.map((p) => p.split('.')[0]!).filter((n) => /^[A-Za-z_]\w*$/.test(n));
+}
+
+export function isRunnerModule(name: string, plugins: string[] = []): boolean {
+  return RUNNER_MODULES.includes(name) || name.startsWith('pytest_') || pluginModules(plugins).includes(name);
+}
+
+/**
+ * The judged tree's modules named like the runner's, at the root (where `python -m` looks
+ * first) and in `src/`: never imported in the runner's place; the run says so.
+ */
+export async function runnerShadows(git: Git, rev: string, plugins: string[]): Promise<string[]> {
+  const out: string[] = [];
+  for (const dir of ['', 'src/']) {
+    const entries = dir ? await git.lsTree(rev, { path: dir }).catch(() => []) : await git.lsTree(rev);
+    for (const e of entries) {
+      if (!e.path.startsWith(dir)) continue;
+      const base = e.path.slice(dir.length);
+      const name = e.type === 'tree' ? base : e.type === 'blob' && base.endsWith('.py') ? base.slice(0, -3) : null;
+      if (name && !base.includes('/') && isRunnerModule(name, plugins)) out.push(e.type === 'tree' ? `${e.path}/` : e.path);
+    }
+  }
+  return out.sort();
+}
+
+/** The runner's modules the run imported from inside the sealed tree `root` (the pin failed: the run is not evidence). */
+export function runnerFromTree(imported: Record<string, string>, root: string, plugins: string[]): Array<{ name: string; file: string }> {
+  return Object.entries(imported)
+    .filter(([name, file]) => isRunnerModule(name, plugins) && (file === root || file.startsWith(root + '/')))
+    .map(([name, file]) => ({ name, file: file.slice(root.length + 1) || '.' }));
 }
 
 /** The one-line reason of a foreign module, with the fix. */

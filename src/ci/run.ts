@@ -20,13 +20,13 @@ import { compareBaseline, compareTrusted, readBaseline, trustedRun, writeBaselin
 import { parseSeed, randomSeed, runCommand, seedEnv, showArgv, withSeed } from './process.js';
 import { parseJestJson, parseJUnitReport, parseTap, type ParsedReport, type TestResult } from './reports.js';
 import { runnerKind } from './channel.js';
-import { foreignMessage, foreignModules, projectModules } from './judged-code.js';
+import { foreignMessage, foreignModules, isRunnerModule, projectModules, runnerFromTree, runnerShadows } from './judged-code.js';
 import { resolveCommand } from './command-line.js';
 import { capped, decidingRow, FAILURE_KINDS, Tail } from './summary.js';
 export { decidingRow, printVerdict } from './summary.js';
 import { heldOutStage, type HoldoutCounts, type SealedCounts } from './holdout-run.js';
 import { sandboxAvailable, type SandboxMode } from './sandbox.js';
-import { checkStream, laterRun, orderChanges, sealedRun, type SealedRun, type StrictFinding, type StrictOptions } from './strict.js';
+import { checkStream, environmentRun, laterRun, orderChanges, sealedRun, type SealedRun, type StrictFinding, type StrictOptions } from './strict.js';
 
 export interface CiOptions {
   repo: string;
@@ -58,7 +58,7 @@ export interface CiIo {
 export type ReasonKind =
   | 'check' | 'ledger-invalid' | 'failed' | 'new-seed' | 'expired' | 'fixture-mismatch'
   | 'no-report' | 'stale-report' | 'unreadable-report' | 'incomplete-report' | 'empty-report'
-  | 'seed-file' | 'command-failed' | 'vanished' | 'skipped' | 'error' | 'not-judged-code' | 'command-not-found' | 'sandbox-missing' | 'runtime-tamper'
+  | 'seed-file' | 'command-failed' | 'vanished' | 'skipped' | 'error' | 'not-judged-code' | 'command-not-found' | 'sandbox-missing' | 'runtime-tamper' | 'runner-shadowed'
   | StrictFinding['kind'];
 
 export interface CiReason {
@@ -96,6 +96,10 @@ export interface CiReport {
   sealed?: SealedCounts | null;
   /** pytest: where each of the project's own modules was imported from (the judged tree's, or not). */
   modules?: Record<string, string>;
+  /** pytest: where the runner's own modules (pytest, _pytest, pluggy, ...) were imported from, and the judged tree's modules named like them, which were not (issue 46). */
+  runner?: { modules: Record<string, string>; shadowed: string[] };
+  /** The conditions each later run varied (vary.ts): clock offset (null: libfaketime missing), uid, hostname (null: not sandboxed), HOME, hash seed. */
+  variation?: Array<{ run: number; clock: string | null; uid: number | null; hostname: string | null; home: string; pythonHashSeed: number }>;
   /** How the strict run's test processes ran: `bwrap` (sandboxed), `none` (the explicit opt-out, "not sandboxed"); null: not a strict run. */
   sandbox?: SandboxMode | null;
   /** Set when the command could not start: one line says why, and nothing else is printed. */
@@ -405,16 +409,27 @@ async function strictChecks(ctx: Ctx, so: StrictOptions, first: SealedRun, parse
   const runs = args.runs ?? o.policyRuns;
   for (let i = 2; ok && i <= runs; i++) {
     const again = await laterRun(so, o.headId, i, first.stream!);
-    io.out(`patchgate: run ${i} of ${runs}, ${again.how}`);
+    io.out(`patchgate: run ${i} of ${runs}, ${again.how}; environment varied: ${again.varied}`);
+    ctx.report.variation = [...(ctx.report.variation ?? []), { run: i, clock: again.vary.faketime ? `+${again.vary.years}y` : null, uid: so.sandbox === 'none' ? null : again.vary.uid, hostname: so.sandbox === 'none' ? null : again.vary.hostname, home: again.vary.home, pythonHashSeed: again.vary.hashSeed }];
+    if (!again.vary.faketime) io.out(`patchgate: note: run ${i}'s clock is not varied: libfaketime is not installed (Debian: apt-get install libfaketime); the other conditions are`);
     again.findings.forEach(add);
     if (!again.stream?.ended) continue;
-    for (const c of orderChanges(first.stream!, again.stream)) {
+    const changes = orderChanges(first.stream!, again.stream);
+    // Order or environment: the same conditions in run 1's order tell them apart (only when something changed).
+    let byEnv = new Set<string>();
+    if (changes.length) {
+      const env = await environmentRun(so, o.headId, i, again.vary);
+      env.findings.forEach(add);
+      if (env.stream?.ended) byEnv = new Set(orderChanges(first.stream!, env.stream).map((c) => c.id));
+    }
+    for (const c of changes) {
       const app = applyLedger([{ id: c.id, seed: String(so.seed) }], o.ledgerRows, o.digest, o.today)[0];
       if (app?.outcome === 'frozen') {
         io.out(`patchgate: ${c.id} changed outcome in run ${i}, frozen in the ledger until ${app.ledger!.expires}`);
         continue;
       }
-      red(ctx, 'order-dependent', 'order-dependent', `${c.id} ${c.from} in run 1 but ${c.to} in run ${i} (${again.how}): its outcome depends on the tests before it (state carried between tests); replay: patchgate ci --seed ${so.seed} ...`, c.id);
+      if (byEnv.has(c.id)) red(ctx, 'environment-dependent', 'environment-dependent', `${c.id} ${c.from} in run 1 but ${c.to} in run ${i}, also in run 1's order: its outcome depends on the conditions of the run (${again.varied}), not on the code's inputs; replay: patchgate ci --seed ${so.seed} ...`, c.id);
+      else red(ctx, 'order-dependent', 'order-dependent', `${c.id} ${c.from} in run 1 but ${c.to} in run ${i} (${again.how}): its outcome depends on the tests before it (state carried between tests); replay: patchgate ci --seed ${so.seed} ...`, c.id);
     }
   }
   // The tested code must be the judged tree's: where pytest imported the project's own modules from.
@@ -422,7 +437,9 @@ async function strictChecks(ctx: Ctx, so: StrictOptions, first: SealedRun, parse
     ctx.report.modules = {};
     const project = await projectModules(so.git, o.headId);
     for (const [name] of project) if (first.stream!.modules[name]) ctx.report.modules[name] = first.stream!.modules[name]!;
-    for (const m of foreignModules(first.stream!.modules, project, first.root)) red(ctx, 'not-judged-code', 'not-the-judged-code', foreignMessage(m), m.name);
+    const plugins = so.policy.ci.pytestPlugins;
+    for (const m of foreignModules(first.stream!.modules, project, first.root, plugins)) red(ctx, 'not-judged-code', 'not-the-judged-code', foreignMessage(m), m.name);
+    await runnerCheck(ctx, so, first, o.headId);
   }
   // The baseline without a green run: the trusted tree's own run, under the same command.
   if (ok && o.autoBaseline) await trustedBaseline(ctx, so, first, o.baseId);
@@ -431,6 +448,26 @@ async function strictChecks(ctx: Ctx, so: StrictOptions, first: SealedRun, parse
     const stage = await heldOutStage(so, args.holdout, { headId: o.headId, baseId: o.baseId }, add);
     ctx.report.holdout = stage.holdout;
     ctx.report.sealed = stage.sealed;
+  }
+}
+
+/**
+ * The runner is not the project's (issue 46): pytest and its plugins were imported from outside
+ * the sealed tree (channel/sitecustomize.py pins them); the judged tree's modules named like
+ * them are listed as not imported. A runner module from inside the tree means the pin failed:
+ * the run is not evidence.
+ */
+async function runnerCheck(ctx: Ctx, so: StrictOptions, first: SealedRun, headId: string): Promise<void> {
+  const plugins = so.policy.ci.pytestPlugins;
+  const imported = first.stream!.modules;
+  const shadowed = await runnerShadows(so.git, headId, plugins);
+  const modules = Object.fromEntries(Object.entries(imported).filter(([n]) => isRunnerModule(n, plugins)));
+  ctx.report.runner = { modules, shadowed };
+  for (const m of runnerFromTree(imported, first.root, plugins)) {
+    red(ctx, 'runner-shadowed', 'report-forged', `the runner's module ${m.name} was imported from the judged tree's ${m.file}: the project ran its own test runner, so the run is not evidence; rename the project's module`, m.name);
+  }
+  if (shadowed.length) {
+    ctx.io.out(`patchgate: the judged tree's ${shadowed.join(', ')} ${shadowed.length > 1 ? 'are' : 'is'} named like the test runner's module${shadowed.length > 1 ? 's' : ''} and ${shadowed.length > 1 ? 'were' : 'was'} not imported in ${shadowed.length > 1 ? 'their' : 'its'} place: pytest, its plugins and patchgate's plugin load from outside the sealed tree${imported.pytest ? ` (pytest from ${imported.pytest})` : ''}`);
   }
 }
 

@@ -23,8 +23,11 @@ export interface SandboxSpec {
   /** Empty writable folders over read-only ones (a runner's cache under node_modules). */
   scratch?: string[];
   cwd: string;
-  /** The environment the test process starts with (already an allow-list: `sandboxEnv`). */
+  /** The environment the test process starts with (already an allow-list: `sandboxEnv`), in this order. */
   env: Record<string, string>;
+  /** uid and gid inside (default 65534) and the hostname (default patchgate-ci): a later run varies them (vary.ts). */
+  uid?: number;
+  hostname?: string;
 }
 
 const SYSTEM = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc', '/opt'];
@@ -133,11 +136,14 @@ export function findExecutable(file: string, cwd: string, path: string): boolean
 
 /** bwrap's argv around `argv`. */
 export function sandboxArgv(argv: string[], spec: SandboxSpec, hidden: string[]): string[] {
-  const a = ['bwrap', '--unshare-all', '--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--uid', '65534', '--gid', '65534', '--hostname', 'patchgate-ci'];
+  const id = String(spec.uid ?? 65534);
+  const a = ['bwrap', '--unshare-all', '--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--uid', id, '--gid', id, '--hostname', spec.hostname ?? 'patchgate-ci'];
   mountSystem(a);
   a.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp');
   const home = spec.env.HOME;
   if (home) a.push('--dir', home);
+  const tmp = spec.env.TMPDIR;
+  if (tmp && tmp !== '/tmp' && tmp.startsWith('/tmp/')) a.push('--dir', tmp);
   for (const p of toolchainMounts(spec.env.PATH ?? '', hidden)) a.push('--ro-bind', p, p);
   for (const p of spec.readOnly) a.push('--ro-bind', p, p);
   for (const p of spec.writable) a.push('--bind', p, p);

@@ -4,20 +4,22 @@
 // tree must be untouched after the run; later runs are shuffled and must agree; the baseline
 // is the trusted tree's own run when none is given (baseline.ts); held-out tests run last.
 
-import { cp, mkdir, readdir, readFile, symlink } from 'node:fs/promises';
+import { copyFile, cp, mkdir, readdir, readFile, symlink } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
-import { isAbsolute, join, resolve } from 'node:path';
+import { basename, isAbsolute, join, resolve } from 'node:path';
 import { errorMessage } from '../errors.js';
 import type { Git } from '../git/git.js';
 import type { Policy } from '../policy/config.js';
-import { attachChannel, crossCheck, parseStream, runnerKind, tampersInOutput, TRIPWIRE_MARK, type Stream, type StreamTest, type Tamper } from './channel.js';
+import { attachChannel, crossCheck, pluginDir as channelDir, parseStream, runnerKind, tampersInOutput, TRIPWIRE_MARK, type Stream, type StreamTest, type Tamper } from './channel.js';
 import { filesOf, mergeStreams, nodeTestShape, shuffleOrder } from './node-order.js';
 import { runCommand, showArgv, withSeed, type CommandResult } from './process.js';
+import { variedEnv } from './vary.js';
 import { sealTree, sealedEnv, unseal, verifySeal, type Seal } from './sealed.js';
 import { findExecutable, sandboxArgv, sandboxEnv, type SandboxMode } from './sandbox.js';
+import { describeVariation, variation, type Variation } from './vary.js';
 
 export interface StrictFinding {
-  kind: 'no-stream' | 'report-mismatch' | 'tree-tampered' | 'runtime-tamper' | 'order-dependent' | 'vanished' | 'skipped' | 'holdout-failed' | 'holdout-no-stream' | 'holdout-unavailable'
+  kind: 'no-stream' | 'report-mismatch' | 'tree-tampered' | 'runtime-tamper' | 'order-dependent' | 'environment-dependent' | 'vanished' | 'skipped' | 'holdout-failed' | 'holdout-no-stream' | 'holdout-unavailable'
     | 'holdout-missing' | 'holdout-extra' | 'holdout-exit' | 'sealed-failed' | 'sealed-missing' | 'sealed-extra' | 'sealed-exit' | 'sealed-invalid';
   row: string;
   message: string;
@@ -62,7 +64,7 @@ export function shuffleSeed(seed: number, run: number): number {
  * runs in turn in the same copy (the per-file rerun of node:test); their streams are merged
  * and each is cross-checked against its own exit status.
  */
-export async function sealedRun(o: StrictOptions, rev: string, name: string, opt: { shuffle?: number; collectOnly?: boolean; quiet?: boolean; argv?: string[]; extraFiles?: string; held?: Record<string, string>; sequence?: string[][] } = {}): Promise<SealedRun> {
+export async function sealedRun(o: StrictOptions, rev: string, name: string, opt: { shuffle?: number; collectOnly?: boolean; quiet?: boolean; argv?: string[]; extraFiles?: string; held?: Record<string, string>; sequence?: string[][]; vary?: Variation } = {}): Promise<SealedRun> {
   const root = join(o.tmp, name, 'tree');
   await mkdir(root, { recursive: true });
   const extra = opt.extraFiles;
@@ -75,11 +77,13 @@ export async function sealedRun(o: StrictOptions, rev: string, name: string, opt
   let junit: string | null = null;
   for (const argv of opt.sequence ?? [opt.argv ?? withSeed(o.cmd, o.seed)]) {
     // Paths into the agent's checkout are paths into the sealed copy.
-    const base = argv.map((a) => a.split(o.repo + '/').join(root + '/'));
+    let base = argv.map((a) => a.split(o.repo + '/').join(root + '/'));
     const pluginDir = join(o.tmp, name, 'plugin');
+    const nodeHeld = held && runnerKind(base).kind === 'node';
+    if (nodeHeld) base = await nodeHeldArgv(base, pluginDir);
     const att = await attachChannel(base, { dir: pluginDir, seed: o.seed, shuffle: opt.shuffle, plugins: o.policy.ci.pytestPlugins, haveReport: !!o.junit && !opt.argv, collectOnly: opt.collectOnly, root });
     junit = o.junit && !opt.argv ? (isAbsolute(o.junit) ? o.junit : resolve(root, o.junit)) : att.junit;
-    const runEnv = opt.extraFiles || held ? { ...att.env, PYTHONPATH: [att.env.PYTHONPATH, root, join(root, 'src')].filter(Boolean).join(':'), ...(held ? { PATCHGATE_HOLDOUT_FROM_STDIN: '1' } : {}) } : att.env;
+    const runEnv = (opt.extraFiles || held) && !nodeHeld ? { ...att.env, PYTHONPATH: [att.env.PYTHONPATH, root, join(root, 'src')].filter(Boolean).join(':'), ...(held ? { PATCHGATE_HOLDOUT_FROM_STDIN: '1' } : {}) } : att.env;
     const sandboxed = (o.sandbox ?? 'bwrap') === 'bwrap';
     if (!opt.quiet) o.io.out(`patchgate: running ${showArgv(att.argv)} (sealed copy of ${rev.slice(0, 12)} in ${root}${sandboxed ? ', sandboxed by bubblewrap' : ', NOT SANDBOXED'})`);
     // Tripwire lines the node preload wrote on stderr (vitest and jest workers pass it through).
@@ -89,7 +93,7 @@ export async function sealedRun(o: StrictOptions, rev: string, name: string, opt
       else emit(l);
     };
     const quiet = () => {};
-    const res = await spawnSealed(o, { root, pluginDir, argv: att.argv, runEnv, ...(held ? { stdin: Buffer.from(JSON.stringify({ files: held })) } : {}), channel: att.kind !== 'unknown', onStdout: mark(opt.quiet ? quiet : (o.relay ?? o.io).out), onStderr: mark(opt.quiet ? quiet : (o.relay ?? o.io).err) });
+    const res = await spawnSealed(o, { root, pluginDir, argv: att.argv, runEnv, ...(opt.vary ? { vary: opt.vary } : {}), ...(held ? { stdin: Buffer.from(JSON.stringify({ files: held })) } : {}), channel: att.kind !== 'unknown', onStdout: mark(opt.quiet ? quiet : (o.relay ?? o.io).out), onStderr: mark(opt.quiet ? quiet : (o.relay ?? o.io).err) });
     const stream = att.kind === 'unknown' ? null : parseStream(res.channel ?? '', att.kind, root);
     findings.push(...tamperFindings([...(stream?.tampers ?? []), ...tampersInOutput(marks)], name));
     parts.push({ res, argv: att.argv, stream });
@@ -111,6 +115,18 @@ export async function sealedRun(o: StrictOptions, rev: string, name: string, opt
   return { res, argv: parts[0]!.argv, root, junit: null, stream, findings };
 }
 
+/**
+ * node's held-out run from memory (issue 46): `node --test .patchgate-holdout/a.test.mjs ...`
+ * becomes `node patchgate-holdout-main.mjs a.test.mjs ...`, whose module hooks read the sources
+ * from stdin in their own thread and serve them under `.patchgate-holdout/`, which is not on disk.
+ */
+async function nodeHeldArgv(argv: string[], pluginDir: string): Promise<string[]> {
+  await mkdir(pluginDir, { recursive: true });
+  for (const f of ['patchgate-holdout-main.mjs', 'patchgate-holdout-hooks.mjs']) await copyFile(join(channelDir(), f), join(pluginDir, f));
+  const files = argv.filter((a) => a.startsWith('.patchgate-holdout/')).map((a) => a.slice('.patchgate-holdout/'.length));
+  return [argv[0]!, join(pluginDir, 'patchgate-holdout-main.mjs'), ...files];
+}
+
 /** A fresh sealed copy of `rev` in `root` (sealed.ts), with the checkout's dependency folders linked in by name. */
 export async function sealCopy(o: StrictOptions, rev: string, root: string, afterExport?: () => Promise<void>): Promise<Seal> {
   const seal = await sealTree(o.git, rev, o.policy, root, afterExport);
@@ -126,6 +142,8 @@ export interface SealedSpawn {
   argv: string[];
   runEnv: Record<string, string>;
   stdin?: Buffer;
+  /** A later run's varied conditions (vary.ts): clock, uid, HOME, temp folder, hostname, hash seed, variable order. */
+  vary?: Variation;
   channel: boolean;
   onStdout(line: string): void;
   onStderr(line: string): void;
@@ -138,10 +156,17 @@ export interface SealedSpawn {
  */
 export async function spawnSealed(o: StrictOptions, p: SealedSpawn): Promise<CommandResult> {
   const sandboxed = (o.sandbox ?? 'bwrap') === 'bwrap';
-  const env = sandboxed ? sandboxEnv({ ...sealedEnv(o.seed, {}, true), ...p.runEnv }, '/tmp/home') : sealedEnv(o.seed, p.runEnv);
+  let env = sandboxed ? sandboxEnv({ ...sealedEnv(o.seed, {}, true), ...p.runEnv }, '/tmp/home') : sealedEnv(o.seed, p.runEnv);
+  let vary = p.vary;
+  if (vary && !sandboxed) {
+    // Unsandboxed, HOME and the temp folder are folders of the run's own, not of the machine's /tmp.
+    vary = { ...vary, home: join(o.tmp, basename(vary.home)), tmp: join(o.tmp, basename(vary.tmp)) };
+    for (const d of [vary.home, vary.tmp]) await mkdir(d, { recursive: true });
+  }
+  if (vary) env = variedEnv(env, vary);
   const linked = (o.links ?? []).map((l) => l.target);
   const spawnArgv = sandboxed
-    ? sandboxArgv(p.argv, { writable: [p.root, p.pluginDir], readOnly: linked, scratch: linked.flatMap((t) => [join(t, '.vite'), join(t, '.vite-temp'), join(t, '.cache')]), cwd: p.root, env }, o.hidden ?? [o.repo])
+    ? sandboxArgv(p.argv, { writable: [p.root, p.pluginDir], readOnly: linked, scratch: linked.flatMap((t) => [join(t, '.vite'), join(t, '.vite-temp'), join(t, '.cache')]), cwd: p.root, env, ...(vary ? { uid: vary.uid, hostname: vary.hostname } : {}) }, o.hidden ?? [o.repo])
     : p.argv;
   if (sandboxed && !findExecutable(p.argv[0] ?? '', p.root, env.PATH ?? '')) return { code: null, signal: null, spawnError: `cannot run ${p.argv[0]}: spawn ${p.argv[0]} ENOENT (not found on PATH)`, stdout: '', ms: 0 };
   return runCommand(spawnArgv, { cwd: p.root, env, exactEnv: true, ...(p.stdin ? { stdin: p.stdin } : {}), channel: p.channel, capture: true, onStdout: p.onStdout, onStderr: p.onStderr });
@@ -196,30 +221,45 @@ export interface LaterRun {
   how: string;
   stream: Stream | null;
   findings: StrictFinding[];
+  /** The run's varied conditions (vary.ts) and their one-line description. */
+  vary: Variation;
+  varied: string;
 }
 
 /**
  * Run `run` (2..N): pytest through patchgate's plugin with the order shuffled from the seed;
  * node:test once per test file, one after another, files in an order shuffled from the seed
- * (node-order.ts); a command that cannot be shuffled runs again unchanged and says so.
+ * (node-order.ts); a command that cannot be shuffled runs again unchanged and says so. Every
+ * later run also varies its conditions (vary.ts), derived from the same seed.
  */
 export async function laterRun(o: StrictOptions, rev: string, run: number, first: Stream): Promise<LaterRun> {
   const sh = shuffleSeed(o.seed, run);
+  const vary = variation(sh);
+  const varied = describeVariation(vary, (o.sandbox ?? 'bwrap') === 'bwrap');
   const kind = runnerKind(o.cmd).kind;
   let plan: { files: string[]; options: string[] } | { why: string } = { why: 'the runner is neither pytest nor node:test' };
   if (kind === 'pytest' || kind === 'vitest' || kind === 'jest') {
-    const r = await sealedRun(o, rev, `run${run}`, { shuffle: sh, quiet: true });
-    return { how: `order shuffled with seed ${sh}`, stream: r.stream, findings: [...r.findings, ...checkStream(r, null)] };
+    const r = await sealedRun(o, rev, `run${run}`, { shuffle: sh, quiet: true, vary });
+    return { how: `order shuffled with seed ${sh}`, stream: r.stream, findings: [...r.findings, ...checkStream(r, null)], vary, varied };
   }
   if (kind === 'node') plan = await nodePlan(o, rev, first);
   if ('files' in plan) {
     const order = shuffleOrder(plan.files, sh);
     const how = `files one by one in an order shuffled with seed ${sh}: ${order.join(', ')}`;
-    const r = await sealedRun(o, rev, `run${run}`, { quiet: true, sequence: order.map((f) => [o.cmd[0]!, ...plan.options, f]) });
-    return { how, stream: r.stream, findings: r.findings };
+    const r = await sealedRun(o, rev, `run${run}`, { quiet: true, vary, sequence: order.map((f) => [o.cmd[0]!, ...plan.options, f]) });
+    return { how, stream: r.stream, findings: r.findings, vary, varied };
   }
-  const r = await sealedRun(o, rev, `run${run}`, { quiet: true });
-  return { how: `same order: not shuffled, because ${plan.why}`, stream: r.stream, findings: [...r.findings, ...checkStream(r, null)] };
+  const r = await sealedRun(o, rev, `run${run}`, { quiet: true, vary });
+  return { how: `same order: not shuffled, because ${plan.why}`, stream: r.stream, findings: [...r.findings, ...checkStream(r, null)], vary, varied };
+}
+
+/**
+ * Which of a later run's changes are the environment's: the command as run 1 ran it (run 1's
+ * order) under that run's varied conditions. Run only when a later run changed something.
+ */
+export async function environmentRun(o: StrictOptions, rev: string, run: number, vary: Variation): Promise<{ stream: Stream | null; findings: StrictFinding[] }> {
+  const r = await sealedRun(o, rev, `run${run}-env`, { quiet: true, vary });
+  return { stream: r.stream, findings: [...r.findings, ...checkStream(r, null)] };
 }
 
 /** The per-file rerun of a node:test command: its options, and the files the first run ran. */
@@ -245,12 +285,15 @@ async function nodePlan(o: StrictOptions, rev: string, first: Stream): Promise<{
  * the set, or another runner, keeps the folder on disk (sealed and read-only, as before).
  */
 export async function heldInMemory(cmd: string[], dir: string): Promise<Record<string, string> | null> {
-  if (runnerKind(cmd).kind !== 'pytest') return null;
+  const kind = runnerKind(cmd).kind;
+  if (kind !== 'pytest' && kind !== 'node') return null;
+  // node: ES modules only (a module hook serves them from memory; node 20 reads CommonJS from disk).
+  const fits = kind === 'pytest' ? /(^|\/)(test_[^/]*|[^/]*_test)\.py$/ : /\.mjs$/;
   const files: Record<string, string> = {};
   for (const e of await readdir(dir, { recursive: true, withFileTypes: true })) {
     if (e.isDirectory()) continue;
     const rel = join(e.parentPath ?? (e as unknown as { path: string }).path, e.name).slice(dir.length + 1);
-    if (!/(^|\/)(test_[^/]*|[^/]*_test)\.py$/.test(rel) || !e.isFile()) return null;
+    if (!fits.test(rel) || !e.isFile()) return null;
     files[rel] = await readFile(join(dir, rel), 'utf8');
   }
   return Object.keys(files).length ? files : null;

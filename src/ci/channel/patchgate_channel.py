@@ -39,8 +39,13 @@ def _make():
     seen = set()
     busy = [False]
     pending = []
-    walks = frozenset(("sys._current_frames", "gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys.settrace", "sys.setprofile"))
-    watched = walks | {"open", "compile", "import", "object.__getattr__"}
+    walks = frozenset(("sys._current_frames", "gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys.settrace", "sys.setprofile", "builtins.breakpoint"))
+    watched = walks | {"open", "compile", "import", "object.__getattr__", "sys._getframe"}
+    # The runner's own folders: a frame of theirs handed to the project holds the runner's locals.
+    import _pytest
+    import pluggy
+    runner_memo = {}
+    runner_dirs = tuple(os.path.realpath(os.path.dirname(m.__file__)) + os.sep for m in (_pytest, pluggy))
 
     def emit(rec):
         if fd[0] is None:
@@ -77,7 +82,11 @@ def _make():
         name = parts[-1]
         return parts[0] == ".patchgate-holdout" or any(p in ("tests", "test", "testing") for p in parts[:-1]) or name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
 
-    def is_project(path):
+    def is_project(path, generated=False):
+        # generated: code compiled under a name that is no file (exec/compile of a string in the
+        # project) counts as the project's for walks; the standard library's own is <frozen ...>.
+        if generated and isinstance(path, str) and path.startswith("<") and not path.startswith("<frozen"):
+            return True
         if not isinstance(path, str) or path.startswith("<"):
             return False
         r = rel(path)
@@ -128,12 +137,33 @@ def _make():
                 detail = "compiled the test source " + rel(args[1])
             elif event == "import":
                 name = args[0] if args else ""
-                if not isinstance(name, str) or not (name.split(".")[0] in ("_pytest", "pytest", "pluggy", "unittest", "patchgate_channel")):
+                top = name.split(".")[0] if isinstance(name, str) else ""
+                if top in ("bdb", "pdb"):
+                    detail = "imported the debugger module " + name
+                elif top in ("_pytest", "pytest", "pluggy", "unittest", "patchgate_channel"):
+                    detail = "imported the runner's module " + name
+                else:
                     return
-                detail = "imported the runner's module " + name
+            elif event == "sys._getframe":
+                # A frame of the runner's (pytest, pluggy) handed to the project: its locals are the
+                # runner's session, items and reports. The project's or a test's own frame is fine.
+                fr = args[0] if args else None
+                fn = getattr(getattr(fr, "f_code", None), "co_filename", "")
+                if not isinstance(fn, str):
+                    return
+                v = runner_memo.get(fn)
+                if v is None:
+                    v = runner_memo[fn] = os.path.realpath(fn).startswith(runner_dirs)
+                if not v:
+                    return
+                detail = "took a frame of the runner (%s) with sys._getframe" % os.path.basename(fn)
             elif event == "object.__getattr__":
                 attr = args[1] if len(args) > 1 else None
                 if attr == "tb_frame":
+                    # traceback.format_exc(), logging.exception() and the like read it in the
+                    # standard library: formatting the current exception is no walk.
+                    if skipped(getframe(1).f_code.co_filename):
+                        return
                     detail = "read a traceback's frame (tb_frame)"
                 elif attr == "__code__" and is_test_source(getattr(getattr(args[0], "__code__", None), "co_filename", None)):
                     # A callback the test passed in is the caller's own argument; a test function
@@ -147,7 +177,7 @@ def _make():
             else:
                 detail = "called " + event
             f = caller()
-            if f is not None and is_project(f.f_code.co_filename):
+            if f is not None and is_project(f.f_code.co_filename, generated=event in walks or event == "sys._getframe"):
                 fire(event, f, detail)
         except Exception:
             pass
@@ -157,7 +187,8 @@ def _make():
     sys.addaudithook(hook)
 
     # Held-out tests handed over on stdin (PATCHGATE_HOLDOUT_FROM_STDIN): read before any tested
-    # code runs, kept here, never written to disk; stdin is then /dev/null.
+    # code runs, compiled at once and the source dropped (issue 46: no held-out source stays in
+    # memory the project's code can reach), never written to disk; stdin is then /dev/null.
     held = {}
     if os.environ.pop("PATCHGATE_HOLDOUT_FROM_STDIN", None) == "1":
         chunks = []
@@ -166,7 +197,11 @@ def _make():
             if not b:
                 break
             chunks.append(b)
-        held.update(json.loads(b"".join(chunks).decode())["files"])
+        files = json.loads(b"".join(chunks).decode())["files"]
+        del chunks
+        for rel_ in sorted(files):
+            held[rel_] = compile(files.pop(rel_), os.path.join(root, ".patchgate-holdout", rel_), "exec", dont_inherit=True)
+        del files
         nul = os.open(os.devnull, os.O_RDONLY)
         os.dup2(nul, 0)
         os.close(nul)
@@ -182,7 +217,7 @@ def _make():
                 mod = types.ModuleType(name)
                 mod.__file__ = str(self.path)
                 sys.modules[name] = mod
-                exec(compile(held[rel], str(self.path), "exec"), mod.__dict__)
+                exec(held[rel], mod.__dict__)
                 return mod
 
         out = []
@@ -193,10 +228,14 @@ def _make():
         return out
 
     # The snapshot: what the runner judges with, as it was before the project was imported.
-    names = ["_pytest.reports", "_pytest.runner", "_pytest.terminal", "_pytest.junitxml", "_pytest.main", "_pytest.python", "_pytest.outcomes", "_pytest.nodes", "_pytest.skipping", "_pytest.unittest", "_pytest.assertion.rewrite", "_pytest.assertion.util", "_pytest.fixtures", "pytest", "pluggy", "pluggy._hooks", "pluggy._callers", "pluggy._manager", "unittest", "unittest.case", "unittest.result", "builtins"]
+    names = ["_pytest.reports", "_pytest.runner", "_pytest.terminal", "_pytest.junitxml", "_pytest.main", "_pytest.python", "_pytest.outcomes", "_pytest.nodes", "_pytest.skipping", "_pytest.unittest", "_pytest.assertion.rewrite", "_pytest.assertion.util", "_pytest.fixtures", "pytest", "pluggy", "pluggy._hooks", "pluggy._callers", "pluggy._manager", "unittest", "unittest.case", "unittest.result", "builtins", "bdb"]
 
     def ident(v):
         return (id(v), id(getattr(v, "__code__", None)))
+
+    # The runner's classes and the names they hold: an attribute added to one (a `passed`
+    # property on TestReport shadowing BaseReport's) replaces nothing the snapshot holds.
+    class_keys = {}
 
     def take():
         snap = {}
@@ -209,10 +248,28 @@ def _make():
                 if callable(v):
                     snap[(n, k)] = ident(v)
                 if isinstance(v, type) and getattr(v, "__module__", None) == n:
+                    class_keys[(n, k)] = (v, frozenset(vars(v)))
                     for ck, cv in list(vars(v).items()):
                         if callable(cv) or isinstance(cv, (property, staticmethod, classmethod)):
                             snap[(n, k, ck)] = ident(cv)
         return snap
+
+    # Debugger objects (pdb.Pdb, bdb.Bdb) walk and hold frames with no audit event: creating one
+    # from the project's code is recorded (pytest's own --pdb creates them from _pytest).
+    # pdb.set_trace is pytest's to replace, so bdb alone joins the snapshot.
+    import bdb
+
+    bdb_init = bdb.Bdb.__init__
+
+    def debugger_init(self, *a, **k):
+        f = getframe(1)
+        while f is not None and skipped(f.f_code.co_filename):
+            f = f.f_back
+        if f is not None and is_project(f.f_code.co_filename, generated=True):
+            fire("debugger", f, "created a debugger object (%s)" % type(self).__name__)
+        return bdb_init(self, *a, **k)
+
+    bdb.Bdb.__init__ = debugger_init
 
     snap = take()
     meta = [id(x) for x in sys.meta_path]
@@ -230,6 +287,12 @@ def _make():
 
     reported = set()
 
+    def runner_code(v):
+        # pytest adds some names to its own classes as it configures (legacypath's fspath, startdir).
+        f = getattr(v, "fget", None) or getattr(v, "__func__", None) or v
+        fn = getattr(getattr(f, "__code__", None), "co_filename", None)
+        return isinstance(fn, str) and os.path.realpath(fn).startswith(runner_dirs)
+
     def compare(when):
         for key, want in snap.items():
             if key in reported:
@@ -238,11 +301,37 @@ def _make():
             if v is None or ident(v) != want:
                 reported.add(key)
                 emit({"t": "tamper", "event": "patched", "file": "", "line": 0, "detail": "%s was %s %s" % (".".join(key), "removed" if v is None else "replaced", when)})
+        for (n, k), (cls, keys) in class_keys.items():
+            for ck in set(vars(cls)) - keys:
+                cv = vars(cls).get(ck)
+                if (n, k, ck, "+") not in reported and (callable(cv) or isinstance(cv, (property, staticmethod, classmethod))) and not runner_code(cv):
+                    reported.add((n, k, ck, "+"))
+                    emit({"t": "tamper", "event": "patched", "file": "", "line": 0, "detail": "%s.%s.%s was added %s" % (n, k, ck, when)})
+        plugins_check(when)
         now = set(id(x) for x in sys.meta_path)
         for i in meta:
             if i not in now and ("meta_path", i) not in reported:
                 reported.add(("meta_path", i))
                 emit({"t": "tamper", "event": "patched", "file": "", "line": 0, "detail": "an import finder was removed from sys.meta_path " + when})
+
+    config_ref = [None]
+
+    def plugins_check(when):
+        # A pytest plugin whose code is the project's (registered through a frame's or an object's
+        # reach into the runner) can turn failures into passes; conftests are the tests' own.
+        cfg = config_ref[0]
+        if cfg is None:
+            return
+        for p in list(cfg.pluginmanager.get_plugins()):
+            # Modules are what conftests' `pytest_plugins` name (a project's own fixtures module
+            # among them): only objects (a class or an instance) defined in project code count.
+            if isinstance(p, type(sys)):
+                continue
+            owner = p if isinstance(p, type) else type(p)
+            f = getattr(sys.modules.get(getattr(owner, "__module__", "")), "__file__", None)
+            if isinstance(f, str) and is_project(f) and ("plugin", id(p)) not in reported:
+                reported.add(("plugin", id(p)))
+                emit({"t": "tamper", "event": "patched", "file": rel(f), "line": 0, "detail": "a pytest plugin from the project's code was registered %s" % when})
 
     def pytest_addoption(parser):
         g = parser.getgroup("patchgate")
@@ -259,6 +348,7 @@ def _make():
         private = os.dup(n)
         os.close(n)
         fd[0] = private
+        config_ref[0] = config
         emit({"t": "start", "pytest": pytest.__version__})
         while pending:
             emit(pending.pop(0))
@@ -279,10 +369,16 @@ def _make():
             emit({"t": "collected", "id": it.nodeid})
 
     def pytest_collectreport(report):
+        if type(report) is not CollectReport:
+            emit({"t": "tamper", "event": "patched", "file": "", "line": 0, "detail": "a collection report's class was changed to %s.%s" % (type(report).__module__, type(report).__qualname__)})
         if report.failed:
             emit({"t": "collect-error", "id": report.nodeid})
 
+    from _pytest.reports import CollectReport, TestReport
+
     def pytest_runtest_logreport(report):
+        if type(report) is not TestReport:
+            emit({"t": "tamper", "event": "patched", "file": "", "line": 0, "detail": "a test report's class was changed to %s.%s" % (type(report).__module__, type(report).__qualname__)})
         new = "skipped" if report.skipped else "failed" if report.failed else "passed"
         old = state.get(report.nodeid, "passed")
         state[report.nodeid] = new if rank[new] > rank[old] else old
