@@ -268,7 +268,7 @@ export function buildCli(argv: string[]): Argv {
           : [`no repositories under ${resolve(a.data, 'repos')} (patchgate repo create NAME)`]);
       }))
       .demandCommand(1, 'name a repo command: create, list, hooks, upstream, sync or mode'))
-    .command('escalation', 'agents\' escalations (git push -o patchgate.escalate="…"): `escalation list [--open]`, `escalation close ID --note TEXT`', (y) => y
+    .command('escalation', 'agents\' escalations (git push -o patchgate.escalate="…"): `escalation list [--open]`, `escalation show ID`, `escalation close ID --note TEXT --as NAME`', (y) => y
       .command('list', 'escalations, open ones first (newest first)', (y2) => y2
         .option('open', { type: 'boolean', default: false, describe: 'only those not closed yet' })
         .option('repo', { type: 'string', describe: 'only this repository\'s' })
@@ -279,13 +279,20 @@ export function buildCli(argv: string[]): Argv {
       .command('close <id>', 'close an open escalation with what was decided (an audited row); an unknown or closed ID exits 2', (y2) => y2
         .positional('id', { type: 'string', demandOption: true, describe: 'the # that escalation list shows' })
         .option('note', { type: 'string', demandOption: true, describe: 'what was decided (e.g. "the test was wrong; fixed on main in abc123")' })
-        .option('by', { type: 'string', describe: 'who closes it (default: cli)' })
+        .option('as', { type: 'string', alias: 'by', describe: 'the person who closes it (or their token in PATCHGATE_TOKEN, read from the environment); one of them is required' })
         .option('json', { type: 'boolean', default: false })
         .option('data', dataOpt)
         .option('audit', auditOpt)
         .parserConfiguration({ 'parse-positional-numbers': false }),
-      (a) => guarded(async () => out(await (await admin()).runEscalationClose({ data: a.data, audit: a.audit, id: String(a.id), note: a.note, by: a.by, json: a.json }))))
-      .demandCommand(1, 'name an escalation command: list or close'))
+      (a) => guarded(async () => out(await (await admin()).runEscalationClose({ data: a.data, audit: a.audit, id: String(a.id), note: a.note, by: a.as, json: a.json }))))
+      .command('show <id>', 'the escalation, and the diff of the commits it kept for review (refs/patchgate/escalations/ID); an unknown ID exits 2', (y2) => y2
+        .positional('id', { type: 'string', demandOption: true, describe: 'the # that escalation list shows' })
+        .option('json', { type: 'boolean', default: false })
+        .option('data', dataOpt)
+        .option('audit', auditOpt)
+        .parserConfiguration({ 'parse-positional-numbers': false }),
+      (a) => guarded(async () => out(await (await admin()).runEscalationShow({ data: a.data, audit: a.audit, id: String(a.id), json: a.json }))))
+      .demandCommand(1, 'name an escalation command: list, show or close'))
     .command('token', 'access tokens: `token create|list|revoke`', (y) => y
       .command('create <name>', 'create a token; the secret is the last line of output', (y2) => y2
         .positional('name', { type: 'string', demandOption: true })

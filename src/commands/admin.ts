@@ -20,6 +20,9 @@ import type { ServeConfig } from '../server/serve-config.js';
 import { stderrProgress, type SlowPhaseOptions } from '../progress.js';
 import { verifyWithProgress } from '../audit/verify-progress.js';
 
+/** A person's own token, read from the environment (never argv): who closes an escalation. */
+export const PERSON_TOKEN_ENV = 'PATCHGATE_TOKEN';
+
 export function dbPath(data: string): string {
   return join(resolve(data), 'patchgate.db');
 }
@@ -259,16 +262,61 @@ export async function runEscalationList(args: { data: string; audit?: string; op
   }, true);
 }
 
-/** `escalation close ID --note TEXT`: an audited closing row; unknown or closed already: UsageError. */
-export async function runEscalationClose(args: { data: string; audit?: string; id: string; note: string; by?: string; json: boolean }): Promise<string[]> {
+/** Who closes an escalation: PATCHGATE_TOKEN's person (an agent's token is refused), else `--as NAME`; never a default. */
+async function closerOf(tokens: TokenSource, as: string | undefined): Promise<string> {
   const { sanitizeText } = await import('../audit/escalation.js');
+  const secret = process.env[PERSON_TOKEN_ENV];
+  if (secret) {
+    const token = await tokens.authenticate(secret);
+    if (!token) throw new UsageError(`escalation close: ${PERSON_TOKEN_ENV} is not a valid token of this log (revoked, expired or another gate's)`);
+    if (token.role === 'agent') throw new UsageError(`escalation close: ${PERSON_TOKEN_ENV} is agent ${token.name}'s token; a person closes escalations, with their own token or --as NAME`);
+    if (as !== undefined && as.trim() && as.trim() !== token.name) throw new UsageError(`escalation close: --as ${JSON.stringify(as.slice(0, 60))} is not the person of ${PERSON_TOKEN_ENV} (${token.name}); give one of them`);
+    return token.name;
+  }
+  if (!as?.trim()) throw new UsageError(`escalation close: say who closes it: --as NAME, or your token in ${PERSON_TOKEN_ENV}`);
+  const name = sanitizeText(as.trim(), 256);
+  if (!name) throw new UsageError(`escalation close: say who closes it: --as NAME, or your token in ${PERSON_TOKEN_ENV}`);
+  return name;
+}
+
+/** `escalation close ID --note TEXT --as NAME`: an audited closing row by the person; the commits kept for review are let go. */
+export async function runEscalationClose(args: { data: string; audit?: string; id: string; note: string; by?: string; json: boolean }): Promise<string[]> {
+  const { sanitizeText, listEscalations } = await import('../audit/escalation.js');
+  const { dropEscalation } = await import('../server/escalation-ref.js');
   if (!/^\d{1,15}$/.test(args.id)) throw new UsageError(`escalation close: ID must be a number (the # of patchgate escalation list), got ${JSON.stringify(args.id.slice(0, 40))}`);
   const note = sanitizeText(args.note);
   if (!args.note.trim()) throw new UsageError('escalation close: --note must say what was decided');
-  const by = sanitizeText(args.by ?? 'cli', 256);
+  return withTokens(args, async (tokens, s) => {
+    const by = await closerOf(tokens, args.by);
+    const id = Number(args.id);
+    const row = await s.closeEscalation({ id, actor: by, note });
+    // Its kept commits: the ref goes now, the objects at the repository's next gc.
+    const e = (await listEscalations(s)).find((x) => x.id === id);
+    const dir = e?.repo ? resolveRepo(args.data, e.repo) : null;
+    let dropped = '';
+    if (dir) {
+      try {
+        if (await dropEscalation(dir, id)) dropped = `; its kept commits (refs/patchgate/escalations/${id}) let go`;
+      } catch (err) {
+        dropped = `; refs/patchgate/escalations/${id} could not be deleted (${String((err as Error).message).split('\n')[0]}): git -C ${dir} update-ref -d refs/patchgate/escalations/${id}`;
+      }
+    }
+    return [args.json ? JSON.stringify({ ok: true, id, row, actor: by, note }) : `escalation ${args.id} closed (audit row ${row}, by ${by}): ${note}${dropped}`];
+  }, true);
+}
+
+/** `escalation show ID`: the escalation, then the diff of the commits it kept (what a person reviews). */
+export async function runEscalationShow(args: { data: string; audit?: string; id: string; json: boolean }): Promise<string[]> {
+  const { listEscalations, escalationLine } = await import('../audit/escalation.js');
+  const { escalationDiff } = await import('./escalation-show.js');
+  if (!/^\d{1,15}$/.test(args.id)) throw new UsageError(`escalation show: ID must be a number (the # of patchgate escalation list), got ${JSON.stringify(args.id.slice(0, 40))}`);
   return withSink(args, async (s) => {
-    const row = await s.closeEscalation({ id: Number(args.id), actor: by, note });
-    return [args.json ? JSON.stringify({ ok: true, id: Number(args.id), row, actor: by, note }) : `escalation ${args.id} closed (audit row ${row}, by ${by}): ${note}`];
+    const e = (await listEscalations(s)).find((x) => x.id === Number(args.id));
+    if (!e) throw new UsageError(`escalation show: no escalation ${args.id} in ${describeAudit(parseAuditUrl(auditUrlOf(args.audit), args.data))} (patchgate escalation list shows them)`);
+    const dir = e.repo ? resolveRepo(args.data, e.repo) : null;
+    const diff = await escalationDiff(dir, e);
+    if (args.json) return [JSON.stringify({ ...e, kept: diff.kept, base: diff.base, commits: diff.commits, diff: diff.text })];
+    return [escalationLine(e), ...diff.lines];
   }, true);
 }
 

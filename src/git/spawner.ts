@@ -25,6 +25,7 @@ import { SocketPairs } from './socket-pairs.js';
 import { isPushAdvert, RefAdverts, type AdvertChild } from './ref-advert.js';
 import { isPushPost, SpareReceivePacks } from './spare-receive.js';
 import { fsckEnv, markFsck, takeStartFsck } from './push-fsck.js';
+import { takeReaderEnv } from './reader-env.js';
 
 export { HelperChild } from './helper-child.js';
 
@@ -244,6 +245,10 @@ export function routeServiceSpawns(spawner: GitSpawner): () => void {
         } else if (isPushPost(cmd, args)) {
           child = s.spares.take(args[1] as string, fsck) ?? s.spawn(cmd, args as string[], { env: fsckEnv(fsck) });
           if (child) markFsck(child, fsck);
+        } else if (cmd === 'git-upload-pack') {
+          // A person's fetch sees the escalation refs; an agent's does not (./reader-env.ts).
+          const extra = takeReaderEnv();
+          child = s.spawn(cmd, args as string[], extra ? { env: { ...process.env, ...extra } } : {});
         } else child = s.spawn(cmd, args as string[]);
         if (child) {
           // A service that cannot be started: a line the client prints as "remote error: …",
@@ -261,6 +266,10 @@ export function routeServiceSpawns(spawner: GitSpawner): () => void {
         }
       }
       if (ours && fsck === 'relaxed' && isPushPost(cmd, args)) return markFsck(original.call(this, cmd, args as string[], { env: fsckEnv(fsck) }), fsck);
+      if (ours && cmd === 'git-upload-pack') {
+        const extra = takeReaderEnv();
+        if (extra) return original.call(this, cmd, args as string[], { env: { ...process.env, ...extra } });
+      }
       return (original as (...a: unknown[]) => ChildProcess).call(this, cmd, ...rest);
     } as typeof cp.spawn;
     cp.spawn = wrapped;

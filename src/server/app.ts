@@ -5,6 +5,10 @@
 // sees a client's request: ./git-front.ts reads and checks the body and hands it a stand-in.
 // The data folder is locked for the server's life (./datadir-lock.ts).
 
+import { readerConfig, readerEnvForAccept, withReaderEnv } from '../git/reader-env.js';
+import { agentWantsEscalated } from './escalation-ref.js';
+import { pkt } from './pkt-line.js';
+import { auditArg } from './escalate.js';
 import { checkPublicUrl, requestPushUrl, type PushTarget } from '../policy/push-target.js';
 import http from 'node:http';
 import type { ChildProcess } from 'node:child_process';
@@ -209,7 +213,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     undo.push(() => disk.close());
     const cache = new ContentCache(disk);
     metrics.watchCache(cache);
-    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, ...(opts.waivedWaitMs !== undefined ? { waivedWaitMs: opts.waivedWaitMs } : {}), cache, beforeJudge: opts.beforeJudge, ...(opts.judgeSlots !== undefined ? { judgeSlots: opts.judgeSlots } : {}), dataDir, upstreamFreshMs: opts.upstreamFreshMs, ...(opts.remoteProgressDelayMs !== undefined ? { remoteProgressDelayMs: opts.remoteProgressDelayMs } : {}), ...(opts.gc ? { gc: opts.gc } : {}), ...(opts.log ? {} : { progress: opts.logger ? { write: (t: string) => logger.info(t.replace(/\n$/, '')), isTTY: false } : stderrProgress() }), onTimeout: () => metrics.hookTimeouts.inc(), onAnswer: (hr, verdict) => metrics.hookAnswers.inc({ hook: hr && HOOK_LABELS.has(hr.hook) ? hr.hook : 'other', verdict }), log, ...(opts.notifyUrl ? { notifyUrl: opts.notifyUrl, notify: opts.notify } : {}) });
+    // What an escalation's printed close command names: this data folder, and the log when it is not the folder's own.
+    const escalationWhere = { dataDir, ...(auditArg(opts.auditUrl) ? { audit: auditArg(opts.auditUrl)! } : {}) };
+    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, ...(opts.waivedWaitMs !== undefined ? { waivedWaitMs: opts.waivedWaitMs } : {}), cache, beforeJudge: opts.beforeJudge, ...(opts.judgeSlots !== undefined ? { judgeSlots: opts.judgeSlots } : {}), dataDir, upstreamFreshMs: opts.upstreamFreshMs, ...(opts.remoteProgressDelayMs !== undefined ? { remoteProgressDelayMs: opts.remoteProgressDelayMs } : {}), ...(opts.gc ? { gc: opts.gc } : {}), ...(opts.log ? {} : { progress: opts.logger ? { write: (t: string) => logger.info(t.replace(/\n$/, '')), isTTY: false } : stderrProgress() }), onTimeout: () => metrics.hookTimeouts.inc(), onAnswer: (hr, verdict) => metrics.hookAnswers.inc({ hook: hr && HOOK_LABELS.has(hr.hook) ? hr.hook : 'other', verdict }), log, escalationWhere, ...(opts.notifyUrl ? { notifyUrl: opts.notifyUrl, notify: opts.notify } : {}) });
     undo.push(() => hooks.stop());
     await hooks.start();
     // Pushes the last run left unsettled (killed, or its log was down): compared with the real
@@ -334,6 +340,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       registered.add(a);
       a.on('error', onGitError);
       a.once('service', (ps: ChildProcess) => trackChild(a.req, ps, log));
+      // A person's upload-pack sees the escalation refs; an agent's does not (src/git/reader-env.ts).
+      const who = identities.get(a.req as http.IncomingMessage);
+      readerEnvForAccept(a, readerConfig(who?.role ?? 'agent'));
       a.accept();
     });
     for (const ev of ['info', 'head'] as const) {
@@ -341,7 +350,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         a.on('error', onGitError);
         // A push's advertisement: the spare receive-pack it primes gets this pusher's fsck (src/git/spare-receive.ts).
         const who = identities.get(a.req as http.IncomingMessage);
-        withStartFsck(who ? fsckFor(who.role) : 'strict', () => a.accept());
+        withReaderEnv(readerConfig(who?.role ?? 'agent'), () => withStartFsck(who ? fsckFor(who.role) : 'strict', () => a.accept()));
       });
     }
 
@@ -473,6 +482,18 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       const view = post ? await preparePost(req, res, m[2] === 'git-receive-pack' ? 'receive-pack' : 'upload-pack', front) : prepareGet(req, res, front);
       if (!view) return;
       if (draining) return send(res, 503, 'patchgate: shutting down; retry shortly', { Connection: 'close' });
+      // An agent never gets what only an escalation ref reaches, even by its id (src/server/escalation-ref.ts).
+      if (m[2] === 'git-upload-pack' && token.role === 'agent') {
+        const wants = [...(exchangeOf(view)?.section?.bytes.toString('latin1') ?? '').matchAll(/want ([0-9a-f]{40}(?:[0-9a-f]{24})?)/g)].map((w) => w[1]!);
+        const hit = await agentWantsEscalated(repoDir, wants).catch((err: unknown) => `unknown (${errorMessage(err).split('\n')[0]})`);
+        if (hit) {
+          exchangeOf(view)?.abandon('wants an escalated object');
+          await Promise.resolve().then(() => sink.appendAuthFailure({ remoteAddr: req.socket.remoteAddress ?? null, user: token.name, repo: name, reason: `agent fetch of an object kept for an escalation's review: ${hit.slice(0, 80)}` })).catch(() => undefined);
+          if (res.headersSent) return void res.end();
+          res.writeHead(200, { 'Content-Type': 'application/x-git-upload-pack-result', 'Cache-Control': 'no-cache' });
+          return void res.end(pkt(`ERR patchgate: ${hit.slice(0, 80)} is kept for a person's review of an escalation; agents cannot fetch it\n`));
+        }
+      }
       // Agents clone and fetch upstream's current trusted branch from the gate too.
       if (service === 'git-upload-pack' && m[2] === 'info/refs') await refreshForClone(hooks, dataDir, name, repoDir, log);
       // The URL the client addressed, without credentials: the printed fixes point a remote at it (src/policy/push-target.ts).
@@ -483,7 +504,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     };
 
     const front: FrontDeps = { limits, send, log, orphanGraceMs: hookTimeoutMs + 60_000 };
-    const web = createWeb({ dataDir, audit: sink, tokens, limiter, secure: opts.tlsCert !== undefined, log });
+    const web = createWeb({ dataDir, audit: sink, tokens, limiter, secure: opts.tlsCert !== undefined, log, escalationWhere });
     // Checkpoints sign the configured store (`sink`), not the data folder's file when --audit names another.
     const checkpoints = startCheckpointSchedule({
       dataDir, audit: sink, everySeconds: opts.checkpointEverySeconds ?? 3600, targets: opts.checkpointPublish ?? [], log,

@@ -18,6 +18,41 @@ export interface EscalationDeps {
   audit: AuditSink;
   notifier: Notifier | null;
   log: (line: string) => void;
+  /** The data folder and the log (`--audit`, no secret) the printed close command names. */
+  where?: EscalationWhere;
+}
+
+export interface EscalationWhere {
+  dataDir?: string;
+  /** A PostgreSQL log's URL without its password (the person's PGPASSWORD or PGPASSFILE gives it). */
+  audit?: string;
+}
+
+/** A log's URL for a printed command: never its password (null when it cannot be read as a URL). */
+export function auditArg(url: string | undefined): string | undefined {
+  if (!url || !/^postgres(?:ql)?:\/\//i.test(url)) return undefined;
+  try {
+    const u = new URL(url);
+    u.password = '';
+    u.searchParams.delete('password');
+    return u.toString();
+  } catch {
+    return undefined;
+  }
+}
+
+const shq = (v: string): string => (/^[A-Za-z0-9_./:@%+=,-]+$/.test(v) ? v : `'${v.replace(/'/g, `'\\''`)}'`);
+
+const whereArgs = (where: EscalationWhere | undefined): string[] => [...(where?.dataDir ? ['--data', shq(where.dataDir)] : []), ...(where?.audit ? ['--audit', shq(where.audit)] : [])];
+
+/** The command that prints escalation `id` and the diff of the commits it kept. */
+export function showCommand(id: number, where: EscalationWhere | undefined): string {
+  return ['patchgate escalation show', String(id), ...whereArgs(where)].join(' ');
+}
+
+/** The command that closes escalation `id`, runnable as printed against the gate's own data folder and log. */
+export function closeCommand(id: number, where: EscalationWhere | undefined): string {
+  return ['patchgate escalation close', String(id), ...whereArgs(where), '--as "$USER" --note "what was decided"'].join(' ');
 }
 
 /** Writes the row and adds the agent's `remote:` lines; returns the escalation's id, or null when it could not be written. */
@@ -42,7 +77,7 @@ export async function recordEscalation(deps: EscalationDeps, s: PushSession, dec
   lines.push('  Your push was judged as usual (above); the escalation does not change its verdict. Leave the test, contract and fixtures as they are; a person answers in the audit log (patchgate escalation list).');
   deps.notifier?.send({
     type: 'patchgate.escalation', v: 1, id, time: new Date().toISOString(), repo: s.repo, actor: s.actor, role: s.role,
-    ref: first.ref, old: first.oldId, new: first.newId, verdict: row.verdict, pushId: s.pushId, text, close: `patchgate escalation close ${id} --note "…"`,
+    ref: first.ref, old: first.oldId, new: first.newId, verdict: row.verdict, pushId: s.pushId, text, close: closeCommand(id, deps.where),
   });
   return { id };
 }

@@ -75,6 +75,10 @@ export const REPO_GIT_CONFIG: ReadonlyArray<{ key: string; value: string; enforc
   // some ref reaches (not any object the repository holds).
   { key: 'uploadpack.allowfilter', value: 'true', enforced: false },
   { key: 'uploadpack.allowreachablesha1inwant', value: 'true', enforced: false },
+  // An escalated push's commits, kept for a person's review (src/server/escalation-ref.ts):
+  // advertised to nobody, and pushed to by nobody; a person's fetch un-hides them (src/git/reader-env.ts).
+  { key: 'uploadpack.hiderefs', value: 'refs/patchgate/escalations', enforced: false },
+  { key: 'receive.hiderefs', value: 'refs/patchgate/escalations', enforced: false },
 ];
 
 /** Bring a repository's config up to REPO_GIT_CONFIG; returns the keys it set. */

@@ -9,6 +9,7 @@ import type { AuditRow, PushTrace } from '../audit/store.js';
 import { DECISION_TABLE, RULE_ROW } from '../policy/decision-table.js';
 import type { Escalation } from '../audit/escalation.js';
 import { commandBlock, openEscalationsBlock } from './escalations.js';
+import type { EscalationWhere } from '../server/escalate.js';
 import { layout } from './layout.js';
 
 export interface ChainStatus {
@@ -52,11 +53,11 @@ ${c.full ? html`<dt>full verify</dt><dd class="${c.full.ok ? 'ok' : 'bad'}">${c.
 </dl><p>The whole chain, against every published head: <code>patchgate audit verify --checkpoints git:REPO</code></p></section>`;
 }
 
-export function overviewPage(o: Overview, chain: ChainStatus, user: string, openEscalations: readonly Escalation[] = []): string {
+export function overviewPage(o: Overview, chain: ChainStatus, user: string, openEscalations: readonly Escalation[] = [], where?: EscalationWhere): string {
   const chartData = { days: o.days, hours: o.hours, byRow: o.byRow, byRule: o.byRule, topPaths: o.topPaths, topActors: o.topActors };
   const sampledNote = o.sampled < o.refusals ? html` (rules and paths from the newest ${o.sampled} of ${o.refusals} refusals)` : '';
   return layout('Overview', html`<h1>Overview</h1>
-${openEscalationsBlock(openEscalations)}
+${openEscalationsBlock(openEscalations, where)}
 <p>Since ${o.since}: <strong id="refusal-count">${o.refusals}</strong> refused ref decisions${sampledNote}.</p>
 ${chainBlock(chain)}
 <div class="charts">

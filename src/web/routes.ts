@@ -15,6 +15,7 @@ import { lastCheckpointInFile } from '../audit/checkpoint-publish.js';
 import { asset } from './assets.js';
 import { chainBlock, layout, loginPage, messagePage, overviewPage, pushesPage, pushPage, type ChainStatus } from './pages.js';
 import { escalationsPage } from './escalations.js';
+import type { EscalationWhere } from '../server/escalate.js';
 import { listEscalations } from '../audit/escalation.js';
 import { cookieHeader, readCookie, Sessions, COOKIE } from './session.js';
 import { html } from './html.js';
@@ -32,6 +33,8 @@ export interface WebDeps {
   /** Served over TLS: the session cookie is marked Secure. */
   secure: boolean;
   log: (line: string) => void;
+  /** What the printed escalation commands name: the data folder and the log (src/server/escalate.ts). */
+  escalationWhere?: EscalationWhere;
 }
 
 const PAGE_RE = /^\/(?:|pushes|escalations|chain|login|logout|favicon\.ico|push\/[^/]+|assets\/[^/]+)$/;
@@ -166,8 +169,8 @@ export function createWeb(deps: WebDeps): (req: http.IncomingMessage, res: http.
     const grant = grantOf(who, deps.dataDir);
     const only = grant === null ? {} : { repos: grant };
     try {
-      if (path === '/') return page(res, 200, overviewPage(await overview(deps.audit, only), await chainStatus(), who.name, await listEscalations(deps.audit, { open: true, limit: 50, ...only })));
-      if (path === '/escalations') return page(res, 200, escalationsPage(await listEscalations(deps.audit, { limit: 500, ...only }), who.name));
+      if (path === '/') return page(res, 200, overviewPage(await overview(deps.audit, only), await chainStatus(), who.name, await listEscalations(deps.audit, { open: true, limit: 50, ...only }), deps.escalationWhere));
+      if (path === '/escalations') return page(res, 200, escalationsPage(await listEscalations(deps.audit, { limit: 500, ...only }), who.name, deps.escalationWhere));
       if (path === '/chain') return page(res, 200, layout('Chain', html`<h1>Chain</h1>${chainBlock(await chainStatus())}`, who.name));
       if (path === '/pushes') {
         const f: TableFilter = {};

@@ -11,6 +11,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { AuditStore, MIGRATIONS, ESCALATION_TEXT_MAX, chainRow, adminRows, ZERO_HASH } from '../../src/audit/store.js';
 import { readPushOptions, sanitizeText, listEscalations } from '../../src/audit/escalation.js';
+import { auditArg, closeCommand } from '../../src/server/escalate.js';
 import { GIT_ENV, TestRepo, tempDir } from '../helpers/repo.js';
 import { gitAsync, startGate } from '../helpers/gate.js';
 import { CLI } from '../helpers/serve.js';
@@ -105,9 +106,14 @@ else {
     t.equal(list.code, 0, list.stderr);
     const open = list.stdout.trim().split('\n').map((l) => JSON.parse(l) as { id: number; text: string; repo: string });
     t.same(open.map((e) => [e.id, e.text, e.repo]), [[id, 'test_x contradicts the spec', 'app']]);
-    const close = await cli(['escalation', 'close', String(id), '--note', 'spec updated']);
+    // The printed close command names this log by its URL, never its password (src/server/escalate.ts).
+    const printed = closeCommand(id, { dataDir: gate.data, audit: auditArg(pg.url)! });
+    t.notOk(printed.includes(password), 'no password in the printed close command');
+    t.match(printed, new RegExp(`--audit ${u.toString().replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} `));
+    const close = await cli(['escalation', 'close', String(id), '--note', 'spec updated', '--as', 'alice']);
     t.equal(close.code, 0, close.stderr);
-    const twice = await cli(['escalation', 'close', String(id), '--note', 'again']);
+    t.match(close.stdout, /by alice\)/, 'the person is the closer');
+    const twice = await cli(['escalation', 'close', String(id), '--note', 'again', '--as', 'alice']);
     t.not(twice.code, 0);
     t.match(twice.stderr, /already closed/);
     t.notOk(twice.stderr.includes(password), 'no password in the error');

@@ -160,13 +160,13 @@ t.test('escalation over real pushes: refused and accepted, the notify event, lis
   const close = await cli(['escalation', 'close', String(id1), '--note', 'the test was right: add(1, 2) is 3', '--by', 'alice', ...data]);
   t.equal(close.code, 0, close.stderr);
   t.match(close.stdout, new RegExp(`escalation ${id1} closed`));
-  const again = await cli(['escalation', 'close', String(id1), '--note', 'twice', ...data]);
+  const again = await cli(['escalation', 'close', String(id1), '--note', 'twice', '--as', 'alice', ...data]);
   t.not(again.code, 0, 'closing twice fails');
   t.match(again.stderr, new RegExp(`escalation ${id1} is already closed`));
-  const unknown = await cli(['escalation', 'close', '99999', '--note', 'x', ...data]);
+  const unknown = await cli(['escalation', 'close', '99999', '--note', 'x', '--as', 'alice', ...data]);
   t.not(unknown.code, 0, 'an unknown id fails');
   t.match(unknown.stderr, /no escalation 99999/);
-  const notEsc = await cli(['escalation', 'close', '1', '--note', 'x', ...data]);
+  const notEsc = await cli(['escalation', 'close', '1', '--note', 'x', '--as', 'alice', ...data]);
   t.not(notEsc.code, 0, 'a row that is no escalation fails');
   const open = await cli(['escalation', 'list', '--open', '--json', ...data]);
   t.same(open.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { id: number }).id), [id2], 'only the second is open');
@@ -193,7 +193,7 @@ t.test('escalation over real pushes: refused and accepted, the notify event, lis
   t.notMatch(overview, new RegExp(`data-escalation="${id1}"`), 'a closed one is not on the overview');
   const page = await (await get('/escalations')).text();
   t.ok(page.indexOf(`data-escalation="${id2}"`) < page.indexOf(`data-escalation="${id1}"`), 'open before closed');
-  t.match(page, /patchgate escalation close \d+ --note/);
+  t.match(page, /patchgate escalation close \d+ --data \S+ --as &quot;\$USER&quot; --note/);
   t.notMatch(page, /<script>(?!<\/script>)/, 'no inline script');
 
   // In Chromium (when installed): the open escalation on the overview, its copy button shown by the page's script.

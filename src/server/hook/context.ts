@@ -3,6 +3,7 @@
 // The facade (../hook-service.ts) builds it once; the parts take it instead of importing the
 // facade, so no import goes back up.
 
+import type { EscalationWhere } from '../escalate.js';
 import type { Generations } from './ahead.js';
 import type { AuditSink } from '../../audit/sink.js';
 import type { UpstreamMirror } from '../../upstream/remote.js';
@@ -48,6 +49,8 @@ export interface HookServiceOptions {
   upstreamFreshMs?: number;
   /** Called when a push passes the time limit (for the hook-timeout metric). */
   onTimeout?: () => void;
+  /** What an escalation's printed close command names (src/server/escalate.ts): the data folder and the log. */
+  escalationWhere?: EscalationWhere;
   /** The intent journal's folder (default `<dataDir>/intents`); without a data folder, none. */
   intentsDir?: string;
   /** Where the row queue and recovery say what they did (default stderr). */

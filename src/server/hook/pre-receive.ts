@@ -18,6 +18,7 @@ import type { HookContext } from './context.js';
 import type { DecisionLog } from './decision-log.js';
 import type { Judge } from './judge.js';
 import { UpdateHookError } from './update-hook.js';
+import { keepEscalation, keepFailed } from '../escalation-ref.js';
 import { inside, parseRefLine, type HookRequest } from './request.js';
 import { key, type PushSession } from './session.js';
 
@@ -145,7 +146,10 @@ async function judgeAndAnswer(ctx: HookParts, s: PushSession, hr: HookRequest, l
   if (shown) lines.push(...shown);
   else for (const d of decisions) lines.push(...renderDecision(d, s.actor));
   for (const name of options.unknown) lines.push(`patchgate: push option ${name} is not one patchgate knows (it knows patchgate.escalate); ignored`);
-  const escalation = options.escalate !== null && decisions.length ? await recordEscalation({ audit: ctx.opts.audit, notifier: ctx.notifier, log: ctx.log }, s, decisions, auditVerdict, options.escalate, lines) : null;
+  const escalation = options.escalate !== null && decisions.length ? await recordEscalation({ audit: ctx.opts.audit, notifier: ctx.notifier, log: ctx.log, ...(ctx.opts.escalationWhere ? { where: ctx.opts.escalationWhere } : {}) }, s, decisions, auditVerdict, options.escalate, lines) : null;
+  // Its commits, kept for a person from the quarantine before git drops it (src/server/escalation-ref.ts);
+  // not inside a git host, whose advertisement the gate does not control.
+  if (escalation && !s.auditAtJudge) await keepForReview(ctx, s, escalation.id, decisions[0]!.newId, env, lines);
   // For machines: one patchgate-json line per refused or would-be-refused ref (src/policy/machine-line.ts).
   for (const d of decisions) {
     const verdict = auditVerdict(d);
@@ -153,4 +157,14 @@ async function judgeAndAnswer(ctx: HookParts, s: PushSession, hr: HookRequest, l
   }
   lines.push(`patchgate: push ${s.pushId} ${accepted ? 'judged' : 'audited'} (${accepted}/${decisions.length} ref(s) accepted)`);
   return accepted > 0 ? 'accept' : 'reject';
+}
+
+/** Keep an escalated push's commits under refs/patchgate/escalations/N; a failure is said, never a refusal. */
+async function keepForReview(ctx: HookParts, s: PushSession, id: number, newId: string, quarantine: Record<string, string>, lines: string[]): Promise<void> {
+  try {
+    if (await keepEscalation(s.repoDir, quarantine, id, newId)) lines.push(`patchgate: escalation ${id}: commit ${newId.slice(0, 12)} kept for review until it is closed (agents cannot fetch it)`);
+  } catch (err) {
+    ctx.log(keepFailed(id, err));
+    lines.push(keepFailed(id, err));
+  }
 }
