@@ -280,6 +280,10 @@ export async function executeCi(args: CiOptions, io: CiIo): Promise<CiReport> {
       let sealed: SealedRun | null = null;
       let res;
       if (strict) {
+        // How many times the suite runs, said before the first (issue 49): each run can take minutes.
+        const runs = args.runs ?? policy.ci.runs;
+        const withBaseline = policy.ci.baseline === 'auto' && !baseline;
+        io.out(`patchgate: the suite runs ${runs} time(s)${runs > 1 ? ` (run 1 in order, then ${runs - 1} shuffled, to catch tests that depend on order or conditions)` : ''}${withBaseline ? ', and once on the trusted tree for the baseline (cached per trusted tree)' : ''}: ${runs + (withBaseline ? 1 : 0)} run(s) in all; --runs 1 runs it once`);
         sealed = await sealedRun(so, headId, 'run1');
         res = sealed.res;
         runArgv = sealed.argv;

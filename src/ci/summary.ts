@@ -70,7 +70,7 @@ interface VerdictReport {
 }
 
 /** The end of the job log: the fired rows (or, verbose, the table with them marked), the verdict, how to replay. */
-export function printVerdict(report: VerdictReport, args: { base: string; head: string; cmd: string[]; verbose?: boolean }, io: Summary): void {
+export function printVerdict(report: VerdictReport, args: { base: string; head: string; cmd: string[]; verbose?: boolean; runs?: number }, io: Summary): void {
   // A command that could not start: one line said why; a table would only repeat "retry".
   if (report.notRun) return;
   io.out('');
@@ -87,6 +87,6 @@ export function printVerdict(report: VerdictReport, args: { base: string; head: 
   if (report.command) {
     const base = /^[0-9a-f]{40,64}$/.test(report.base) ? report.base.slice(0, 12) : args.base;
     const head = /^[0-9a-f]{40,64}$/.test(report.head) ? report.head.slice(0, 12) : args.head;
-    io.out(`patchgate: replay: patchgate ci --base ${base} --head ${head} --seed ${report.seed} -- ${showArgv(args.cmd)}   (what ran: ${showArgv(report.command.argv)})`);
+    io.out(`patchgate: replay: patchgate ci --base ${base} --head ${head} --seed ${report.seed}${args.runs !== undefined ? ` --runs ${args.runs}` : ''} -- ${showArgv(args.cmd)}   (what ran: ${showArgv(report.command.argv)})`);
   }
 }

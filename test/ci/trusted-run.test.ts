@@ -102,7 +102,9 @@ t.test('real failures beat oracle-shrank; the summary names the failure by its f
   const rows = res.out.filter((l) => l.startsWith('>> ') || /^ {3}\S/.test(l));
   t.same(rows.map((l) => l.slice(0, 3)), ['>> ', '>> '], 'two fired rows and no other table line');
   t.notOk(res.text.includes('short test summary info'), "pytest's output is not relayed");
-  t.match(res.text, /replay: patchgate ci --base [0-9a-f]{12} --head [0-9a-f]{12} --seed 5 -- /);
+  // The replay keeps --runs (issue 49), and the number of runs is said before the first.
+  t.match(res.text, /replay: patchgate ci --base [0-9a-f]{12} --head [0-9a-f]{12} --seed 5 --runs 1 -- /);
+  t.match(res.text, /patchgate: the suite runs 1 time\(s\)(, and once on the trusted tree for the baseline \(cached per trusted tree\))?: [12] run\(s\) in all; --runs 1 runs it once\n/);
   // --verbose: the whole table and the runner's output.
   const v = await ci({ repo: r.dir, base: 'main', head: 'agent', seed: '5', runs: 1, verbose: true, cmd: pytest() });
   exits(t, v, 1);
