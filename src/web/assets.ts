@@ -66,7 +66,7 @@ td.n{text-align:right}.v-reject .verdict,.bad{color:#c62828;font-weight:bold}.ok
 .filters label{margin-right:.6em}.error{color:#c62828}pre{background:#f5f5f5;padding:.5em;overflow:auto;max-height:30em}
 .path{font-family:monospace;background:#fff3e0}.s-fail td:first-child{color:#c62828;font-weight:bold}
 .cmd{display:flex;gap:.4em;align-items:flex-start;margin:.2em 0}.cmd pre{margin:0;flex:1;white-space:pre-wrap;word-break:break-all}
-.cmd button{flex:none}.cmd .prompt{color:#888;user-select:none}.fix p{margin:.3em 0}td.reason{max-width:28em;font-size:90%}
+.cmd button{flex:none}.cmd .prompt{color:#888;user-select:none}.fix p{margin:.3em 0}td.reason{max-width:28em;font-size:90%;overflow-wrap:anywhere;word-break:break-word}
 .escalations{border:2px solid #ef6c00;border-radius:4px;padding:.5em 1em;margin-bottom:1em}
 .esc li{margin-bottom:.8em}.esc-text{margin:.3em 0;padding:.3em .6em;border-left:3px solid #ef6c00;background:#fff8e1;white-space:pre-wrap}
 `;
