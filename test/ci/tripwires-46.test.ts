@@ -1,5 +1,5 @@
 // Issue 46, item 5, in a real bubblewrap: the routes to the runner's internals that raised no
-// tripwire (code compiled under a name that is no file, the debugger, a frame of the runner's,
+// tripwire (code compiled under a name that is no file, a debugger's stack walk, a frame of the runner's,
 // a pytest plugin registered from the project's code that changes a report's class) make the
 // run red as `runtime-tamper`; honest idioms stay green with the static scan at its defaults:
 // `traceback.format_exc()` / `logging.exception` in an `except` block, and
@@ -35,7 +35,7 @@ async function pyRun(t: Parameters<typeof pyProject>[0], src: string, scanOff = 
 
 const VECTORS: Array<[string, string, RegExp]> = [
   ['an object walk from code compiled under a name that is no file', `def add(a, b):\n    exec(compile("import gc\\ngc.get_objects()", "<patch>", "exec"))\n    return a + b\n`, /gc\.get_objects at <patch>:2/],
-  ['a debugger object made through a computed name', `import importlib\n\ndef add(a, b):\n    importlib.import_module("p" + "db").Pdb()\n    return a + b\n`, /debugger at src\/calc\.py:4: created a debugger object \(Pdb\)/],
+  ['a stack walk through a debugger object made by a computed name', `import importlib\nimport sys\n\ndef add(a, b):\n    importlib.import_module("p" + "db").Pdb().setup(sys._getframe(0), None)\n    return a + b\n`, /debugger at src\/calc\.py:5: walked the stack with a debugger object \(Pdb\.get_stack\)/],
   ["a frame of the runner's taken with sys._getframe", `import sys\n\ndef add(a, b):\n    for k in range(1, 60):\n        f = sys._getframe(k)\n        if "pluggy" in f.f_code.co_filename:\n            break\n    return a + b\n`, /took a frame of the runner/],
   ["a plugin registered through frames' locals swaps a report's class",
     `import sys\n\n\ndef _config():\n    f = sys._getframe(0).f_back\n    while f is not None:\n        for v in list(f.f_locals.values()):\n            pm = getattr(getattr(v, "config", v), "pluginmanager", None)\n            if pm is not None:\n                return pm\n        f = f.f_back\n\n\nclass _Greener:\n    def pytest_runtest_logreport(self, report):\n        class Passed(type(report)):\n            passed = property(lambda s: True)\n            failed = property(lambda s: False)\n        report.__class__ = Passed\n        report.outcome = "passed"\n\n\n_pm = _config()\nif _pm is not None:\n    _pm.register(_Greener())\n\n\ndef add(a, b):\n    return a - b\n`,

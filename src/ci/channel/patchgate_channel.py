@@ -138,9 +138,7 @@ def _make():
             elif event == "import":
                 name = args[0] if args else ""
                 top = name.split(".")[0] if isinstance(name, str) else ""
-                if top in ("bdb", "pdb"):
-                    detail = "imported the debugger module " + name
-                elif top in ("_pytest", "pytest", "pluggy", "unittest", "patchgate_channel"):
+                if top in ("_pytest", "pytest", "pluggy", "unittest", "patchgate_channel"):
                     detail = "imported the runner's module " + name
                 else:
                     return
@@ -254,22 +252,24 @@ def _make():
                             snap[(n, k, ck)] = ident(cv)
         return snap
 
-    # Debugger objects (pdb.Pdb, bdb.Bdb) walk and hold frames with no audit event: creating one
-    # from the project's code is recorded (pytest's own --pdb creates them from _pytest).
-    # pdb.set_trace is pytest's to replace, so bdb alone joins the snapshot.
+    # A debugger object (pdb.Pdb, bdb.Bdb) walks the stack with no audit event: Bdb.get_stack
+    # (Pdb.setup and its commands use it) called from the project's code is recorded. Creating
+    # one is not (click's CliRunner makes a Pdb for its isolation), and set_trace already fires
+    # sys.settrace. pytest's own --pdb calls it from _pytest. pdb.set_trace is pytest's to
+    # replace, so bdb alone joins the snapshot.
     import bdb
 
-    bdb_init = bdb.Bdb.__init__
+    bdb_get_stack = bdb.Bdb.get_stack
 
-    def debugger_init(self, *a, **k):
-        f = getframe(1)
-        while f is not None and skipped(f.f_code.co_filename):
-            f = f.f_back
-        if f is not None and is_project(f.f_code.co_filename, generated=True):
-            fire("debugger", f, "created a debugger object (%s)" % type(self).__name__)
-        return bdb_init(self, *a, **k)
+    def get_stack(self, f, t):
+        c = getframe(1)
+        while c is not None and skipped(c.f_code.co_filename):
+            c = c.f_back
+        if c is not None and is_project(c.f_code.co_filename, generated=True):
+            fire("debugger", c, "walked the stack with a debugger object (%s.get_stack)" % type(self).__name__)
+        return bdb_get_stack(self, f, t)
 
-    bdb.Bdb.__init__ = debugger_init
+    bdb.Bdb.get_stack = get_stack
 
     snap = take()
     meta = [id(x) for x in sys.meta_path]
