@@ -6,8 +6,7 @@
 // The data folder is locked for the server's life (./datadir-lock.ts).
 
 import { readerConfig, readerEnvForAccept, withReaderEnv } from '../git/reader-env.js';
-import { agentWantsEscalated } from './escalation-ref.js';
-import { pkt } from './pkt-line.js';
+import { refuseEscalatedFetch } from './escalation-ref.js';
 import { auditArg } from './escalate.js';
 import { checkPublicUrl, requestPushUrl, type PushTarget } from '../policy/push-target.js';
 import http from 'node:http';
@@ -483,17 +482,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       if (!view) return;
       if (draining) return send(res, 503, 'patchgate: shutting down; retry shortly', { Connection: 'close' });
       // An agent never gets what only an escalation ref reaches, even by its id (src/server/escalation-ref.ts).
-      if (m[2] === 'git-upload-pack' && token.role === 'agent') {
-        const wants = [...(exchangeOf(view)?.section?.bytes.toString('latin1') ?? '').matchAll(/want ([0-9a-f]{40}(?:[0-9a-f]{24})?)/g)].map((w) => w[1]!);
-        const hit = await agentWantsEscalated(repoDir, wants).catch((err: unknown) => `unknown (${errorMessage(err).split('\n')[0]})`);
-        if (hit) {
-          exchangeOf(view)?.abandon('wants an escalated object');
-          await Promise.resolve().then(() => sink.appendAuthFailure({ remoteAddr: req.socket.remoteAddress ?? null, user: token.name, repo: name, reason: `agent fetch of an object kept for an escalation's review: ${hit.slice(0, 80)}` })).catch(() => undefined);
-          if (res.headersSent) return void res.end();
-          res.writeHead(200, { 'Content-Type': 'application/x-git-upload-pack-result', 'Cache-Control': 'no-cache' });
-          return void res.end(pkt(`ERR patchgate: ${hit.slice(0, 80)} is kept for a person's review of an escalation; agents cannot fetch it\n`));
-        }
-      }
+      if (m[2] === 'git-upload-pack' && token.role === 'agent' && (await refuseEscalatedFetch(repoDir, view, res, (why) => sink.appendAuthFailure({ remoteAddr: req.socket.remoteAddress ?? null, user: token.name, repo: name, reason: why })))) return;
       // Agents clone and fetch upstream's current trusted branch from the gate too.
       if (service === 'git-upload-pack' && m[2] === 'info/refs') await refreshForClone(hooks, dataDir, name, repoDir, log);
       // The URL the client addressed, without credentials: the printed fixes point a remote at it (src/policy/push-target.ts).

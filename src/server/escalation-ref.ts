@@ -9,9 +9,12 @@
 // otherwise serve a hidden ref's objects to anyone who names them.
 
 import { spawn } from 'node:child_process';
+import type http from 'node:http';
 import { GitError, errorMessage } from '../errors.js';
 import { gitEnv, runGit } from '../git/exec.js';
 import { isZeroId } from '../git/git.js';
+import { exchangeOf } from './git-front.js';
+import { pkt } from './pkt-line.js';
 
 export const ESCALATION_REFS = 'refs/patchgate/escalations';
 export const escalationRef = (id: number): string => `${ESCALATION_REFS}/${id}`;
@@ -111,3 +114,24 @@ export async function agentWantsEscalated(repoDir: string, wants: readonly strin
 
 /** One line for a keep that failed (the escalation row stands; the person is told what is missing). */
 export const keepFailed = (id: number, err: unknown): string => `patchgate: escalation ${id}: its commits could not be kept for review (${errorMessage(err).split('\n')[0]!.slice(0, 200)}); a person sees the row but not the diff`;
+
+/**
+ * An agent's upload-pack POST (`view`, its command section read by ./git-front.ts): when it
+ * wants an escalated object, answer git's ERR line, audit it (`audit`, an auth row) and return
+ * true; a check that fails refuses too (fail closed).
+ */
+export async function refuseEscalatedFetch(repoDir: string, view: unknown, res: http.ServerResponse, audit: (why: string) => unknown): Promise<boolean> {
+  const ex = exchangeOf(view);
+  const wants = [...(ex?.section?.bytes.toString('latin1') ?? '').matchAll(/want ([0-9a-f]{40}(?:[0-9a-f]{24})?)/g)].map((w) => w[1]!);
+  const hit = await agentWantsEscalated(repoDir, wants).catch((err: unknown) => `unknown (${errorMessage(err).split('\n')[0]})`);
+  if (!hit) return false;
+  ex?.abandon('wants an escalated object');
+  await Promise.resolve().then(() => audit(`agent fetch of an object kept for an escalation's review: ${hit.slice(0, 80)}`)).catch(() => undefined);
+  if (res.headersSent) {
+    res.end();
+    return true;
+  }
+  res.writeHead(200, { 'Content-Type': 'application/x-git-upload-pack-result', 'Cache-Control': 'no-cache' });
+  res.end(pkt(`ERR patchgate: ${hit.slice(0, 80)} is kept for a person's review of an escalation; agents cannot fetch it\n`));
+  return true;
+}
