@@ -20,7 +20,8 @@
 // and its audit rows read it from the child, never from the role alone.
 
 import type { EventEmitter } from 'node:events';
-import type { Role } from '../policy/types.js';
+/** A pusher's role (src/policy/types.ts Role, not imported: the git module imports nothing of the policy's). */
+type Role = 'agent' | 'human' | 'admin';
 
 /**
  * The fsck message ids a person's push has git only warn about. All are ERROR in git (or WARN/INFO,

@@ -6,7 +6,8 @@
 // (./push-fsck.ts): a word set right before node-git-server starts the child, taken once.
 
 import type { EventEmitter } from 'node:events';
-import type { Role } from '../policy/types.js';
+/** A pusher's role (src/policy/types.ts Role, not imported: the git module imports nothing of the policy's). */
+type Role = 'agent' | 'human' | 'admin';
 
 /** The config a person's upload-pack gets; an agent's gets nothing (the refs stay hidden). */
 export function readerConfig(role: Role): Record<string, string> | null {

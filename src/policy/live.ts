@@ -9,7 +9,18 @@
 // cancellation signal does (src/cancel.ts), so no rule takes a parameter for it.
 
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { RuleId, RuleOutcome } from './types.js';
+
+// No import of ./types.js: src/progress.ts reports here, and the git module reports through
+// progress.ts, so an import of the policy's types would close a cycle (test/layout).
+type RuleId = string;
+/** The shape of ./types.ts RuleOutcome this file fills (the engine's rule ids). */
+interface LiveOutcome {
+  rule: RuleId;
+  status: 'fail' | 'skipped';
+  findings: never[];
+  details: Record<string, unknown>;
+  ms: number;
+}
 
 interface RuleState {
   rule: RuleId;
@@ -82,8 +93,8 @@ export class LiveJudgement {
   }
 
   /** The audit row's outcomes at the limit: the finished rules' times, and the running ones as stopped. */
-  outcomes(now = Date.now()): RuleOutcome[] {
-    return this.rules.map((r): RuleOutcome => r.ms === undefined
+  outcomes(now = Date.now()): LiveOutcome[] {
+    return this.rules.map((r): LiveOutcome => r.ms === undefined
       ? { rule: r.rule, status: 'fail', findings: [], details: { stopped: `still running when the time limit passed (${secs(now - r.startedAt)})`, ...(r.count ? { progress: countText(r.count) } : {}) }, ms: now - r.startedAt }
       : { rule: r.rule, status: r.error ? 'fail' : 'skipped', findings: [], details: { finished: true, ...(r.findings !== undefined ? { findings: r.findings } : {}), ...(r.error ? { error: r.error } : {}), why: 'finished before the limit; the push was refused for time, so its result was not used' }, ms: r.ms });
   }

@@ -13,7 +13,7 @@ import { parsePool } from '../../contract/parse-pool.js';
 import { runCancellable } from '../../cancel.js';
 import { LiveJudgement } from '../../policy/live.js';
 import { foreground } from '../../contract/priority.js';
-import type { RefDecision, RefUpdate } from '../../policy/types.js';
+import type { RefDecision, RefUpdate, RuleOutcome } from '../../policy/types.js';
 import type { HookContext } from './context.js';
 import type { PushSession } from './session.js';
 import { defaultJudgeSlots, Slots } from './slots.js';
@@ -135,7 +135,7 @@ export async function trustedState(git: Git, branch?: string): Promise<TrustedSt
 function timedOut(u: RefUpdate, ms: number, parsing: string[] = [], lead = '', live?: LiveJudgement): RefDecision {
   const files = [...new Set(parsing)].slice(0, 3);
   const doing = live ? ` (${live.describe()})` : '';
-  const outcomes = live && live.ref === u.ref ? live.outcomes() : [];
+  const outcomes = live && live.ref === u.ref ? (live.outcomes() as RuleOutcome[]) : [];
   if (!files.length) return errorDecision(u, new Error(`${lead}the policy did not finish within ${ms} ms${doing}; the judgement was stopped`), Date.now(), outcomes);
   const d = errorDecision(u, new Error(`${lead}the policy did not finish within ${ms} ms: still parsing ${files.join(', ')}${doing}; the parse was stopped`), Date.now(), outcomes);
   if (d.reasons[0]) d.reasons[0] = { ...d.reasons[0], path: files[0]! };
