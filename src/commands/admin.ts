@@ -128,7 +128,7 @@ export async function runRepoHooks(args: { data: string; name: string; audit?: s
 export async function runTokenCreate(args: { data: string; name: string; role: Role; repos?: string; expires?: number; audit?: string; agentClass?: string }): Promise<string[]> {
   return withTokens(args, async (tokens) => {
     const secret = await tokens.create(args.name, args.role, { repos: args.repos, expiresDays: args.expires, actor: 'cli', ...(args.agentClass !== undefined ? { agentClass: args.agentClass } : {}) });
-    const cls = args.role === 'agent' ? `, class ${args.agentClass ?? 'default'}` : '';
+    const cls = args.role === 'agent' && args.agentClass ? `, class ${args.agentClass}` : '';
     return [`token ${args.name} (${args.role}${cls}, repos ${args.repos ?? '*'}${args.expires ? `, expires in ${args.expires} day(s)` : ''}) created; the secret is shown once:`, secret];
   });
 }
