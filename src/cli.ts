@@ -77,7 +77,7 @@ const jsonOpt = { type: 'boolean', default: false, describe: 'print one JSON doc
 const repoOpt = { type: 'string', default: '.', describe: 'repository directory' } as const;
 const dataOpt = { type: 'string', default: defaultData(), describe: 'data folder (repos, audit log, hook socket); env PATCHGATE_DATA' } as const;
 const cpCredOpt = { type: 'string', describe: 'file whose first line is the checkpoint anchor\'s token (or user:token); else PATCHGATE_CHECKPOINT_CREDENTIAL' } as const;
-const auditOpt = { type: 'string', describe: 'audit log: sqlite:PATH or postgres://… without a password (default: PATCHGATE_AUDIT_URL, else <data>/patchgate.db; the password goes in that variable, PGPASSFILE or PGPASSWORD)' } as const;
+const auditOpt = { type: 'string', describe: 'audit log: sqlite:PATH or postgres://… without a password (default: PATCHGATE_AUDIT_URL, else the log the data folder records in audit-location.json, else <data>/patchgate.db; either must be the recorded one; the password goes in that variable, PGPASSFILE or PGPASSWORD)' } as const;
 
 export function buildCli(argv: string[]): Argv {
   const top: Argv = yargs(argv);
@@ -136,7 +136,8 @@ export function buildCli(argv: string[]): Argv {
       .option('write-baseline', { type: 'string', describe: 'after a green run, write the executed test ids here' })
       .option('holdout', { type: 'string', describe: 'held-out tests, run against the judged src/ after the visible suite: a git URL (the NAME-holdout repository, with a person\'s or CI token), a bare repository, or a folder' })
       .option('runs', { type: 'number', describe: 'runs of the suite, later ones shuffled (default: policy ci.runs, 2)' })
-      .option('data', { type: 'string', describe: 'also record the run in <data>/patchgate.db' })
+      .option('data', { type: 'string', describe: 'also record the run in that data folder\'s audit log (the one it records, else <data>/patchgate.db)' })
+      .option('audit', auditOpt)
       .option('today', { type: 'string', describe: 'YYYY-MM-DD for ledger expiry (default: today, UTC)' })
       .option('verbose', { type: 'boolean', default: false, describe: 'show the runner\'s output, the whole decision table and every reason (default: a summary)' })
       .option('sandbox', { choices: ['bwrap', 'none'] as const, default: 'bwrap' as const, describe: 'strict runs: every test process under bubblewrap (no network, no parent /proc, only the sealed tree writable); none: the explicit opt-out, reported as not sandboxed' })
@@ -147,7 +148,7 @@ export function buildCli(argv: string[]): Argv {
       .parserConfiguration({ 'populate--': true, 'parse-positional-numbers': false }),
     (a) => guarded(async () => (await ciCommand()).runCi({
       repo: resolve(a.repo), base: a.base, head: a.head, seed: a.seed, junit: a.junit, report: a.report,
-      baseline: a.baseline, writeBaseline: a.writeBaseline, data: a.data, today: a.today, cmd: afterDashes(a), verbose: a.verbose, sandbox: a.sandbox, ...(a.holdout !== undefined ? { holdout: a.holdout } : {}), ...(a.runs !== undefined ? { runs: a.runs } : {}),
+      baseline: a.baseline, writeBaseline: a.writeBaseline, data: a.data, ...(a.audit !== undefined ? { audit: a.audit } : {}), today: a.today, cmd: afterDashes(a), verbose: a.verbose, sandbox: a.sandbox, ...(a.holdout !== undefined ? { holdout: a.holdout } : {}), ...(a.runs !== undefined ? { runs: a.runs } : {}),
     }, io)))
     .command('ledger', 'the flake ledger: `ledger check`, `ledger freeze`', (y) => y
       .command('check', 'validate the flake ledger; exit 1 when a row is invalid', (y2) => y2
@@ -221,7 +222,7 @@ export function buildCli(argv: string[]): Argv {
         .option('json', jsonOpt),
       async (a) => {
         await jsonDoc(a.json, 'repo create', async () => (a.upstream !== undefined || a.mode !== undefined || a.upstreamCredentialFile !== undefined
-          ? await (await upstream()).runRepoCreateUpstream({ data: a.data, name: a.name, trusted: a.trusted, upstream: a.upstream, credentialFile: a.upstreamCredentialFile, allowHttpCredential: a.allowHttpCredential, mode: a.mode, wait: a.wait })
+          ? await (await upstream()).runRepoCreateUpstream({ data: a.data, name: a.name, trusted: a.trusted, upstream: a.upstream, credentialFile: a.upstreamCredentialFile, allowHttpCredential: a.allowHttpCredential, mode: a.mode, wait: a.wait, audit: a.audit })
           : await (await admin()).runRepoCreate({ data: a.data, name: a.name, trusted: a.trusted, audit: a.audit, ...(a.holdoutOf ? { holdoutOf: a.holdoutOf } : {}) })),
         () => ({ repo: a.name.replace(/\.git$/, ''), dir: resolve(a.data, 'repos', `${a.name.replace(/\.git$/, '')}.git`), trusted: a.trusted, mode: a.mode ?? 'enforce', ...(a.holdoutOf ? { holdoutOf: a.holdoutOf } : {}) }));
         if (a.wait) process.exit(); // the parse workers of the warm-up would keep the process alive
@@ -232,19 +233,22 @@ export function buildCli(argv: string[]): Argv {
         .option('upstream-credential-file', { type: 'string', describe: 'file whose first line is the token (or user:token)' })
         .option('allow-http-credential', { type: 'boolean', default: false, describe: 'accept a token for a plain http:// upstream that is not this machine (sent in clear text)' })
         .option('data', dataOpt)
+        .option('audit', auditOpt)
         .option('json', jsonOpt),
-      (a) => jsonDoc(a.json, 'repo upstream', async () => (await upstream()).runRepoUpstream({ data: a.data, name: a.name, url: a.url, credentialFile: a.upstreamCredentialFile, allowHttpCredential: a.allowHttpCredential }), () => ({ repo: a.name, upstream: a.url === 'none' ? null : 'set' })))
+      (a) => jsonDoc(a.json, 'repo upstream', async () => (await upstream()).runRepoUpstream({ data: a.data, name: a.name, url: a.url, credentialFile: a.upstreamCredentialFile, allowHttpCredential: a.allowHttpCredential, audit: a.audit }), () => ({ repo: a.name, upstream: a.url === 'none' ? null : 'set' })))
       .command('sync <name>', 'fetch the trusted branch (and every branch upstream has) from upstream now', (y2) => y2
         .positional('name', { type: 'string', demandOption: true })
         .option('data', dataOpt)
+        .option('audit', auditOpt)
         .option('json', jsonOpt),
-      (a) => jsonDoc(a.json, 'repo sync', async () => (await upstream()).runRepoSync({ data: a.data, name: a.name }), () => ({ repo: a.name })))
+      (a) => jsonDoc(a.json, 'repo sync', async () => (await upstream()).runRepoSync({ data: a.data, name: a.name, audit: a.audit }), () => ({ repo: a.name })))
       .command('mode <name> <mode>', 'enforce (default) or evaluate: judge and audit, accept would-be refusals as would-reject', (y2) => y2
         .positional('name', { type: 'string', demandOption: true })
         .positional('mode', { choices: ['enforce', 'evaluate'] as const, demandOption: true })
         .option('data', dataOpt)
+        .option('audit', auditOpt)
         .option('json', jsonOpt),
-      (a) => jsonDoc(a.json, 'repo mode', async () => (await upstream()).runRepoMode({ data: a.data, name: a.name, mode: a.mode }), () => ({ repo: a.name, mode: a.mode })))
+      (a) => jsonDoc(a.json, 'repo mode', async () => (await upstream()).runRepoMode({ data: a.data, name: a.name, mode: a.mode, audit: a.audit }), () => ({ repo: a.name, mode: a.mode })))
       .command('warm <name>', false, (y2) => y2
         .positional('name', { type: 'string', demandOption: true })
         .option('data', dataOpt),
@@ -354,9 +358,10 @@ export function buildCli(argv: string[]): Argv {
         })
       .command('checkpoint', 'sign the chain (a C2SP tlog checkpoint) and publish it outside the database', (y2) => y2.option('data', dataOpt).option('audit', auditOpt)
         .option('publish', { type: 'string', array: true, default: [] as string[], describe: 'git:REPO or file:PATH (repeatable)' })
-        .option('checkpoint-credential-file', cpCredOpt),
+        .option('checkpoint-credential-file', cpCredOpt)
+        .option('ignore-lease', { type: 'boolean', default: false, describe: 'on a shared PostgreSQL log, sign even while another node holds its signing lease (that node signs with its own key)' }),
         (a) => guarded(async () => {
-          const r = await (await auditCp()).runAuditCheckpoint({ data: a.data, audit: a.audit, publish: a.publish as string[], credentialFile: a.checkpointCredentialFile });
+          const r = await (await auditCp()).runAuditCheckpoint({ data: a.data, audit: a.audit, publish: a.publish as string[], credentialFile: a.checkpointCredentialFile, ignoreLease: a.ignoreLease });
           out(r.lines);
           return r.ok ? 0 : 1;
         }))
@@ -378,12 +383,13 @@ export function buildCli(argv: string[]): Argv {
         .option('until', { type: 'string', describe: 'ISO 8601 time' })
         .option('format', { choices: ['jsonl'] as const, default: 'jsonl' as const }),
         (a) => guarded(async () => (await admin()).runAuditExport({ data: a.data, audit: a.audit, since: a.since, until: a.until, format: a.format }, (l) => void process.stdout.write(l + '\n'))))
-      .command('migrate', 'copy an audit log and its tokens into an empty PostgreSQL log and verify the chain on both sides; exit 1 when a side does not verify', (y2) => y2
-        .option('from', { type: 'string', demandOption: true, describe: 'sqlite:PATH (the embedded log to copy)' })
+      .command('migrate', 'copy a data folder\'s SQLite log and its tokens into an empty PostgreSQL log, verify the chain on both sides, mark the SQLite file as moved and record the new log in the data folder; exit 1 when a side does not verify', (y2) => y2
+        .option('data', { type: 'string', describe: 'the data folder whose log moves: its patchgate.db is the default --from, and it records the new log (default: the folder of a --from named patchgate.db, else PATCHGATE_DATA or ./data)' })
+        .option('from', { type: 'string', describe: 'sqlite:PATH (the embedded log to copy; default sqlite:<data>/patchgate.db)' })
         .option('to', { type: 'string', describe: 'postgres://… (an empty log; default PATCHGATE_AUDIT_URL; no password on the command line)' })
         .option('audit', { type: 'string', describe: 'the same as --to' }),
       (a) => guarded(async () => {
-        const r = await (await import('./commands/audit-migrate.js')).runAuditMigrate({ from: a.from, to: a.to ?? a.audit });
+        const r = await (await import('./commands/audit-migrate.js')).runAuditMigrate({ from: a.from, to: a.to ?? a.audit, ...(a.data !== undefined ? { data: a.data } : {}) });
         out(r.lines);
         return r.ok ? 0 : 1;
       })))

@@ -198,6 +198,9 @@ function readFileLine(path: string): NamedCheckpoint[] {
       throw new CheckpointError(`${where}: a checkpoint of an older patchgate (patchgate-checkpoint/1, no longer read); move ${path} aside (e.g. to ${path}.v1) to start a new line of signed notes`);
     }
     if (typeof note !== 'string') throw new CheckpointError(`${where}: not a patchgate checkpoint: expected {"checkpoint": NOTE}`);
+    // Nothing beside the note: a field there is not covered by its signature, so it is refused rather than ignored.
+    const beside = Object.keys(v as object).filter((k) => k !== 'checkpoint');
+    if (beside.length) throw new CheckpointError(`${where}: a checkpoint line is {"checkpoint": NOTE} and nothing else; it also holds ${beside.slice(0, 3).map((k) => JSON.stringify(k.slice(0, 40))).join(', ')}, which no signature covers`);
     out.push({ cp: parseCheckpoint(note, where), where });
   });
   return out;
@@ -261,8 +264,9 @@ export function lastCheckpointInFile(file: string): Checkpoint | null {
     readSync(fd, buf, 0, len, size - len);
     const line = buf.toString('utf8').trim().split('\n').pop() ?? '';
     if (!line) return null;
-    const note = (JSON.parse(line) as { checkpoint?: unknown }).checkpoint;
-    return typeof note === 'string' ? parseCheckpoint(note, file) : null;
+    const v = JSON.parse(line) as { checkpoint?: unknown };
+    if (Object.keys(v).some((k) => k !== 'checkpoint')) return null; // refused by readFileLine too
+    return typeof v.checkpoint === 'string' ? parseCheckpoint(v.checkpoint, file) : null;
   } catch {
     return null;
   } finally {

@@ -32,7 +32,17 @@ export interface VerifyOptions {
 
 const short = (h: string): string => `${h.slice(0, 16)}…`;
 
-export async function verifyAgainst(sink: AuditSink, checkpoints: readonly NamedCheckpoint[], verifier: Verifier, opts: VerifyOptions): Promise<CheckpointVerifyResult> {
+/**
+ * The line without a checkpoint repeated right after itself, as a retried publish can write it:
+ * the same signed note twice says nothing new and contradicts nothing. (One that comes back
+ * later, after others, is still a splice.)
+ */
+export function withoutRepeats(line: readonly NamedCheckpoint[]): NamedCheckpoint[] {
+  return line.filter((c, i) => i === 0 || c.cp.hash !== line[i - 1]!.cp.hash);
+}
+
+export async function verifyAgainst(sink: AuditSink, published: readonly NamedCheckpoint[], verifier: Verifier, opts: VerifyOptions): Promise<CheckpointVerifyResult> {
+  const checkpoints = withoutRepeats(published);
   const chain = await sink.verify();
   if (!chain.ok) return { ok: false, checked: 0, where: 'the chain itself', checkpoint: null, reason: `first bad row ${chain.firstBadId}: ${chain.reason}` };
   const hashes = (await rowHashesOf(sink)).slice(0, chain.rows);

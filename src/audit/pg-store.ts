@@ -15,6 +15,7 @@
 //   importChain(rows, head, tokens?)   `audit migrate`: copies rows (and tokens) verbatim into an empty log
 //   select(sql, params)                read-only SQL for the page, export and /metrics (a READ ONLY transaction)
 //   transact(what, fn)                 ./pg-tokens.ts: a token change and its admin rows, one transaction
+//   checkpointLease(), statement()     ./pg-lease.ts: the checkpoint signer's lease (one signing node)
 
 import pg from 'pg';
 import { AuditError, UsageError, errorMessage } from '../errors.js';
@@ -30,6 +31,8 @@ import type {
   RecordPushInput,
 } from './inputs.js';
 import type { TokenRow } from './tokens.js';
+import type { CheckpointLease } from './checkpoint-lease.js';
+import { PgLease } from './pg-lease.js';
 
 /** pg_advisory_xact_lock keys: one for appends, one for schema changes (arbitrary, fixed). */
 const APPEND_LOCK = 0x7061_7463; // "patc"
@@ -90,6 +93,7 @@ export class PgAuditStore implements AuditSink {
   /** The URL without its password. */
   readonly location: string;
   private closed = false;
+  private lease: PgLease | undefined;
 
   private constructor(private readonly pool: pg.Pool, private readonly secret: string | null, url: string) {
     this.location = redactUrl(url);
@@ -401,6 +405,20 @@ export class PgAuditStore implements AuditSink {
   /** Reads on the pool, for ./pg-tokens.ts (errors become AuditErrors without the password). */
   async readQuery(sql: string, params: readonly unknown[] = []): Promise<Record<string, unknown>[]> {
     return this.read(async () => (await this.pool.query(sql, params as unknown[])).rows as Record<string, unknown>[]);
+  }
+
+  /** One statement on the pool for ./pg-lease.ts, the checkpoint signer's lease (errors become AuditErrors without the password). */
+  async statement(sql: string, params: readonly unknown[] = []): Promise<Record<string, unknown>[]> {
+    try {
+      return (await this.pool.query(sql, params as unknown[])).rows as Record<string, unknown>[];
+    } catch (err) {
+      throw new AuditError(`audit: the checkpoint lease in ${this.location}: ${this.clean(err)}`, { cause: err });
+    }
+  }
+
+  /** The checkpoint signer's lease of this log (./pg-lease.ts): one signing node at a time. */
+  checkpointLease(): CheckpointLease {
+    return (this.lease ??= new PgLease(this));
   }
 
   /** For /healthz: null when the database answers, else why not (no password). */

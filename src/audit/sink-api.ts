@@ -4,6 +4,7 @@
 
 import type { VerifyResult } from './chain.js';
 import type { CredentialState } from './credential.js';
+import type { CheckpointLease } from './checkpoint-lease.js';
 import type {
   AdminInput, AuditRow, AuthFailureInput, CiInput, ConfirmItem, EscalationCloseInput, EscalationInput, PushTrace, QueryOptions,
   RecordPushInput,
@@ -47,6 +48,8 @@ export interface AuditSink {
    * are dropped); integers come back as numbers on both.
    */
   select(sql: string, params?: readonly unknown[]): Awaitable<Record<string, unknown>[]>;
+  /** A shared log's checkpoint signer lease (./checkpoint-lease.ts); a SQLite log has one node and none. */
+  checkpointLease?(): CheckpointLease;
   close(): Awaitable<void>;
 }
 

@@ -1,8 +1,8 @@
 // Where the decisions go: the seam between the gate and its audit log. The embedded SQLite
 // store (./store.ts, synchronous) and the shared PostgreSQL store (./pg-store.ts, async) both
 // fit `AuditSink`; callers `await` every call, which costs the SQLite path nothing. `--audit
-// URL` (or PATCHGATE_AUDIT_URL) picks the store: `sqlite:PATH` (the default is
-// `<data>/patchgate.db`) or `postgres://…`. That one store is the only one the gate writes to
+// URL` (or PATCHGATE_AUDIT_URL, else the log the data folder records: ./location.ts) picks the
+// store: `sqlite:PATH` (the default is `<data>/patchgate.db`) or `postgres://…`. That one store is the only one the gate writes to
 // and every reader reads from (the page, /api/audit, the audit commands, /metrics at start),
 // and it holds the tokens too (`tokensFor`): with PostgreSQL, one token works on every node.
 // A URL with a password is refused on the command line (`refuseSecretInArgv`): argv is public

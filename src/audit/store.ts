@@ -5,7 +5,8 @@
 // (src/audit/tokens.ts), whose tables come from the same ordered migration list below.
 //
 // API
-//   AuditStore.open(dbPath): AuditStore     creates the parent dir, applies migrations
+//   AuditStore.open(dbPath): AuditStore     creates the parent dir, applies migrations; a file
+//                                            `audit migrate` marked as moved is refused (./moved.ts)
 //   store.close(): void
 //   store.db                                 the better-sqlite3 handle (for TokenStore)
 //   store.appendPush(PushInput): number      one `push` row; returns its id
@@ -78,6 +79,7 @@ import {
   recordPushRows, refContent,
 } from './rows.js';
 import { pushIdOf } from './validate.js';
+import { movedError, movedMark } from './moved.js';
 import { CREDENTIAL_SQL, credentialState, refusedForCredential } from './credential.js';
 import type { RecordedPush } from './sink-api.js';
 import type {
@@ -132,6 +134,9 @@ export class AuditStore {
       walMode(db);
       db.pragma('synchronous = FULL');
       db.pragma('foreign_keys = ON');
+      // A log that moved (`audit migrate` marked it) is history: refused before any migration touches it.
+      const moved = movedMark(db);
+      if (moved) throw movedError(path, moved);
       migrate(db);
       return new AuditStore(path, db);
     } catch (err) {

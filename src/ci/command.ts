@@ -18,6 +18,8 @@ function usageLine(io: CiIo, err: unknown): void {
 export async function runCi(args: CiArgs, io: CiIo): Promise<number> {
   let report;
   try {
+    // The folder's log is settled before any test runs: a --audit (or variable) that is not the log the folder records refuses now.
+    if (args.data) (await import('../commands/folder-log.js')).folderLog({ data: args.data, ...(args.audit !== undefined ? { audit: args.audit } : {}) });
     report = await executeCi(args, io);
   } catch (err) {
     usageLine(io, err);
@@ -27,7 +29,7 @@ export async function runCi(args: CiArgs, io: CiIo): Promise<number> {
   let code: number = report.exitCode;
   if (args.data) {
     try {
-      report.audit = { id: await auditCi(args.data, report) };
+      report.audit = { id: await auditCi(args.data, report, args.audit) };
       io.out(`patchgate: recorded in the audit log as row ${report.audit.id}`);
     } catch (err) {
       io.err(`patchgate: the run could not be added to the audit log: ${errorMessage(err).split('\n')[0]}`);

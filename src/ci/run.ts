@@ -38,6 +38,8 @@ export interface CiOptions {
   baseline?: string;
   writeBaseline?: string;
   data?: string;
+  /** The audit log of `data` (`--audit`; else PATCHGATE_AUDIT_URL, else the one the folder records): src/commands/folder-log.ts. */
+  audit?: string;
   cmd: string[];
   today?: string;
   /** Held-out tests (issue 11): a git URL, a bare repository or a folder (src/ci/holdout.ts), run against the judged src/ after the visible suite. */
@@ -513,12 +515,10 @@ export async function writeJsonReport(path: string, report: CiReport): Promise<v
   await writeFile(abs, JSON.stringify(report, null, 2) + '\n');
 }
 
-/** Add the run to the audit log under `<data>/patchgate.db` (the server's file). Returns the row id. */
-export async function auditCi(dataDir: string, report: CiReport): Promise<number> {
-  const { AuditStore } = await import('../audit/store.js');
-  const store = AuditStore.open(join(resolve(dataDir), 'patchgate.db'));
-  try {
-    return store.appendCi({
+/** Add the run to the data folder's audit log (the one the server uses: src/commands/folder-log.ts). Returns the row id. */
+export async function auditCi(dataDir: string, report: CiReport, audit?: string): Promise<number> {
+  const { withFolderLog } = await import('../commands/folder-log.js');
+  return withFolderLog({ data: dataDir, ...(audit !== undefined ? { audit } : {}) }, (store) => store.appendCi({
       repo: basename(report.repo) || report.repo,
       base: report.base,
       head: report.head,
@@ -536,8 +536,5 @@ export async function auditCi(dataDir: string, report: CiReport): Promise<number
         sealed: report.sealed ?? null,
         check: report.check ? { verdict: report.check.verdict, row: report.check.row, contract: report.check.contract } : null,
       },
-    });
-  } finally {
-    store.close();
-  }
+    }));
 }

@@ -1,21 +1,23 @@
 // The operator's commands on a data folder: `serve`, `repo create`, `token create|list|revoke`,
 // `audit` (query), `audit show ID` (the trace of every rule checked), `audit verify` and
-// `audit export`. Each opens the one audit log `--audit` (or PATCHGATE_AUDIT_URL, else
-// `<data>/patchgate.db`) names, and the tokens in it; a password in `--audit` is refused.
+// `audit export`. Each opens the data folder's one audit log (./folder-log.ts: `--audit`, else
+// PATCHGATE_AUDIT_URL, which must agree with the log the folder records; else the recorded log,
+// else `<data>/patchgate.db`), and the tokens in it; a password in `--audit` is refused.
 
 import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { compactRow, type AuditRow, type QueryOptions } from '../audit/store.js';
-import { AUDIT_URL_ENV, describeAudit, openAuditSink, parseAuditUrl, refuseSecretInArgv, tokensFor, type AuditSink } from '../audit/sink.js';
+import { AUDIT_URL_ENV, describeAudit, refuseSecretInArgv, tokensFor, type AuditSink } from '../audit/sink.js';
+import type { FolderAudit } from '../audit/location.js';
 import type { TokenSource } from '../audit/tokens.js';
 import { exportRows } from '../audit/export.js';
-import { checkTokens } from '../audit/token-check.js';
+import { verifyLog } from '../audit/verify-log.js';
 import { describeCut, type Cut } from '../audit/bound.js';
 import { UsageError } from '../errors.js';
 import { createRepo, ensureRepoConfig, normalizeRepoName, installHooks, markHoldout, resolveRepo } from '../server/repos.js';
 import { adminTokenPath } from '../server/admin-token.js';
 import type { Role } from '../policy/types.js';
-import { NoDataError, requireData } from './args.js';
+import { withFolderLog } from './folder-log.js';
 import type { ServeConfig } from '../server/serve-config.js';
 import { stderrProgress, type SlowPhaseOptions } from '../progress.js';
 import { verifyWithProgress } from '../audit/verify-progress.js';
@@ -23,41 +25,19 @@ import { verifyWithProgress } from '../audit/verify-progress.js';
 /** A person's own token, read from the environment (never argv): who closes an escalation. */
 export const PERSON_TOKEN_ENV = 'PATCHGATE_TOKEN';
 
-export function dbPath(data: string): string {
-  return join(resolve(data), 'patchgate.db');
-}
+/** The folder's log (./folder-log.ts), open for `fn`. */
+const withSink = <T>(args: { data: string; audit?: string }, fn: (s: AuditSink, where: FolderAudit) => Promise<T> | T, existing = false): Promise<T> => withFolderLog(args, fn, existing);
 
-/** The decisions' log that `--audit URL` (or PATCHGATE_AUDIT_URL, else `<data>/patchgate.db`) names, open for `fn`. */
-async function withSink<T>(args: { data: string; audit?: string }, fn: (s: AuditSink) => Promise<T> | T, existing = false): Promise<T> {
-  const where = parseAuditUrl(auditUrlOf(args.audit), args.data);
-  // A command that only reads must not create an empty log where none was (a mistyped --data).
-  if (existing && where.kind === 'sqlite' && !existsSync(where.path)) throw new NoDataError(args.data);
-  const s = await openAuditSink(where);
-  try {
-    return await fn(s);
-  } finally {
-    await s.close();
-  }
-}
-
-/** The tokens of the log `--audit` names (the data folder's file by default), open for `fn`. */
+/** The tokens of the folder's log, open for `fn`. */
 async function withTokens<T>(args: { data: string; audit?: string }, fn: (tokens: TokenSource, s: AuditSink) => Promise<T> | T, existing = false): Promise<T> {
   return withSink(args, async (s) => fn(await tokensFor(s), s), existing);
-}
-
-/**
- * `--audit` (a command-line flag, so refused when it carries a password) wins over
- * PATCHGATE_AUDIT_URL; neither: the data folder's SQLite file.
- */
-export function auditUrlOf(flag: string | undefined): string | undefined {
-  refuseSecretInArgv(flag, '--audit');
-  return flag ?? (process.env[AUDIT_URL_ENV] || undefined);
 }
 
 export async function runServe(args: ServeConfig): Promise<void> {
   // Only a value from the command line is public; the variable and the config file are not.
   if (args.sources.audit === '--audit') refuseSecretInArgv(args.audit, '--audit');
   const auditUrl = args.audit;
+  const auditFrom = args.sources.audit;
   // Read once; git and every other child the gate starts must not inherit the URL (and its password).
   delete process.env[AUDIT_URL_ENV];
   // A cold start (audit log, repositories, the hook daemon, recovery) takes seconds before
@@ -70,12 +50,12 @@ export async function runServe(args: ServeConfig): Promise<void> {
   const srv = await startServer({
     dataDir: args.data, port: args.port, host: args.host, tlsCert: args.tlsCert, tlsKey: args.tlsKey, hookTimeoutMs: args.hookTimeout * 1000,
     logger, metricsPort: args.metricsPort, metricsHost: args.metricsHost,
-    checkpointEverySeconds: args.checkpointEvery, checkpointPublish: args.checkpointPublish, checkpointPublishFrom: args.sources.checkpointPublish, checkpointCredentialFile: args.checkpointCredentialFile, auditUrl,
+    checkpointEverySeconds: args.checkpointEvery, checkpointPublish: args.checkpointPublish, checkpointPublishFrom: args.sources.checkpointPublish, checkpointCredentialFile: args.checkpointCredentialFile, checkpointSigner: args.checkpointSigner, auditUrl, ...(auditFrom ? { auditFrom } : {}),
     ...(args.publicUrl ? { publicUrl: args.publicUrl } : {}),
     ...(args.notifyUrl ? { notifyUrl: args.notifyUrl } : {}),
   });
   const say = (l: string) => process.stdout.write(l + '\n');
-  say(`patchgate: serving ${resolve(args.data, 'repos')} at ${srv.url} (audit log ${describeAudit(parseAuditUrl(auditUrl, args.data))})`);
+  say(`patchgate: serving ${resolve(args.data, 'repos')} at ${srv.url} (audit log ${srv.auditLog})`);
   logger.info({ event: 'start', url: srv.url, data: resolve(args.data), metricsPort: srv.metricsPort, sources: args.sources }, 'serving');
   if (srv.metricsPort !== null) say(`patchgate: metrics (no token) at http://${args.metricsHost}:${srv.metricsPort}/metrics`);
   if (srv.adminTokenFile) {
@@ -102,27 +82,28 @@ export async function runServe(args: ServeConfig): Promise<void> {
 
 export async function runRepoCreate(args: { data: string; name: string; trusted: string; holdoutOf?: string; audit?: string }): Promise<string[]> {
   if (args.holdoutOf !== undefined && !resolveRepo(resolve(args.data), normalizeRepoName(args.holdoutOf))) throw new UsageError(`--holdout-of: no repository ${args.holdoutOf}`);
-  const log = { data: args.data, audit: args.audit };
-  auditUrlOf(args.audit); // a refused --audit refuses before the repository is made
-  const dir = await createRepo(resolve(args.data), args.name, args.trusted);
-  if (args.holdoutOf !== undefined) {
-    markHoldout(dir, normalizeRepoName(args.holdoutOf));
-    await withSink(log, (s) => s.appendAdmin({ actor: 'cli', action: 'repo.holdout', subject: normalizeRepoName(args.name), detail: { of: normalizeRepoName(args.holdoutOf!) } }));
-  }
-  await withSink(log, (s) => s.appendAdmin({ actor: 'cli', action: 'repo.create', subject: normalizeRepoName(args.name), detail: { dir, trusted: args.trusted } }));
-  return [`created ${dir} (trusted branch ${args.trusted}, hooks installed, receive.fsckObjects on, packs over 1 GiB refused)`];
+  // The log is opened first: a refused --audit, or a log that cannot be reached, refuses before the repository is made.
+  return withSink(args, async (s) => {
+    const dir = await createRepo(resolve(args.data), args.name, args.trusted);
+    if (args.holdoutOf !== undefined) {
+      markHoldout(dir, normalizeRepoName(args.holdoutOf));
+      await s.appendAdmin({ actor: 'cli', action: 'repo.holdout', subject: normalizeRepoName(args.name), detail: { of: normalizeRepoName(args.holdoutOf!) } });
+    }
+    await s.appendAdmin({ actor: 'cli', action: 'repo.create', subject: normalizeRepoName(args.name), detail: { dir, trusted: args.trusted } });
+    return [`created ${dir} (trusted branch ${args.trusted}, hooks installed, receive.fsckObjects on, packs over 1 GiB refused)`];
+  });
 }
 
 export async function runRepoHooks(args: { data: string; name: string; audit?: string }): Promise<string[]> {
-  const log = { data: args.data, audit: args.audit };
-  auditUrlOf(args.audit);
   const name = normalizeRepoName(args.name);
   const dir = resolveRepo(resolve(args.data), name);
   if (!dir) throw new UsageError(`no repository ${name} under ${resolve(args.data, 'repos')}`);
-  const config = await ensureRepoConfig(dir);
-  installHooks(dir);
-  await withSink(log, (s) => s.appendAdmin({ actor: 'cli', action: 'repo.hooks', subject: name, detail: { dir, config } }));
-  return [`reinstalled patchgate hooks in ${dir}${config.length ? ` and set ${config.join(', ')}` : ''}`];
+  return withSink(args, async (s) => {
+    const config = await ensureRepoConfig(dir);
+    installHooks(dir);
+    await s.appendAdmin({ actor: 'cli', action: 'repo.hooks', subject: name, detail: { dir, config } });
+    return [`reinstalled patchgate hooks in ${dir}${config.length ? ` and set ${config.join(', ')}` : ''}`];
+  });
 }
 
 export async function runTokenCreate(args: { data: string; name: string; role: Role; repos?: string; expires?: number; audit?: string; agentClass?: string }): Promise<string[]> {
@@ -237,18 +218,9 @@ export interface AuditVerifyReport {
 }
 
 export async function runAuditVerify(args: { data: string; audit?: string }, progress: SlowPhaseOptions = stderrProgress()): Promise<AuditVerifyReport> {
-  return withSink(args, async (s) => {
-    // Progress on stderr (stdout is the report): on a large log the walk takes many seconds.
-    const v = await verifyWithProgress(s, progress);
-    if (v.ok) {
-      // The tokens table against the chain's token.create/token.revoke rows (src/audit/token-check.ts).
-      const tk = await checkTokens(s);
-      if (tk.problem) return { ok: false, rows: v.rows, reason: `tokens: ${tk.problem}`, lines: [`TAMPERED: tokens: ${tk.problem} (${v.rows} row(s), hash chain intact)`] };
-      return { ok: true, rows: v.rows, tokens: tk.tokens, lines: [`ok: ${v.rows} row(s), hash chain intact`, `ok: ${tk.tokens} token(s), each as its token.create/token.revoke rows say`] };
-    }
-    // firstBadId is a row id; after a deletion it can be above the number of rows left.
-    return { ok: false, rows: v.rows, firstBadId: v.firstBadId, reason: v.reason, lines: [`TAMPERED: first bad row ${v.firstBadId} (a row id; ${v.rows} row(s) present): ${v.reason}`] };
-  }, true);
+  // Progress on stderr (stdout is the report): on a large log the walk takes many seconds. The
+  // page's /chain says the same verdict (src/audit/verify-log.ts).
+  return withSink(args, (s) => verifyLog(s, (x) => verifyWithProgress(x, progress)), true);
 }
 
 /** `escalation list [--open]`: open first, each group newest first (src/audit/escalation.ts). */
@@ -310,9 +282,9 @@ export async function runEscalationShow(args: { data: string; audit?: string; id
   const { listEscalations, escalationLine } = await import('../audit/escalation.js');
   const { escalationDiff } = await import('./escalation-show.js');
   if (!/^\d{1,15}$/.test(args.id)) throw new UsageError(`escalation show: ID must be a number (the # of patchgate escalation list), got ${JSON.stringify(args.id.slice(0, 40))}`);
-  return withSink(args, async (s) => {
+  return withSink(args, async (s, where) => {
     const e = (await listEscalations(s)).find((x) => x.id === Number(args.id));
-    if (!e) throw new UsageError(`escalation show: no escalation ${args.id} in ${describeAudit(parseAuditUrl(auditUrlOf(args.audit), args.data))} (patchgate escalation list shows them)`);
+    if (!e) throw new UsageError(`escalation show: no escalation ${args.id} in ${describeAudit(where.location)} (patchgate escalation list shows them)`);
     const dir = e.repo ? resolveRepo(args.data, e.repo) : null;
     const diff = await escalationDiff(dir, e);
     if (args.json) return [JSON.stringify({ ...e, kept: diff.kept, base: diff.base, commits: diff.commits, diff: diff.text })];

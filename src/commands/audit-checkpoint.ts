@@ -1,41 +1,52 @@
 // The CLI side of anchored chain heads and SIEM export: `audit checkpoint [--publish T]`,
 // `audit verify --checkpoints SOURCE [--public-key FILE]`, `audit prove ROW`,
 // `audit export --since ISO --format jsonl`. Checkpoints are made from, verified against and
-// proved from the CONFIGURED store (`--audit`, else PATCHGATE_AUDIT_URL, else the data
-// folder's SQLite file), never a stale local file.
+// proved from the data folder's log (./folder-log.ts: `--audit`, else PATCHGATE_AUDIT_URL,
+// else the log the folder records, else its SQLite file), never a stale local file.
 
-import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { openAuditSink, parseAuditUrl, type AuditSink } from '../audit/sink.js';
+import type { AuditSink } from '../audit/sink.js';
 import { checkSignature, loadOrCreateKey, loadVerifier, verifierOf, type Checkpoint } from '../audit/checkpoint.js';
 import { CheckpointLineError, describeTarget, loadCredential, parseTarget, readCheckpoints, readLocalLine, readPublished, type Target } from '../audit/checkpoint-publish.js';
-import { checkpointOnce, LOCAL_LINE, resolveTargets } from '../audit/checkpoint-schedule.js';
+import { checkpointOnce, DEFAULT_CHECKPOINT_EVERY_S, LOCAL_LINE, leaseTiming, resolveTargets } from '../audit/checkpoint-schedule.js';
+import { describeLease, keyNameOf, nodeName } from '../audit/checkpoint-lease.js';
 import { proveRow, verifyAgainst } from '../audit/checkpoint-verify.js';
-import { auditUrlOf } from './admin.js';
-import { NoDataError } from './args.js';
+import { withFolderLog } from './folder-log.js';
 
-/** The store `--audit` names (or PATCHGATE_AUDIT_URL, else `<data>/patchgate.db`), open for `fn`. */
-async function withSink<T>(args: { data: string; audit?: string }, fn: (s: AuditSink) => Promise<T>, existing = false): Promise<T> {
-  const where = parseAuditUrl(auditUrlOf(args.audit), args.data);
-  if (existing && where.kind === 'sqlite' && !existsSync(where.path)) throw new NoDataError(args.data);
-  const s = await openAuditSink(where);
-  try {
-    return await fn(s);
-  } finally {
-    await s.close();
-  }
-}
+/** The folder's log (./folder-log.ts), open for `fn`. */
+const withSink = <T>(args: { data: string; audit?: string }, fn: (s: AuditSink) => Promise<T>, existing = false): Promise<T> => withFolderLog(args, fn, existing);
 
-export async function runAuditCheckpoint(args: { data: string; audit?: string; publish: string[]; credentialFile?: string }): Promise<{ lines: string[]; ok: boolean }> {
+/**
+ * On a shared log this node signs only while it holds the log's signing lease
+ * (src/audit/checkpoint-lease.ts): held by another node, nothing is signed (exit 1) and the
+ * holder is named, unless `ignoreLease`. A lease taken only for this run is given back after it.
+ */
+export async function runAuditCheckpoint(args: { data: string; audit?: string; publish: string[]; credentialFile?: string; ignoreLease?: boolean }): Promise<{ lines: string[]; ok: boolean }> {
   const targets = resolveTargets(args.publish, { from: '--publish', credentialFile: args.credentialFile });
   return withSink(args, async (s) => {
-    const r = await checkpointOnce(resolve(args.data), s, targets);
-    const c = r.checkpoint;
-    const lines = [`checkpoint: ${c.size} row(s), root ${c.root}, head ${c.head}, ${c.time}, key ${c.key}`];
-    for (const p of r.published) lines.push(`  published to ${p}`);
-    for (const f of r.failed) lines.push(`  FAILED: ${f}`);
-    lines.push(...c.note.trimEnd().split('\n'));
-    return { lines, ok: r.failed.length === 0 };
+    const lease = args.ignoreLease ? null : s.checkpointLease?.() ?? null;
+    const node = nodeName(args.data);
+    const lines: string[] = [];
+    let giveBack = false;
+    if (lease) {
+      const before = await lease.current(node);
+      const l = await lease.acquire(node, keyNameOf(loadOrCreateKey(resolve(args.data)).vkey), leaseTiming(DEFAULT_CHECKPOINT_EVERY_S).ttlMs);
+      if (!l.mine) return { ok: false, lines: [`not signed: ${describeLease(l)} signs this shared log's checkpoints; run it with that node's data folder, or give --ignore-lease to sign with this folder's key as well`] };
+      giveBack = !before?.mine;
+      lines.push(`signer: this node (${node}) holds this shared log's signing lease${giveBack ? ' for this run' : ` (until ${l.expires})`}`);
+    }
+    try {
+      const r = await checkpointOnce(resolve(args.data), s, targets);
+      await lease?.noteCheckpoint(node, r.checkpoint);
+      const c = r.checkpoint;
+      lines.unshift(`checkpoint: ${c.size} row(s), root ${c.root}, head ${c.head}, ${c.time}, key ${c.key}`);
+      for (const p of r.published) lines.push(`  published to ${p}`);
+      for (const f of r.failed) lines.push(`  FAILED: ${f}`);
+      lines.push(...c.note.trimEnd().split('\n'));
+      return { lines, ok: r.failed.length === 0 };
+    } finally {
+      if (giveBack) await lease!.release(node).catch(() => {});
+    }
   });
 }
 

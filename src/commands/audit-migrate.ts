@@ -6,29 +6,87 @@
 // The source's tokens (each secret's hash, never a secret) move in the same transaction, so
 // every token keeps working once the nodes use the shared log. `--to` carries no password on
 // the command line: it defaults to PATCHGATE_AUDIT_URL, and PGPASSFILE/PGPASSWORD work too.
+//
+// The source's writers are held off for the whole copy (an IMMEDIATE transaction on it, and the
+// data folder's lock, which a running `serve` or `daemon` holds: it must be stopped first). In
+// that same transaction, once the copy verified, the source is marked as moved (./moved.ts): no
+// patchgate reads or writes it as the current log again. The data folder (`--data`, else the
+// folder of a `--from` named patchgate.db) records the new log (src/audit/location.ts), so every
+// command run against it uses the shared log from then on.
 
 import { existsSync } from 'node:fs';
-import { AuditStore, type StoredRow } from '../audit/store.js';
-import { AUDIT_URL_ENV, describeAudit, parseAuditUrl, refuseSecretInArgv } from '../audit/sink.js';
+import { basename, dirname, resolve } from 'node:path';
+import { AuditStore, nowIso, type StoredRow } from '../audit/store.js';
+import { AUDIT_URL_ENV, describeAudit, parseAuditUrl, refuseSecretInArgv, type AuditLocation } from '../audit/sink.js';
+import { describeRecorded, locationFile, readLocation, recordLocation, recordedLocation, sameLocation, withoutPassword } from '../audit/location.js';
+import { markMoved } from '../audit/moved.js';
 import type { TokenRow } from '../audit/tokens.js';
 import { PgAuditStore } from '../audit/pg-store.js';
-import { UsageError } from '../errors.js';
+import { StartupError, UsageError } from '../errors.js';
+import { lockDataDir, type DataDirLock } from '../server/datadir-lock.js';
 import { slowPhase, stderrProgress, type SlowPhaseOptions } from '../progress.js';
 import { verifyWithProgress } from '../audit/verify-progress.js';
+import { defaultData } from './args.js';
 
-export async function runAuditMigrate(args: { from: string; to?: string }, progress: SlowPhaseOptions = stderrProgress()): Promise<{ ok: boolean; lines: string[] }> {
+export interface MigrateArgs {
+  /** `sqlite:PATH`; default `sqlite:<data>/patchgate.db`. */
+  from?: string;
+  to?: string;
+  /** The data folder whose log this is (given: it records the new log there). */
+  data?: string;
+}
+
+/** The data folder to record the new log in: `--data`, else the folder of a source named patchgate.db. */
+function folderOf(args: MigrateArgs, from: AuditLocation & { kind: 'sqlite' }): string | null {
+  if (args.data !== undefined) return resolve(args.data);
+  return basename(from.path) === 'patchgate.db' ? dirname(from.path) : null;
+}
+
+/** The folder's lock (no serve or daemon writes to the source meanwhile); refused with one line while one runs. */
+function lockFolder(folder: string): DataDirLock {
+  try {
+    return lockDataDir(folder);
+  } catch (err) {
+    if (err instanceof StartupError) throw new UsageError(`audit migrate: ${err.message.split(';')[0]}; stop it first (what it wrote during the copy would be left behind)`, { cause: err });
+    throw err;
+  }
+}
+
+export async function runAuditMigrate(args: MigrateArgs, progress: SlowPhaseOptions = stderrProgress()): Promise<{ ok: boolean; lines: string[] }> {
   refuseSecretInArgv(args.to, '--to');
   refuseSecretInArgv(args.from, '--from');
   const toUrl = args.to ?? (process.env[AUDIT_URL_ENV] || undefined);
   if (!toUrl) throw new UsageError(`--to: give the PostgreSQL log to copy into (postgres://USER@HOST/DB), or set ${AUDIT_URL_ENV}`);
-  const from = parseAuditUrl(args.from, '.', '--from');
+  const fromSpec = args.from ?? `sqlite:${resolve(args.data ?? defaultData(), 'patchgate.db')}`;
+  const from = parseAuditUrl(fromSpec, '.', '--from');
   const to = parseAuditUrl(toUrl, '.', '--to');
-  if (!args.from.trim().startsWith('sqlite:') || from.kind !== 'sqlite') throw new UsageError('--from: must be sqlite:PATH (the embedded log to copy)');
+  if (!fromSpec.trim().startsWith('sqlite:') || from.kind !== 'sqlite') throw new UsageError('--from: must be sqlite:PATH (the embedded log to copy)');
   if (to.kind !== 'postgres') throw new UsageError('--to: must be postgres://… (the shared log to copy into)');
   if (!existsSync(from.path)) throw new UsageError(`--from: no audit log at ${from.path}`);
-  const lines: string[] = [];
-  const source = AuditStore.open(from.path);
+  const folder = folderOf(args, from);
+  if (folder) {
+    const rec = readLocation(folder);
+    // A folder that records the target already: the source's own mark says more (AuditStore.open below).
+    const recorded = rec ? recordedLocation(folder, rec) : null;
+    if (recorded && !sameLocation(recorded, from) && !sameLocation(recorded, to)) {
+      throw new UsageError(`--from: ${from.path} is not the log of the data folder ${folder}, which is ${describeRecorded(folder, rec!)}`);
+    }
+  }
+  const lock = folder ? lockFolder(folder) : null;
   try {
+    return await copy(args, from, to, folder, progress);
+  } finally {
+    lock?.release();
+  }
+}
+
+async function copy(args: MigrateArgs, from: AuditLocation & { kind: 'sqlite' }, to: AuditLocation & { kind: 'postgres' }, folder: string | null, progress: SlowPhaseOptions): Promise<{ ok: boolean; lines: string[] }> {
+  const lines: string[] = [];
+  const source = AuditStore.open(from.path); // a source marked as moved already is refused here
+  let done = false;
+  try {
+    // No writer gets in between the head read here and the mark at the end.
+    source.db.exec('BEGIN IMMEDIATE');
     // Each phase reports progress on stderr once it has run 2 s (src/progress.ts).
     const before = await verifyWithProgress(source, { ...progress, label: 'patchgate: audit migrate: verifying the source' });
     if (!before.ok) {
@@ -67,13 +125,24 @@ export async function runAuditMigrate(args: { from: string; to?: string }, progr
       }
       lines.push(`target ${describeAudit(to)}: ${after.rows} row(s) copied, hash chain intact, same head #${theirs.id} ${theirs.hash.slice(0, 16)}`);
       lines.push(`tokens: ${tokens.length} copied (${tokens.filter((t) => t.revoked === null).length} not revoked); they work on every node that uses the shared log`);
-      const setTo = args.to ? 'the --to URL' : `the URL ${AUDIT_URL_ENV} holds now`;
-      lines.push(`next: start the gate with ${AUDIT_URL_ENV} set to ${setTo} (or --audit without its password); rows written to ${from.path} after this copy are not in it`);
-      return { ok: true, lines };
+      markMoved(source.db, { to: withoutPassword(to.url), time: nowIso(), headId: head.id, headHash: head.hash });
+      source.db.exec('COMMIT');
+      done = true;
+      lines.push(`source ${from.path}: marked as moved to ${describeAudit(to)}; it is kept as history, and no patchgate reads or writes it as the current log again`);
     } finally {
       await target.close();
     }
   } finally {
+    if (!done && source.db.inTransaction) source.db.exec('ROLLBACK');
     source.close();
   }
+  const pw = `the password comes from ${AUDIT_URL_ENV} (the same URL with it), PGPASSFILE or PGPASSWORD`;
+  if (folder) {
+    recordLocation(folder, to, 'audit migrate');
+    lines.push(`data folder ${folder}: recorded in ${locationFile(folder)}: serve, token, repo, escalation, audit, checkpoint and ci --data run against it now use ${describeAudit(to)} (${pw})`);
+  } else {
+    const setTo = args.to ? 'the --to URL' : `the URL ${AUDIT_URL_ENV} holds now`;
+    lines.push(`next: start the gate with ${AUDIT_URL_ENV} set to ${setTo} (or --audit without its password); no data folder was recorded: pass --data DIR to record it there`);
+  }
+  return { ok: true, lines };
 }

@@ -2,14 +2,17 @@
 // --upstream/--mode`, `repo upstream NAME URL|none`, `repo sync NAME`, `repo mode NAME
 // enforce|evaluate`, and the hidden `repo warm NAME` a create or sync starts in the
 // background to fill the contract cache for the fetched trusted tip. Every change is an
-// audited admin action; the credential is never printed or audited.
+// audited admin action in the data folder's log (./folder-log.ts: `--audit`, else
+// PATCHGATE_AUDIT_URL, else the log the folder records), opened before anything changes; the
+// credential is never printed or audited.
 
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AuditStore } from '../audit/store.js';
+import { describeAudit } from '../audit/sink.js';
+import { folderLog, withFolderLog } from './folder-log.js';
 import { ContractParseError, UsageError } from '../errors.js';
 import { Git } from '../git/git.js';
 import { checkHooks, createRepo, holdoutOf, listRepos, normalizeRepoName, resolveRepo } from '../server/repos.js';
@@ -28,13 +31,17 @@ function osUser(): string | null {
 /** The CLI's own fetch (a first clone of a large repository may take minutes). */
 const CLI_FETCH_TIMEOUT_MS = 10 * 60_000;
 
-function audit(data: string, action: string, subject: string, detail: unknown): void {
-  const s = AuditStore.open(join(resolve(data), 'patchgate.db'));
-  try {
-    s.appendAdmin({ actor: 'cli', action, subject, detail });
-  } finally {
-    s.close();
-  }
+/** Appends one admin row to the folder's log. */
+type Audit = (action: string, subject: string, detail: unknown) => Promise<unknown>;
+
+/** The folder's log, open for `fn`, as the `audit` function the commands write their rows with. */
+function withAudit<T>(args: { data: string; audit?: string }, fn: (audit: Audit) => Promise<T>): Promise<T> {
+  return withFolderLog(args, (s) => fn(async (action, subject, detail) => s.appendAdmin({ actor: 'cli', action, subject, detail })));
+}
+
+/** The folder's log as people read it (no password). */
+function describeFolderLog(args: { data: string; audit?: string }): string {
+  return describeAudit(folderLog(args).location);
 }
 
 function repoDirOf(data: string, raw: string): { name: string; dir: string } {
@@ -54,11 +61,11 @@ async function trustedRef(dir: string): Promise<string> {
 }
 
 /** Fetch now; a failure throws one redacted line naming upstream. */
-async function syncNow(data: string, name: string, dir: string, u: UpstreamConfig, all: boolean, wait = false): Promise<string> {
+async function syncNow(audit: Audit, data: string, name: string, dir: string, u: UpstreamConfig, all: boolean, wait = false): Promise<string> {
   const ref = await trustedRef(dir);
   // The first fetch of a large repository may take minutes; a push's own fetch has the short limit.
   const r = await fetchTrusted(dir, u, ref, CLI_FETCH_TIMEOUT_MS, all ? ['refs/heads/*'] : []);
-  audit(data, 'repo.sync', name, { upstream: u.url, ref, tip: r.tip, changed: r.changed, ms: r.ms });
+  await audit('repo.sync', name, { upstream: u.url, ref, tip: r.tip, changed: r.changed, ms: r.ms });
   if (!r.tip) return `upstream ${u.url} has no ${ref} yet`;
   const got = `${ref} is ${r.tip} from upstream ${u.url}${r.changed ? ' (updated)' : ' (unchanged)'}`;
   // --wait: the warm-up runs here, with its progress on stderr, and the command returns when it is done.
@@ -76,52 +83,59 @@ function startWarm(data: string, name: string): void {
   child.unref();
 }
 
-export async function runRepoCreateUpstream(args: { data: string; name: string; trusted: string; upstream?: string; credentialFile?: string; allowHttpCredential?: boolean; mode?: GateMode; wait?: boolean }): Promise<string[]> {
+export async function runRepoCreateUpstream(args: { data: string; name: string; trusted: string; upstream?: string; credentialFile?: string; allowHttpCredential?: boolean; mode?: GateMode; wait?: boolean; audit?: string }): Promise<string[]> {
   const u = args.upstream && args.upstream !== 'none' ? parseUpstream(args.upstream, args.credentialFile, { allowHttpCredential: args.allowHttpCredential }) : null;
-  const dir = await createRepo(resolve(args.data), args.name, args.trusted);
-  const name = normalizeRepoName(args.name);
-  audit(args.data, 'repo.create', name, { dir, trusted: args.trusted, upstream: u ? u.url : null, mode: args.mode ?? 'enforce' });
-  audit(args.data, 'repo.mode', name, { from: null, to: args.mode ?? 'enforce', user: osUser() });
-  writeSettings(resolve(args.data), name, { mode: args.mode ?? 'enforce', upstream: u });
-  const out = [`created ${dir} (trusted branch ${args.trusted}, hooks installed, receive.fsckObjects on, packs over 1 GiB refused)`];
-  if (args.mode === 'evaluate') out.push(`mode: evaluate (pushes are judged and audited; one refused only for its content is accepted as would-reject; the refs rule and the policy files stay enforced)`);
-  if (u) {
-    out.push(`upstream: ${describeUpstream(u)}`);
-    out.push(await syncNow(args.data, name, dir, u, false, !!args.wait));
-  }
-  return out;
+  return withAudit(args, async (audit) => {
+    const dir = await createRepo(resolve(args.data), args.name, args.trusted);
+    const name = normalizeRepoName(args.name);
+    await audit('repo.create', name, { dir, trusted: args.trusted, upstream: u ? u.url : null, mode: args.mode ?? 'enforce' });
+    await audit('repo.mode', name, { from: null, to: args.mode ?? 'enforce', user: osUser() });
+    writeSettings(resolve(args.data), name, { mode: args.mode ?? 'enforce', upstream: u });
+    const out = [`created ${dir} (trusted branch ${args.trusted}, hooks installed, receive.fsckObjects on, packs over 1 GiB refused)`];
+    if (args.mode === 'evaluate') out.push(`mode: evaluate (pushes are judged and audited; one refused only for its content is accepted as would-reject; the refs rule and the policy files stay enforced)`);
+    if (u) {
+      out.push(`upstream: ${describeUpstream(u)}`);
+      out.push(await syncNow(audit, args.data, name, dir, u, false, !!args.wait));
+    }
+    return out;
+  });
 }
 
-export async function runRepoUpstream(args: { data: string; name: string; url: string; credentialFile?: string; allowHttpCredential?: boolean }): Promise<string[]> {
+export async function runRepoUpstream(args: { data: string; name: string; url: string; credentialFile?: string; allowHttpCredential?: boolean; audit?: string }): Promise<string[]> {
   const { name, dir } = repoDirOf(args.data, args.name);
   const settings = readSettings(resolve(args.data), name);
   const u = args.url === 'none' ? null : parseUpstream(args.url, args.credentialFile, { allowHttpCredential: args.allowHttpCredential });
-  // A new upstream is stored only once a fetch with it worked: a typo never replaces a working one.
-  const synced = u ? await syncNow(args.data, name, dir, u, false) : '';
-  writeSettings(resolve(args.data), name, { ...settings, upstream: u });
-  audit(args.data, 'repo.upstream', name, { upstream: u ? u.url : null, credential: u?.secret ? 'stored' : 'none' });
-  if (!u) return [`repository ${name} has no upstream now: pushes are judged and kept on the gate only`];
-  return [`upstream of ${name}: ${describeUpstream(u)}`, synced];
+  return withAudit(args, async (audit) => {
+    // A new upstream is stored only once a fetch with it worked: a typo never replaces a working one.
+    const synced = u ? await syncNow(audit, args.data, name, dir, u, false) : '';
+    await audit('repo.upstream', name, { upstream: u ? u.url : null, credential: u?.secret ? 'stored' : 'none' });
+    writeSettings(resolve(args.data), name, { ...settings, upstream: u });
+    if (!u) return [`repository ${name} has no upstream now: pushes are judged and kept on the gate only`];
+    return [`upstream of ${name}: ${describeUpstream(u)}`, synced];
+  });
 }
 
-export async function runRepoSync(args: { data: string; name: string }): Promise<string[]> {
+export async function runRepoSync(args: { data: string; name: string; audit?: string }): Promise<string[]> {
   const { name, dir } = repoDirOf(args.data, args.name);
   const { upstream } = readSettings(resolve(args.data), name);
   if (!upstream) throw new UsageError(`repository ${name} has no upstream; set one with: patchgate repo upstream ${name} URL`);
-  return [await syncNow(args.data, name, dir, upstream, true)];
+  return withAudit(args, async (audit) => [await syncNow(audit, args.data, name, dir, upstream, true)]);
 }
 
-export function runRepoMode(args: { data: string; name: string; mode: string }): string[] {
+export async function runRepoMode(args: { data: string; name: string; mode: string; audit?: string }): Promise<string[]> {
   const { name } = repoDirOf(args.data, args.name);
   if (!GATE_MODES.includes(args.mode as GateMode)) throw new UsageError(`mode must be enforce or evaluate (got ${JSON.stringify(args.mode)})`);
   const settings = readSettings(resolve(args.data), name);
   // The admin row first: a switch the audit log cannot record does not happen.
-  audit(args.data, 'repo.mode', name, { from: settings.mode, to: args.mode, user: osUser() });
+  const log = await withAudit(args, async (audit) => {
+    await audit('repo.mode', name, { from: settings.mode, to: args.mode, user: osUser() });
+    return describeFolderLog(args);
+  });
   writeSettings(resolve(args.data), name, { ...settings, mode: args.mode as GateMode });
   return [args.mode === 'evaluate'
     ? `repository ${name} is in evaluate mode: every push is judged and audited; one that would be refused only for its content (write-block outside the policy files, contract, fixtures, ledger, tamper-scan) is accepted and audited as would-reject (list them: patchgate audit --verdict would-reject); the refs rule and the policy files stay enforced`
     : `repository ${name} is in enforce mode: pushes the policy refuses are refused`,
-  `recorded in the audit log (repo.mode ${settings.mode} -> ${args.mode})`];
+  `recorded in the audit log ${log} (repo.mode ${settings.mode} -> ${args.mode})`];
 }
 
 /** Fill `<data>/cache.db` with the contract of the trusted tip (what the server reads on a miss). */

@@ -17,12 +17,15 @@ export async function runDaemon(args: { config: string; audit?: string }): Promi
   const cfg = loadDaemonConfig(args.config);
   const audit = args.audit ?? process.env.PATCHGATE_AUDIT_URL;
   delete process.env.PATCHGATE_AUDIT_URL; // read once: the daemon's children do not inherit it
-  if (audit) cfg.audit = audit.startsWith('sqlite:') || /^postgres(ql)?:\/\//.test(audit) ? audit : `sqlite:${audit}`;
+  if (audit) {
+    cfg.audit = audit.startsWith('sqlite:') || /^postgres(ql)?:\/\//.test(audit) ? audit : `sqlite:${audit}`;
+    cfg.auditFrom = args.audit !== undefined ? '--audit' : 'PATCHGATE_AUDIT_URL';
+  }
   const { startDaemon } = await import('./daemon.js');
   const d = await startDaemon(cfg);
   const say = (l: string) => process.stdout.write(l + '\n');
   // Never the URL's password: only the store's kind and, for SQLite, its file.
-  say(`patchgate daemon: hooks of this node answered through ${cfg.data}/hook.endpoint; monitor ${d.monitorUrl} (/healthz, /metrics); audit ${cfg.audit.startsWith('sqlite:') ? cfg.audit : 'postgres'}`);
+  say(`patchgate daemon: hooks of this node answered through ${cfg.data}/hook.endpoint; monitor ${d.monitorUrl} (/healthz, /metrics); audit ${d.auditLog}`);
   let closing = false;
   const stop = (sig: string) => {
     if (closing) return;

@@ -54,7 +54,12 @@ const Schema = z.strictObject({
   warm: z.array(z.string().min(1)).default([]),
 });
 
-export type DaemonConfig = z.infer<typeof Schema> & { audit: string; configPath: string | null };
+/**
+ * `audit` is the log the config (or `daemon --audit`, or PATCHGATE_AUDIT_URL) gives, else the
+ * default file; `auditFrom` says where a given one came from, null when none was given (then the
+ * log the data folder records is used, src/server/folder-log.ts).
+ */
+export type DaemonConfig = z.infer<typeof Schema> & { audit: string; auditFrom: string | null; configPath: string | null };
 
 /** Parse a config object; relative paths are taken from the config file's folder. */
 export function parseDaemonConfig(raw: unknown, configPath: string | null = null): DaemonConfig {
@@ -76,7 +81,7 @@ export function parseDaemonConfig(raw: unknown, configPath: string | null = null
   if (audit.startsWith('sqlite:')) audit = `sqlite:${abs(audit.slice('sqlite:'.length))}`;
   else if (!/^postgres(ql)?:\/\//.test(audit)) throw new ConfigError('audit', 'give sqlite:PATH or postgres://…');
   return {
-    ...r.data, data, audit, configPath: configPath ? resolve(configPath) : null,
+    ...r.data, data, audit, auditFrom: r.data.audit ? (configPath ? `config ${resolve(configPath)}: audit` : 'config: audit') : null, configPath: configPath ? resolve(configPath) : null,
     repoRoots: r.data.repoRoots?.map(abs), warm: r.data.warm.map(abs),
   };
 }

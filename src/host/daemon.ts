@@ -7,14 +7,13 @@ import http from 'node:http';
 import { privateDir } from '../private-files.js';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import type { AuditStore } from '../audit/store.js';
-import { openAuditSink, parseAuditUrl, type AuditSink } from '../audit/sink.js';
-import { sinkHealth } from '../server/audit-health.js';
+import type { AuditSink } from '../audit/sink.js';
+import { openServerLog } from '../server/folder-log.js';
 import { ContentCache, PersistentCache } from '../cache/content-cache.js';
 import { StartupError, errorMessage } from '../errors.js';
 import { HookService } from '../server/hook-service.js';
 import { lockDataDir } from '../server/datadir-lock.js';
-import { auditHealth, fileIdentity, healthyBody, hookHealth } from '../server/health.js';
+import { healthyBody, hookHealth } from '../server/health.js';
 import type { DaemonConfig } from './config.js';
 import { DaemonMetrics } from './daemon-metrics.js';
 import { hostSession } from './identity.js';
@@ -25,6 +24,8 @@ import { runUndo } from '../undo.js';
 export interface RunningDaemon {
   hooks: HookService;
   audit: AuditSink;
+  /** The audit log as people read it (never a password). */
+  auditLog: string;
   metrics: DaemonMetrics;
   /** http://HOST:PORT of /healthz and /metrics */
   monitorUrl: string;
@@ -39,11 +40,11 @@ export async function startDaemon(cfg: DaemonConfig, opts: { log?: (l: string) =
   const undo: Array<() => unknown> = [() => lock.release()];
   try {
     // The same log the gate server uses: SQLite under the data folder, or one PostgreSQL log
-    // that every node of the host appends to (src/audit/sink.ts).
-    const where = parseAuditUrl(cfg.audit, cfg.data, 'audit');
-    const audit = await openAuditSink(where);
+    // that every node of the host appends to (src/audit/sink.ts); the one the data folder
+    // records when the config gives none, and recorded there when it does (src/server/folder-log.ts).
+    const opened = await openServerLog(cfg.data, cfg.auditFrom ? { value: cfg.audit, from: cfg.auditFrom } : null, 'daemon');
+    const audit = opened.sink;
     undo.push(() => audit.close());
-    const dbIdentity = where.kind === 'sqlite' ? fileIdentity(where.path) : null;
     const disk = new PersistentCache(join(cfg.data, 'cache.db'), log);
     undo.push(() => disk.close());
     const metrics = new DaemonMetrics();
@@ -62,7 +63,7 @@ export async function startDaemon(cfg: DaemonConfig, opts: { log?: (l: string) =
 
     const health = async (): Promise<string[]> => [
       await hookHealth(hooks),
-      where.kind === 'sqlite' ? auditHealth(audit as AuditStore, where.path, dbIdentity!) : await sinkHealth(audit),
+      await opened.health(),
     ].filter((d): d is string => d !== null);
     const monitor = http.createServer((req, res) => {
       void (async () => {
@@ -104,7 +105,7 @@ export async function startDaemon(cfg: DaemonConfig, opts: { log?: (l: string) =
       closed = true;
       for (const f of undo.reverse()) await f();
     };
-    return { hooks, audit, metrics, monitorUrl, health, close };
+    return { hooks, audit, auditLog: opened.described, metrics, monitorUrl, health, close };
   } catch (err) {
     await runUndo(undo);
     throw err;

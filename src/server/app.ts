@@ -1,5 +1,5 @@
 // The gate server, wired in one ordered sequence you can read top to bottom:
-// config -> storage (the one audit log `--audit` names, and its tokens) -> repositories and their hooks -> hook daemon ->
+// config -> storage (the data folder's one audit log, ./folder-log.ts, and its tokens) -> repositories and their hooks -> hook daemon ->
 // HTTP front (health, authenticate EVERY request, repo checks, API, git) -> shutdown.
 // node-git-server only runs the git protocol; it never decides who may do what, and it never
 // sees a client's request: ./git-front.ts reads and checks the body and hands it a stand-in.
@@ -20,7 +20,7 @@ import { GitSpawner, HelperChild, primeAdvert, routeServiceSpawns } from '../git
 import type { SpareReceivePacks } from '../git/spare-receive.js';
 import { fsckFor, fsckForAccept, fsckOf, FsckWarnings, withStartFsck } from '../git/push-fsck.js';
 import type { RefAdverts } from '../git/ref-advert.js';
-import { AuditStore, newPushId, type QueryOptions } from '../audit/store.js';
+import { newPushId, type AuditStore, type QueryOptions } from '../audit/store.js';
 import { allowsRepo, hashSecret, type AuthenticatedToken, type TokenSource } from '../audit/tokens.js';
 import { ConfigError, errorMessage, StartupError, UsageError } from '../errors.js';
 import { FailureLimiter, crossSite, parseCredentials, DEFAULT_LIMITER, type LimiterOptions } from './auth.js';
@@ -42,11 +42,12 @@ import type { Ahead } from './hook/ahead.js';
 import { DEFAULT_LIMITS, exchangeOf, guardRequest, preparePost, prepareGet, trackChild, type FrontDeps, type RequestLimits } from './git-front.js';
 import { refreshForClone, warmWithUpstream } from '../upstream/serve.js';
 import { lockDataDir } from './datadir-lock.js';
-import { auditHealth, fileIdentity, healthyBody, hookHealth } from './health.js';
+import { healthyBody, hookHealth } from './health.js';
 import { createWeb, isWebPath } from '../web/routes.js';
 import { startCheckpointSchedule } from '../audit/checkpoint-schedule.js';
-import { openAuditSink, parseAuditUrl, tokensFor, type AuditSink } from '../audit/sink.js';
-import { sinkHealth } from './audit-health.js';
+import { nodeName, type CheckpointSigner } from '../audit/checkpoint-lease.js';
+import { tokensFor, type AuditSink } from '../audit/sink.js';
+import { openServerLog } from './folder-log.js';
 import { runUndo } from '../undo.js';
 
 export interface ServerOptions {
@@ -58,8 +59,10 @@ export interface ServerOptions {
   hookTimeoutMs?: number;
   /** How long a person's push waits for the rules waived for a person (default: a quarter of the hook time limit). */
   waivedWaitMs?: number;
-  /** The audit log: `sqlite:PATH` or `postgres://…` (default `<data>/patchgate.db`). Decisions and tokens are written to and read from it alone. */
+  /** The audit log, `sqlite:PATH` or `postgres://…` (must be the one the folder records, and is recorded: ./folder-log.ts); default: the recorded one, else `<data>/patchgate.db`. */
   auditUrl?: string;
+  /** Where auditUrl came from, for messages and the record (`--audit`, `PATCHGATE_AUDIT_URL`, `config FILE: audit`). */
+  auditFrom?: string;
   limiter?: LimiterOptions;
   /** Deadlines and size limits per request (defaults: DEFAULT_LIMITS in ./git-front.ts). */
   limits?: Partial<RequestLimits>;
@@ -80,6 +83,8 @@ export interface ServerOptions {
   /** Where checkpointPublish came from (`--checkpoint-publish`: a URL with a password there is refused), and the anchor credential file. */
   checkpointPublishFrom?: string;
   checkpointCredentialFile?: string;
+  /** On a shared log: `lease` (default), one node signs at a time; `every-node`, each signs with its own key (src/audit/checkpoint-lease.ts). */
+  checkpointSigner?: CheckpointSigner;
   /** Structured log (one line per request and per push decision); default: silent. */
   logger?: Logger;
   /** The prom-client registry and metrics (default: a new one); GET /metrics with an admin token. */
@@ -97,9 +102,11 @@ export interface ServerOptions {
 export interface RunningServer {
   url: string;
   port: number;
-  /** The data folder's SQLite file (the audit log itself unless `auditUrl` names another; then nothing writes to it). */
-  audit: AuditStore;
-  /** The audit log: `audit` itself by default, else the store `auditUrl` names. Every reader reads this one. */
+  /** The SQLite store when the audit log is a SQLite file (`sink` itself); null when it is PostgreSQL (no SQLite file is opened then). */
+  audit: AuditStore | null;
+  /** The audit log as people read it (no password), e.g. for the start line. */
+  auditLog: string;
+  /** The audit log. Every reader reads this one. */
   sink: AuditSink;
   /** The tokens of `sink` (sync on SQLite, async on PostgreSQL: await them). */
   tokens: TokenSource;
@@ -161,7 +168,6 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const hookTimeoutMs = opts.hookTimeoutMs ?? 30_000;
   if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) throw new ConfigError('--tls-cert/--tls-key', 'give both or neither');
   const limits: RequestLimits = { ...DEFAULT_LIMITS, ...opts.limits };
-  const auditLocation = parseAuditUrl(opts.auditUrl, dataDir);
   let publicUrl: string | undefined;
   try {
     publicUrl = opts.publicUrl === undefined ? undefined : checkPublicUrl(opts.publicUrl);
@@ -182,13 +188,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
 
   async function startLocked(): Promise<RunningServer> {
     // --- storage
-    const dbPath = join(dataDir, 'patchgate.db');
-    const audit = AuditStore.open(dbPath);
-    undo.push(() => audit.close());
-    const dbIdentity = fileIdentity(dbPath);
-    // Unreachable PostgreSQL at start: the server does not start (it could only refuse every push).
-    const sink = await openAuditSink(auditLocation, audit);
-    if (sink !== audit) undo.push(() => sink.close());
+    const opened = await openServerLog(dataDir, opts.auditUrl === undefined ? null : { value: opts.auditUrl, from: opts.auditFrom ?? '--audit' }, 'serve');
+    const { sink, store: audit } = opened;
+    undo.push(() => sink.close());
     // The counters start from what the log holds, then count where decisions become rows.
     await restorePushCounts(sink, metrics);
     observeAudit(sink, metrics, logger);
@@ -213,7 +215,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const cache = new ContentCache(disk);
     metrics.watchCache(cache);
     // What an escalation's printed close command names: this data folder, and the log when it is not the folder's own.
-    const escalationWhere = { dataDir, ...(auditArg(opts.auditUrl) ? { audit: auditArg(opts.auditUrl)! } : {}) };
+    const pgUrl = auditArg(opened.where.location.kind === 'postgres' ? opened.where.location.url : undefined);
+    const escalationWhere = { dataDir, ...(pgUrl ? { audit: pgUrl } : {}) };
     const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, ...(opts.waivedWaitMs !== undefined ? { waivedWaitMs: opts.waivedWaitMs } : {}), cache, beforeJudge: opts.beforeJudge, ...(opts.judgeSlots !== undefined ? { judgeSlots: opts.judgeSlots } : {}), dataDir, upstreamFreshMs: opts.upstreamFreshMs, ...(opts.remoteProgressDelayMs !== undefined ? { remoteProgressDelayMs: opts.remoteProgressDelayMs } : {}), ...(opts.gc ? { gc: opts.gc } : {}), ...(opts.log ? {} : { progress: opts.logger ? { write: (t: string) => logger.info(t.replace(/\n$/, '')), isTTY: false } : stderrProgress() }), onTimeout: () => metrics.hookTimeouts.inc(), onAnswer: (hr, verdict) => metrics.hookAnswers.inc({ hook: hr && HOOK_LABELS.has(hr.hook) ? hr.hook : 'other', verdict }), log, escalationWhere, ...(opts.notifyUrl ? { notifyUrl: opts.notifyUrl, notify: opts.notify } : {}) });
     undo.push(() => hooks.stop());
     await hooks.start();
@@ -493,10 +496,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     };
 
     const front: FrontDeps = { limits, send, log, orphanGraceMs: hookTimeoutMs + 60_000 };
-    const web = createWeb({ dataDir, audit: sink, tokens, limiter, secure: opts.tlsCert !== undefined, log, escalationWhere });
+    const node = nodeName(dataDir);
+    const web = createWeb({ dataDir, audit: sink, tokens, limiter, secure: opts.tlsCert !== undefined, log, escalationWhere, node, checkpoints: { signer: opts.checkpointSigner ?? 'lease', everySeconds: opts.checkpointEverySeconds ?? 3600 } });
     // Checkpoints sign the configured store (`sink`), not the data folder's file when --audit names another.
     const checkpoints = startCheckpointSchedule({
-      dataDir, audit: sink, everySeconds: opts.checkpointEverySeconds ?? 3600, targets: opts.checkpointPublish ?? [], log,
+      dataDir, audit: sink, everySeconds: opts.checkpointEverySeconds ?? 3600, targets: opts.checkpointPublish ?? [], log, node, signer: opts.checkpointSigner ?? 'lease',
       ...(opts.checkpointPublishFrom ? { targetsFrom: opts.checkpointPublishFrom } : {}), ...(opts.checkpointCredentialFile ? { credentialFile: opts.checkpointCredentialFile } : {}),
     });
     undo.push(() => checkpoints.stop());
@@ -504,7 +508,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     /** Every part a push needs; an empty list is healthy. */
     const health = async (): Promise<string[]> => {
       if (draining) return ['draining'];
-      const down = [await hookHealth(hooks), auditHealth(audit, dbPath, dbIdentity), sink === audit ? null : await sinkHealth(sink)];
+      const down = [await hookHealth(hooks), await opened.health()];
       return down.filter((d): d is string => d !== null);
     };
 
@@ -597,16 +601,15 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         await Promise.race([new Promise<void>((r) => (drained = r)), new Promise((r) => setTimeout(r, hookTimeoutMs + 5000))]);
       }
       server.closeAllConnections?.();
-      checkpoints.stop();
+      await checkpoints.stop();
       await closeMetrics?.();
       await hooks.stop();
       stopSpawner();
-      if (sink !== audit) await sink.close();
-      audit.close();
+      await sink.close();
       disk.close();
       lock.release();
     };
 
-    return { url, port, audit, sink, tokens, hooks, adverts: spawner.adverts, spares: spawner.spares, metrics, metricsPort, firstAdminSecret, adminTokenFile, close };
+    return { url, port, audit, auditLog: opened.described, sink, tokens, hooks, adverts: spawner.adverts, spares: spawner.spares, metrics, metricsPort, firstAdminSecret, adminTokenFile, close };
   }
 }

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError, errorMessage } from '../errors.js';
 import { checkNotifyUrl } from './notify.js';
+import { CHECKPOINT_SIGNERS, type CheckpointSigner } from '../audit/checkpoint-lease.js';
 
 type Kind = 'string' | 'port' | 'seconds' | 'seconds0' | 'list';
 
@@ -30,6 +31,7 @@ export const SERVE_SETTINGS = {
   audit: { flag: 'audit', env: 'PATCHGATE_AUDIT_URL', kind: 'string', describe: 'audit log: sqlite:PATH or postgres://… (default <data>/patchgate.db)' },
   checkpointEvery: { flag: 'checkpoint-every', env: 'PATCHGATE_CHECKPOINT_EVERY', kind: 'seconds0', default: 3600, describe: 'seconds between signed audit checkpoints (0: off)' },
   checkpointPublish: { flag: 'checkpoint-publish', env: 'PATCHGATE_CHECKPOINT_PUBLISH', kind: 'list', describe: 'git:REPO or file:PATH to publish checkpoints to (repeatable; comma-separated in the variable)' },
+  checkpointSigner: { flag: 'checkpoint-signer', env: 'PATCHGATE_CHECKPOINT_SIGNER', kind: 'string', default: 'lease', describe: 'on a shared PostgreSQL log: lease (one node signs at a time, the one holding the log\'s signing lease) or every-node (each node signs with its own key; give each its own anchor)' },
   checkpointCredentialFile: { flag: 'checkpoint-credential-file', env: 'PATCHGATE_CHECKPOINT_CREDENTIAL_FILE', kind: 'string', describe: 'file whose first line is the token (or user:token) for the --checkpoint-publish git URLs (or set PATCHGATE_CHECKPOINT_CREDENTIAL)' },
   notifyUrl: { flag: 'notify-url', env: 'PATCHGATE_NOTIFY_URL', kind: 'string', describe: 'POST a JSON event here for each escalation (git push -o patchgate.escalate=…); 5 s time limit, 3 retries, never holds up a push' },
   publicUrl: { flag: 'public-url', env: 'PATCHGATE_PUBLIC_URL', kind: 'string', describe: 'base URL clients use, e.g. https://git.example.com behind a proxy (printed in refusals; default: the request\'s Host)' },
@@ -49,6 +51,7 @@ export interface ServeConfig {
   audit?: string;
   checkpointEvery: number;
   checkpointPublish?: string[];
+  checkpointSigner: CheckpointSigner;
   checkpointCredentialFile?: string;
   publicUrl?: string;
   notifyUrl?: string;
@@ -107,6 +110,9 @@ export function resolveServeConfig(flags: Partial<Record<ServeKey, unknown>> & {
     else continue;
     out[key] = convert(s, raw, from);
     (out.sources as Record<string, string>)[key] = from;
+  }
+  if (!CHECKPOINT_SIGNERS.includes(out.checkpointSigner as CheckpointSigner)) {
+    throw new ConfigError((out.sources as Record<string, string>).checkpointSigner ?? '--checkpoint-signer', `must be ${CHECKPOINT_SIGNERS.join(' or ')}, got ${JSON.stringify(out.checkpointSigner)}`);
   }
   if (typeof out.notifyUrl === 'string') {
     try {

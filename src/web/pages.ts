@@ -17,8 +17,13 @@ export interface ChainStatus {
   head: string;
   /** The last row's hash agrees with chain_head. */
   headOk: boolean;
-  lastCheckpoint: { time: string; rows: number; matches: boolean } | null;
-  full: { ok: boolean; text: string } | null;
+  lastCheckpoint: { time: string; rows: number; matches: boolean; by?: string } | null;
+  /** Who signs checkpoints of this log (a shared log: its lease holder). */
+  signer: { text: string; ok: boolean } | null;
+  /** The verdict of walking the whole log (what `audit verify` says), when it was reached; null: not walked since the server started. */
+  full: { ok: boolean; text: string; at: string } | null;
+  /** A walk still running when the page was made: since when, rows checked so far (null: not said) of the head's. */
+  running: { since: string; rows: number | null; of: number } | null;
 }
 
 export { layout } from './layout.js';
@@ -44,12 +49,20 @@ function seriesTable(title: string, id: string, s: Overview['days']): Html {
 <tbody>${s.buckets.map((b, i) => html`<tr><td>${b}</td>${verdicts.map((v) => html`<td class="n">${s.counts[v]![i]}</td>`)}</tr>`)}</tbody></table></details></section>`;
 }
 
+/** The verdict first: green only when the whole log was walked and every row and token agrees. */
+function verdictLine(c: ChainStatus): Html {
+  const r = c.running;
+  const walk = r ? html`<p class="walking" id="chain-walk">A walk of the whole chain is running (started ${r.since}${r.rows === null ? '' : html`, ${r.rows} of ${r.of} rows checked`}): reload for its verdict.</p>` : '';
+  if (!c.full) return html`<p class="verdict" id="chain-verdict">Not verified since the server started${r ? '' : html`: <a href="/chain">verify the whole chain now</a>`}.</p>${walk}`;
+  return html`<p class="verdict ${c.full.ok ? 'ok' : 'bad'}" id="chain-verdict" data-ok="${c.full.ok ? 'true' : 'false'}">${c.full.ok ? 'Intact' : 'NOT intact'}: ${c.full.text} <small>(verified ${c.full.at}${r ? ', before the walk now running' : ''})</small></p>${walk}`;
+}
+
 export function chainBlock(c: ChainStatus): Html {
   const cp = c.lastCheckpoint;
-  return html`<section class="chain"><h2>Chain status</h2><dl>
+  return html`<section class="chain"><h2>Chain status</h2>${verdictLine(c)}<dl>
 <dt>rows</dt><dd>${c.rows}</dd><dt>head</dt><dd><code>${c.head}</code> ${c.headOk ? html`<span class="ok">matches the last row</span>` : html`<span class="bad">DOES NOT match the last row</span>`}</dd>
-<dt>last checkpoint</dt><dd>${cp ? html`${cp.time}, ${cp.rows} rows, ${cp.matches ? html`<span class="ok">still a prefix of the chain</span>` : html`<span class="bad">CONTRADICTED by the chain</span>`}` : html`<span class="bad">none written yet</span> (run <code>patchgate audit checkpoint</code>)`}</dd>
-${c.full ? html`<dt>full verify</dt><dd class="${c.full.ok ? 'ok' : 'bad'}">${c.full.text}</dd>` : ''}
+${c.signer ? html`<dt>checkpoint signer</dt><dd id="checkpoint-signer" class="${c.signer.ok ? '' : 'bad'}">${c.signer.text}</dd>` : ''}
+<dt>last checkpoint</dt><dd>${cp ? html`${cp.time}, ${cp.rows} rows${cp.by ? html`, by node ${cp.by}` : ''}, ${cp.matches ? html`<span class="ok">still a prefix of the chain</span>` : html`<span class="bad">CONTRADICTED by the chain</span>`}` : html`<span class="bad">none written yet</span> (run <code>patchgate audit checkpoint</code>)`}</dd>
 </dl><p>The whole chain, against every published head: <code>patchgate audit verify --checkpoints git:REPO</code></p></section>`;
 }
 

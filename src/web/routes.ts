@@ -12,6 +12,8 @@ import { parseBasic, type FailureLimiter } from '../server/auth.js';
 import { grantAllows, grantOf } from '../server/grant.js';
 import { overview, tablePage, type TableFilter } from '../audit/insights.js';
 import { lastCheckpointInFile } from '../audit/checkpoint-publish.js';
+import { verifyLog, walkYielding, type WalkProgress } from '../audit/verify-log.js';
+import { describeLease, type CheckpointSigner, type LeaseState } from '../audit/checkpoint-lease.js';
 import { asset } from './assets.js';
 import { chainBlock, layout, loginPage, messagePage, overviewPage, pushesPage, pushPage, type ChainStatus } from './pages.js';
 import { escalationsPage } from './escalations.js';
@@ -35,6 +37,12 @@ export interface WebDeps {
   log: (line: string) => void;
   /** What the printed escalation commands name: the data folder and the log (src/server/escalate.ts). */
   escalationWhere?: EscalationWhere;
+  /** This node's name in a shared log's checkpoint lease (src/audit/checkpoint-lease.ts). */
+  node?: string;
+  /** How this node signs: `every-node` says so on the page instead of the lease's holder; `everySeconds` 0: it does not. */
+  checkpoints?: { signer: CheckpointSigner; everySeconds: number };
+  /** How long /chain waits for its walk of the whole log before it answers with how far the walk is (default 10 s). */
+  chainWaitMs?: number;
 }
 
 const PAGE_RE = /^\/(?:|pushes|escalations|chain|login|logout|favicon\.ico|push\/[^/]+|assets\/[^/]+)$/;
@@ -111,16 +119,66 @@ export function createWeb(deps: WebDeps): (req: http.IncomingMessage, res: http.
       req.on('error', () => resolve(null));
     });
 
-  const chainStatus = async (): Promise<ChainStatus> => {
+  // The verdict of the configured log (src/audit/verify-log.ts, what `audit verify` says): /chain
+  // walks the log afresh on every load (one walk at a time, shared by the loads that come while
+  // it runs) and waits up to chainWaitMs for it; a longer walk (a large log) goes on, and the
+  // page says how far it is. The overview shows the last verdict and when it was reached.
+  let lastVerdict: ChainStatus['full'] = null;
+  let walking: { done: Promise<void>; since: string; progress: WalkProgress; of: number } | null = null;
+  const startWalk = async (): Promise<NonNullable<typeof walking>> => {
+    if (walking) return walking;
+    const progress: WalkProgress = { rows: null };
+    const since = new Date().toISOString();
+    const of = (await deps.audit.lastRow()).id;
+    if (walking) return walking;
+    const done = verifyLog(deps.audit, (s) => walkYielding(s, progress)).then(
+      (v) => ({ ok: v.ok, text: v.lines.join('; '), at: new Date().toISOString() }),
+      (err: unknown) => ({ ok: false, text: `could not be verified: ${errorMessage(err).split('\n')[0]}`, at: new Date().toISOString() }),
+    ).then((r) => {
+      lastVerdict = r;
+      walking = null;
+    });
+    return (walking = { done, since, progress, of });
+  };
+
+  const signerStatus = async (): Promise<{ signer: ChainStatus['signer']; last: LeaseState['last'] }> => {
+    const lease = deps.audit.checkpointLease?.();
+    const off = deps.checkpoints?.everySeconds === 0;
+    if (!lease) return { signer: off ? { text: 'none: checkpoints are off on this node (--checkpoint-every 0)', ok: false } : { text: 'this node (the log is its own SQLite file)', ok: true }, last: null };
+    if (deps.checkpoints?.signer === 'every-node') return { signer: { text: `every node with checkpoints on signs with its own key (--checkpoint-signer every-node)${off ? '; this node does not (--checkpoint-every 0)' : ''}`, ok: true }, last: null };
+    try {
+      const l = await lease.current(deps.node);
+      if (!l) return { signer: { text: 'no node has taken this shared log\'s signing lease: no checkpoints are made', ok: false }, last: null };
+      const text = l.live ? `${describeLease(l)}${l.mine ? ' (this node)' : ''}` : `no node: the last lease (${describeLease(l)}) ran out, so no checkpoints are made now`;
+      return { signer: { text, ok: l.live }, last: l.last };
+    } catch (err) {
+      return { signer: { text: `unknown: ${errorMessage(err).split('\n')[0]}`, ok: false }, last: null };
+    }
+  };
+
+  const chainStatus = async (fresh: boolean): Promise<ChainStatus> => {
+    let running: ChainStatus['running'] = null;
+    if (fresh) {
+      const w = await startWalk();
+      let timer: NodeJS.Timeout | undefined;
+      const finished = await Promise.race([w.done.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), deps.chainWaitMs ?? 10_000)))]);
+      clearTimeout(timer);
+      if (!finished) running = { since: w.since, rows: w.progress.rows, of: w.of };
+    } else if (walking) {
+      running = { since: walking.since, rows: walking.progress.rows, of: walking.of };
+    }
+    const full = lastVerdict;
     const head = await deps.audit.lastRow();
     const last = head.id > 0 ? await deps.audit.get(head.id) : null;
     let lastCheckpoint: ChainStatus['lastCheckpoint'] = null;
-    const cp = lastCheckpointInFile(join(deps.dataDir, 'checkpoints.jsonl'));
+    // A shared log: the lease says who signs, and the last checkpoint of any node (this node's file may have none).
+    const { signer, last: leased } = await signerStatus();
+    const cp = leased ?? lastCheckpointInFile(join(deps.dataDir, 'checkpoints.jsonl'));
     if (cp) {
-      const row = cp.rows > 0 ? await deps.audit.get(cp.rows) : null;
-      lastCheckpoint = { time: cp.time, rows: cp.rows, matches: cp.rows === 0 || row?.hash === cp.head };
+      const row = cp.size > 0 ? await deps.audit.get(cp.size) : null;
+      lastCheckpoint = { time: cp.time, rows: cp.size, matches: cp.size === 0 || row?.hash === cp.head, ...(leased ? { by: leased.by } : {}) };
     }
-    return { rows: head.id, head: head.hash, headOk: head.id === 0 || last?.hash === head.hash, lastCheckpoint, full: null };
+    return { signer, running, rows: head.id, head: head.hash, headOk: head.id === 0 || last?.hash === head.hash, lastCheckpoint, full };
   };
 
   return async (req, res, url) => {
@@ -169,9 +227,9 @@ export function createWeb(deps: WebDeps): (req: http.IncomingMessage, res: http.
     const grant = grantOf(who, deps.dataDir);
     const only = grant === null ? {} : { repos: grant };
     try {
-      if (path === '/') return page(res, 200, overviewPage(await overview(deps.audit, only), await chainStatus(), who.name, await listEscalations(deps.audit, { open: true, limit: 50, ...only }), deps.escalationWhere));
+      if (path === '/') return page(res, 200, overviewPage(await overview(deps.audit, only), await chainStatus(false), who.name, await listEscalations(deps.audit, { open: true, limit: 50, ...only }), deps.escalationWhere));
       if (path === '/escalations') return page(res, 200, escalationsPage(await listEscalations(deps.audit, { limit: 500, ...only }), who.name, deps.escalationWhere));
-      if (path === '/chain') return page(res, 200, layout('Chain', html`<h1>Chain</h1>${chainBlock(await chainStatus())}`, who.name));
+      if (path === '/chain') return page(res, 200, layout('Chain', html`<h1>Chain</h1>${chainBlock(await chainStatus(true))}`, who.name));
       if (path === '/pushes') {
         const f: TableFilter = {};
         for (const k of ['repo', 'actor', 'verdict', 'rule', 'row', 'since', 'until', 'before'] as const) {

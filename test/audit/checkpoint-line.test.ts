@@ -244,7 +244,8 @@ t.test('PostgreSQL (PATCHGATE_AUDIT_URL): checkpoint, verify, prove; a log cut f
   const mine = await cliRun(['audit', 'verify', '--data', data, '--checkpoints', `file:${line}`], { env });
   t.equal(mine.code, 0, mine.code ? `${mine.stdout}${mine.stderr}` : "the schedule's checkpoint verifies against PostgreSQL");
   const lite = await cliRun(['audit', 'verify', '--data', data, '--audit', `sqlite:${join(data, 'patchgate.db')}`, '--checkpoints', `file:${line}`], { env: { ...process.env, ...GIT_ENV } });
-  t.equal(lite.code, 1, 'and not against the data folder\'s SQLite file, which it did not sign');
+  t.equal(lite.code, 2, 'and the data folder\'s SQLite file, which it did not sign, is not its log: serve recorded PostgreSQL there');
+  t.match(lite.stderr, /CONFIG: --audit: names the audit log .*patchgate\.db, but this data folder's log is postgres:\/\/patchgate@/);
 });
 
 /** Every process's argv on this machine (what `ps` shows). */

@@ -167,3 +167,36 @@ t.test('audit export --since --format jsonl: stored rows oldest first, each hash
   for (const x of rows) t.equal(rowHash(x), x.hash, `row ${x.id} hash recomputes from the exported line`);
   t.equal(rows[1]!.prev_hash, rows[0]!.hash);
 });
+
+t.test('a published file: a checkpoint written twice in a row (a retried publish) is no contradiction; a field beside the note is refused', async (t) => {
+  const data = tempDir('pg-cp-');
+  t.teardown(() => rmSync(data, { recursive: true, force: true }));
+  const file = join(data, 'published.jsonl');
+  seed(data, 2);
+  t.equal(cli(['audit', 'checkpoint', '--data', data, '--publish', `file:${file}`]).code, 0);
+  seed(data, 2, 2);
+  t.equal(cli(['audit', 'checkpoint', '--data', data, '--publish', `file:${file}`]).code, 0);
+  const [a, b] = readFileSync(file, 'utf8').trim().split('\n');
+  // The last one twice, and the first one twice: each as a retried publish leaves it.
+  writeFileSync(file, `${a}\n${b}\n${b}\n`);
+  let r = cli(['audit', 'verify', '--data', data, '--checkpoints', `file:${file}`]);
+  t.equal(r.code, 0, r.out + r.err);
+  t.match(r.out, /^ok: 4 row\(s\), hash chain intact, extends all 2 checkpoint\(s\)/);
+  writeFileSync(file, `${a}\n${a}\n${b}\n`);
+  r = cli(['audit', 'verify', '--data', data, '--checkpoints', `file:${file}`]);
+  t.equal(r.code, 0, r.out + r.err);
+  // One that comes back after another is still a splice.
+  writeFileSync(file, `${a}\n${b}\n${a}\n`);
+  r = cli(['audit', 'verify', '--data', data, '--checkpoints', `file:${file}`]);
+  t.equal(r.code, 1);
+  t.match(r.out, /line 3 .*is contradicted: it does not follow the checkpoint before it/);
+  // A field beside the note (no signature covers it) is refused, not ignored; so is the line for a new checkpoint.
+  const withField = JSON.stringify({ ...JSON.parse(b!), size: 999 });
+  writeFileSync(file, `${a}\n${withField}\n`);
+  r = cli(['audit', 'verify', '--data', data, '--checkpoints', `file:${file}`]);
+  t.equal(r.code, 2);
+  t.match(r.err, /line 2: a checkpoint line is \{"checkpoint": NOTE\} and nothing else; it also holds "size", which no signature covers/);
+  r = cli(['audit', 'checkpoint', '--data', data, '--publish', `file:${file}`]);
+  t.equal(r.code, 1, 'publishing onto it fails (the target cannot be read)');
+  t.match(r.out, /FAILED: .*line 2: a checkpoint line is \{"checkpoint": NOTE\} and nothing else/);
+});

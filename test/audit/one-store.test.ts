@@ -39,7 +39,9 @@ async function run(t: Tap, kind: 'sqlite' | 'postgres'): Promise<void> {
   const cli = (args: string[]) => cliRun([...args, '--data', gate.data], { env });
   if (pg) {
     // What an old reader would have shown: a push that is only in the data folder's file.
-    gate.srv.audit.recordPush({ pushId: 'stale-local-push', repo: 'app', actor: 'ghost', role: 'agent', verdict: 'reject', refs: [{ ref: 'refs/heads/ghost', old: hex('0'), new: hex('a'), verdict: 'reject', decision: 'test-tree-write', rules: [] }] });
+    const stale = AuditStore.open(`${gate.data}/patchgate.db`);
+    stale.recordPush({ pushId: 'stale-local-push', repo: 'app', actor: 'ghost', role: 'agent', verdict: 'reject', refs: [{ ref: 'refs/heads/ghost', old: hex('0'), new: hex('a'), verdict: 'reject', decision: 'test-tree-write', rules: [] }] });
+    stale.close();
   }
   await gate.repo('app');
   const human = await gate.tokenAsync('alice', 'human');

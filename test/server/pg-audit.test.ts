@@ -7,7 +7,7 @@
 
 import t from 'tap';
 
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { needPostgres, startPostgres, type Postgres } from '../helpers/postgres.js';
 import { bareDir, gitAsync, refIn, startGate } from '../helpers/gate.js';
@@ -51,7 +51,8 @@ if (why) {
     await gate.repo('app');
     const human = await gate.tokenAsync('alice', 'human');
     const agent = await gate.tokenAsync('agent-1', 'agent');
-    t.equal(new TokenStore(gate.srv.audit).count(), 0, 'the tokens are in PostgreSQL, not in the data folder');
+    t.equal(gate.srv.audit, null, 'no SQLite store is opened');
+    t.notOk(existsSync(join(gate.data, 'patchgate.db')), 'the tokens are in PostgreSQL: the data folder has no patchgate.db at all');
     const w = TestRepo.init(t);
     w.commit('base', BASE);
     const bare = bareDir(gate, 'app');
@@ -68,7 +69,7 @@ if (why) {
     const refused = await until(() => Promise.resolve(sink.query({ kind: 'ref', actor: 'agent-1' })), (r) => r[0]?.moved === 0);
     t.equal(refused[0]?.verdict, 'reject', 'the refusal is a row in PostgreSQL');
     t.equal(refused[0]?.moved, 0);
-    t.equal(gate.srv.audit.query({ kind: 'ref' }).length, 0, 'and not in the data folder\'s SQLite file');
+    t.notOk(existsSync(join(gate.data, 'patchgate.db')), 'and not in a SQLite file of the data folder');
 
     // A person's push touching tests/: accepted, audited, confirmed as moved.
     w.checkout('main');
@@ -121,18 +122,22 @@ if (why) {
     const dir = tempDir('pg-migrate-');
     t.teardown(() => rmSync(dir, { recursive: true, force: true }));
     const file = join(dir, 'patchgate.db');
-    const lite = AuditStore.open(file);
-    for (let i = 0; i < 30; i++) {
-      lite.recordPush({ pushId: `p-${i}`, repo: 'app', actor: 'agent-1', role: 'agent', verdict: 'reject', refs: [{ ref: 'refs/heads/x', old: '0'.repeat(40), new: 'c'.repeat(40), verdict: 'reject', rules: [] }] });
-    }
-    lite.appendAdmin({ actor: 'cli', action: 'repo.create', subject: 'app' });
-    // Tokens (each with its admin row in the chain): one in use, one revoked.
-    const liteTokens = new TokenStore(lite);
-    const kept = liteTokens.create('agent-1', 'agent', { repos: 'app' });
-    const gone = liteTokens.create('agent-2', 'agent');
-    liteTokens.revoke('agent-2');
-    const head = lite.lastRow();
-    lite.close();
+    const makeLog = (path: string) => {
+      const lite = AuditStore.open(path);
+      for (let i = 0; i < 30; i++) {
+        lite.recordPush({ pushId: `p-${i}`, repo: 'app', actor: 'agent-1', role: 'agent', verdict: 'reject', refs: [{ ref: 'refs/heads/x', old: '0'.repeat(40), new: 'c'.repeat(40), verdict: 'reject', rules: [] }] });
+      }
+      lite.appendAdmin({ actor: 'cli', action: 'repo.create', subject: 'app' });
+      // Tokens (each with its admin row in the chain): one in use, one revoked.
+      const liteTokens = new TokenStore(lite);
+      const kept = liteTokens.create('agent-1', 'agent', { repos: 'app' });
+      const gone = liteTokens.create('agent-2', 'agent');
+      liteTokens.revoke('agent-2');
+      const head = lite.lastRow();
+      lite.close();
+      return { kept, gone, head };
+    };
+    const { kept, gone, head } = makeLog(file);
     const env = { PATCHGATE_AUDIT_URL: pg.url };
     const m = await cli(['audit', 'migrate', '--from', `sqlite:${file}`], env);
     t.equal(m.code, 0, m.stdout + m.stderr);
@@ -152,16 +157,28 @@ if (why) {
     const listed = await cli(['token', 'list', '--json'], env);
     t.same(listed.stdout.trim().split('\n').map((l) => JSON.parse(l).status), ['active', 'revoked'], 'token list reads them there');
 
+    // The source is marked as moved, and its folder records the shared log (test/audit/folder-log.test.ts runs every command against it).
+    t.match(m.stdout, /source .*patchgate\.db: marked as moved to postgres:\/\/patchgate:\*\*\*@127\.0\.0\.1:\d+\/patchgate/);
+    t.match(m.stdout, `data folder ${dir}: recorded in ${dir}/audit-location.json`);
     const again = await cli(['audit', 'migrate', '--from', `sqlite:${file}`], env);
-    t.equal(again.code, 2, 'a second copy into a non-empty log is refused');
-    t.match(again.stderr, /already has 64 row\(s\); migrate only into an empty log/);
+    t.equal(again.code, 2, 'a second copy of a moved log is refused');
+    t.match(again.stderr, /the audit log .*patchgate\.db moved to postgres:\/\/patchgate@127\.0\.0\.1:\d+\/patchgate \(patchgate audit migrate, .*, head #64\)/);
+    // A second copy into a non-empty log is refused (a copy of the source that is not marked).
+    const copyDir = tempDir('pg-migrate-copy-');
+    t.teardown(() => rmSync(copyDir, { recursive: true, force: true }));
+    const copyFile = join(copyDir, 'patchgate.db');
+    makeLog(copyFile);
+    const into = await cli(['audit', 'migrate', '--from', `sqlite:${copyFile}`], env);
+    t.equal(into.code, 2, 'a copy into a non-empty log is refused');
+    t.match(into.stderr, /already has 64 row\(s\); migrate only into an empty log/);
+    t.notOk(existsSync(join(copyDir, 'audit-location.json')), 'and its folder records nothing');
 
     // A tampered source is not copied.
-    const raw = AuditStore.open(file);
+    const raw = AuditStore.open(copyFile);
     raw.db.exec("DROP TRIGGER events_no_update; UPDATE events SET actor = 'x' WHERE id = 7;");
     raw.close();
     const pg2 = await startPostgres(t);
-    const tampered = await cli(['audit', 'migrate', '--from', `sqlite:${file}`], { PATCHGATE_AUDIT_URL: pg2.url });
+    const tampered = await cli(['audit', 'migrate', '--from', `sqlite:${copyFile}`], { PATCHGATE_AUDIT_URL: pg2.url });
     t.equal(tampered.code, 1);
     t.match(tampered.stdout, /TAMPERED: source .*first bad row 7 .*nothing was copied/);
     t.equal((await pg2.psql("SELECT count(*) FROM pg_tables WHERE tablename = 'events'")).trim(), '0', 'the target was not even touched');
