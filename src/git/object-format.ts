@@ -274,10 +274,12 @@ export function badEntryName(name: string): string | null {
   return null;
 }
 
-/** An entry's name as git orders it (tree.c base_name_compare): its bytes, a folder's as if they ended in "/". */
-function orderKey(e: RawTreeEntry): Buffer {
+const SLASH = Buffer.from('/');
+
+/** An entry's name as git orders it (tree.c base_name_compare): its bytes, a folder's as if they ended in "/". The tree diff (trees.ts) orders by it too. */
+export function orderKey(e: RawTreeEntry): Buffer {
   const raw = e.raw ?? Buffer.from(e.name, 'utf8');
-  return e.kind === 'tree' ? Buffer.concat([raw, Buffer.from('/')]) : raw;
+  return e.kind === 'tree' ? Buffer.concat([raw, SLASH]) : raw;
 }
 
 /** Tree ids already checked (their problems, usually none): a tree id names the same bytes forever. */
@@ -360,7 +362,8 @@ function checkNew(entries: RawTreeEntry[], lo: number, hi: number): TreeProblem[
   const out: TreeProblem[] = [];
   const zero = '0'.repeat(entries[0]?.id.length ?? 40);
   for (let i = Math.max(1, lo); i <= Math.min(hi, entries.length - 1); i++) pairProblem(entries[i - 1]!, entries[i]!, out);
-  if (out.length) return out.concat(checkAll(entries)).filter((p, i, all) => all.findIndex((q) => q.name === p.name && q.problem === p.problem) === i);
+  // Out of order at an edge: the reused entries prove nothing any more, so the whole list is checked.
+  if (out.length) return checkAll(entries);
   for (let i = lo; i < hi; i++) {
     const e = entries[i]!;
     entryProblems(e, zero, out);

@@ -8,7 +8,7 @@ import { dirname, join, resolve, sep } from 'node:path';
 import { GitError } from '../errors.js';
 import type { CommitInfo } from './commits.js';
 import { classifyMode, kindOfReportedMode, type EntryKind } from './modes.js';
-import { treeProblems } from './object-format.js';
+import { orderKey, treeProblems } from './object-format.js';
 import type { RawTreeEntry } from './tree-parse.js';
 
 export type { RawTreeEntry } from './tree-parse.js';
@@ -57,14 +57,6 @@ export interface TreeEntry {
   path: string;
 }
 
-const SLASH = Buffer.from('/');
-
-/** An entry's name as git orders it: its bytes, a tree's as if they ended in "/". */
-function orderBytes(e: RawTreeEntry): Buffer {
-  const raw = e.raw ?? Buffer.from(e.name, 'utf8');
-  return e.kind === 'tree' ? Buffer.concat([raw, SLASH]) : raw;
-}
-
 /** git's tree order: names compared as bytes, a tree's name as if it ended in "/". */
 function compareEntries(x: RawTreeEntry, y: RawTreeEntry): number {
   // Two trees of one folder share nearly every name: equal names compare without a buffer.
@@ -72,7 +64,7 @@ function compareEntries(x: RawTreeEntry, y: RawTreeEntry): number {
     const xt = x.kind === 'tree';
     return xt === (y.kind === 'tree') ? 0 : xt ? 1 : -1;
   }
-  return Buffer.compare(orderBytes(x), orderBytes(y));
+  return Buffer.compare(orderKey(x), orderKey(y));
 }
 
 /** The file-type family of a kind; a change of family is diff's T status. */
