@@ -102,7 +102,8 @@ export async function realHistoryBench(project: string, bundle: string, opts: { 
     const a = await run('git', ['push', `http://first-agent:${agent}@127.0.0.1:${gate.port}/bench.git`, `${sha}:refs/heads/agent/first`], { cwd: client, timeoutMs: opts.budgetMs });
     const agentMs = nowMs() - t2;
     const agentOk = a.code === 0 && /patchgate: ACCEPT/.test(a.stderr);
-    const tail = (s: string) => s.trim().split('\n').filter((l) => /REJECT|error|\[/.test(l)).slice(0, 3).join(' | ');
+    // git leaves credentials out of the URLs it prints; the tokens are taken out here all the same.
+    const tail = (s: string) => s.split(person).join('***').split(agent).join('***').trim().split('\n').filter((l) => /REJECT|error|\[/.test(l)).slice(0, 3).join(' | ');
     const res: RealHistoryResult = {
       project, commits, objects, personMs, plainMs, personOk, ratio: personMs / plainMs, agentMs, agentOk,
       stderrTail: !personOk ? tail(g.stderr) : !agentOk ? tail(a.stderr) : '',
