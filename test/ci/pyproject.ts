@@ -6,6 +6,24 @@ import { spawnSync } from 'node:child_process';
 import { TestRepo } from '../helpers/repo.js';
 import { T0, type Tap } from './project.js';
 
+/** True when bubblewrap makes its namespaces here (the strict runs' sandbox). */
+export function bwrapWorks(): boolean {
+  return spawnSync('bwrap', ['--unshare-all', '--ro-bind', '/', '/', 'true']).status === 0;
+}
+
+/**
+ * The tools a test file needs, each [present, what, Debian package]: a missing one fails the
+ * file under CI=true (.ci/run installs it) and is a skip comment by hand. True when all are there.
+ */
+export function needTools(t: { fail(message: string): unknown; comment(message: string): unknown }, tools: ReadonlyArray<readonly [unknown, string, string]>): boolean {
+  for (const [ok, what, pkg] of tools) {
+    if (ok) continue;
+    if (process.env.CI) t.fail(`${what} is missing: .ci/run installs ${pkg}`);
+    else t.comment(`skip: ${what} is not installed; .ci/run installs ${pkg}`);
+  }
+  return tools.every(([ok]) => !!ok);
+}
+
 /** The interpreter with pytest, or null (the test then skips by hand and fails in CI). */
 export function pythonWithPytest(): string | null {
   for (const py of ['python3', 'python']) {

@@ -4,20 +4,14 @@
 // the real pytest in a real bubblewrap; the report names the project's copies as not imported.
 
 import t from 'tap';
-import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ci, exits, tempDir } from './project.js';
-import { pyAgent, pyProject, pytestCmd, pythonWithPytest } from './pyproject.js';
+import { bwrapWorks, needTools, pyAgent, pyProject, pytestCmd, pythonWithPytest } from './pyproject.js';
 
 const PY = pythonWithPytest();
-const BWRAP = spawnSync('bwrap', ['--unshare-all', '--ro-bind', '/', '/', 'true']).status === 0;
-for (const [ok, what, pkg] of [[PY, 'pytest', 'python3-pytest'], [BWRAP, 'bubblewrap', 'bubblewrap']] as const) {
-  if (ok) continue;
-  if (process.env.CI) t.fail(`${what} is missing: .ci/run installs ${pkg}`);
-  else t.comment(`skip: ${what} is not installed; .ci/run installs ${pkg}`);
-}
-const skip = !PY || !BWRAP;
+const BWRAP = bwrapWorks();
+const skip = !needTools(t, [[PY, 'pytest', 'python3-pytest'], [BWRAP, 'bubblewrap', 'bubblewrap']]);
 const py = PY ?? 'python3';
 
 /** A fake pytest: every collected-looking test passes, on the gate's fd 3 and in the JUnit file. */

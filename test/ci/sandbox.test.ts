@@ -9,17 +9,12 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ci, exits, tempDir, NODE, T0 } from './project.js';
-import { FIXED, pyAgent, pyProject, pytestCmd, pythonWithPytest } from './pyproject.js';
+import { bwrapWorks, FIXED, needTools, pyAgent, pyProject, pytestCmd, pythonWithPytest } from './pyproject.js';
 import { TestRepo } from '../helpers/repo.js';
 
 const PY = pythonWithPytest();
-const BWRAP = spawnSync('bwrap', ['--unshare-all', '--ro-bind', '/', '/', 'true']).status === 0;
-for (const [ok, what, pkg] of [[PY, 'pytest', 'python3-pytest'], [BWRAP, 'bubblewrap', 'bubblewrap']] as const) {
-  if (ok) continue;
-  if (process.env.CI) t.fail(`${what} is missing: .ci/run installs ${pkg}`);
-  else t.comment(`skip: ${what} is not installed; .ci/run installs ${pkg}`);
-}
-const skip = !PY || !BWRAP;
+const BWRAP = bwrapWorks();
+const skip = !needTools(t, [[PY, 'pytest', 'python3-pytest'], [BWRAP, 'bubblewrap', 'bubblewrap']]);
 const py = PY ?? 'python3';
 
 type Report = { verdict: string; row: string; fired: string[]; sandbox?: string | null; reasons: Array<{ kind: string; row: string; message: string; test?: string }> };

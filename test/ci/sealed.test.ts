@@ -6,11 +6,11 @@
 // exited 0) makes a short or non-zero run red, naming the id.
 
 import t from 'tap';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ci, exits, tempDir, NODE, T0 } from './project.js';
-import { pyAgent, pyProject, pytestCmd, pythonWithPytest } from './pyproject.js';
+import { bwrapWorks, needTools, pyAgent, pyProject, pytestCmd, pythonWithPytest } from './pyproject.js';
 import { TestRepo } from '../helpers/repo.js';
 import { cloneCorpus } from '../helpers/corpus.js';
 import { AuditStore } from '../../src/audit/store.js';
@@ -18,13 +18,8 @@ import { judgeSealed, parseSealedFile, sameValue } from '../../src/ci/sealed-cas
 import { SealedCaseError } from '../../src/errors.js';
 
 const PY = pythonWithPytest();
-const BWRAP = spawnSync('bwrap', ['--unshare-all', '--ro-bind', '/', '/', 'true']).status === 0;
-for (const [ok, what, pkg] of [[PY, 'pytest', 'python3-pytest'], [BWRAP, 'bubblewrap', 'bubblewrap']] as const) {
-  if (ok) continue;
-  if (process.env.CI) t.fail(`${what} is missing: .ci/run installs ${pkg}`);
-  else t.comment(`skip: ${what} is not installed; .ci/run installs ${pkg}`);
-}
-const skip = !PY || !BWRAP;
+const BWRAP = bwrapWorks();
+const skip = !needTools(t, [[PY, 'pytest', 'python3-pytest'], [BWRAP, 'bubblewrap', 'bubblewrap']]);
 const py = PY ?? 'python3';
 
 type Reason = { kind: string; row: string; message: string; test?: string };

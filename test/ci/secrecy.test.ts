@@ -4,17 +4,13 @@
 // a child started with an empty environment).
 
 import t from 'tap';
-import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ci, exits, tempDir, NODE, T0 } from './project.js';
 import { TestRepo } from '../helpers/repo.js';
+import { bwrapWorks, needTools } from './pyproject.js';
 
-const BWRAP = spawnSync('bwrap', ['--unshare-all', '--ro-bind', '/', '/', 'true']).status === 0;
-if (!BWRAP) {
-  if (process.env.CI) t.fail('bubblewrap is missing: .ci/run installs bubblewrap');
-  else t.comment('skip: bubblewrap is not installed; .ci/run installs bubblewrap');
-}
+const BWRAP = needTools(t, [[bwrapWorks(), 'bubblewrap', 'bubblewrap']]);
 
 const SCAN_OFF = JSON.stringify({ tamperScan: { checks: Object.fromEntries(['runner-internals', 'interpreter-walk', 'env-read', 'exit', 'report-write', 'constant-eq', 'package-metadata'].map((k) => [k, 'off'])) } });
 const VISIBLE = "import test from 'node:test';\nimport assert from 'node:assert/strict';\nimport { add } from '../src/calc.mjs';\n\ntest('adds', () => {\n  assert.equal(add(2, 3), 5);\n});\n";

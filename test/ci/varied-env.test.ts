@@ -4,22 +4,15 @@
 // `environment-dependent`, naming the tests; an order-dependent one is still `order-dependent`.
 
 import t from 'tap';
-import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ci, exits, tempDir } from './project.js';
-import { pyAgent, pyProject, pytestCmd, pythonWithPytest } from './pyproject.js';
+import { bwrapWorks, needTools, pyAgent, pyProject, pytestCmd, pythonWithPytest } from './pyproject.js';
 import { faketimeLibrary } from '../../src/ci/vary.js';
 
 const PY = pythonWithPytest();
-const BWRAP = spawnSync('bwrap', ['--unshare-all', '--ro-bind', '/', '/', 'true']).status === 0;
 const FAKETIME = faketimeLibrary();
-for (const [ok, what, pkg] of [[PY, 'pytest', 'python3-pytest'], [BWRAP, 'bubblewrap', 'bubblewrap'], [FAKETIME, 'libfaketime', 'libfaketime']] as const) {
-  if (ok) continue;
-  if (process.env.CI) t.fail(`${what} is missing: .ci/run installs ${pkg}`);
-  else t.comment(`skip: ${what} is not installed; .ci/run installs ${pkg}`);
-}
-const skip = !PY || !BWRAP || !FAKETIME;
+const skip = !needTools(t, [[PY, 'pytest', 'python3-pytest'], [bwrapWorks(), 'bubblewrap', 'bubblewrap'], [FAKETIME, 'libfaketime', 'libfaketime']]);
 const py = PY ?? 'python3';
 
 type Report = { row: string; fired: string[]; reasons: Array<{ kind: string; message: string; test?: string }>; variation?: Array<{ run: number; clock: string | null; uid: number | null; hostname: string | null; home: string }> };
