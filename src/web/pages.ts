@@ -141,7 +141,6 @@ ${o.details && !('diff' in o.details) ? html`<details><summary>details</summary>
 </tbody></table></section>`;
 }
 
-export function pushPage(trace: PushTrace, user: string): string {
 /** The agent class a push was judged under (its first ref row's trace), if any. */
 function pushClass(trace: PushTrace): string | null {
   for (const r of trace.refs) {
@@ -151,6 +150,7 @@ function pushClass(trace: PushTrace): string | null {
   return null;
 }
 
+export function pushPage(trace: PushTrace, user: string): string {
   const p = trace.push ?? trace.refs[0] ?? null;
   return layout(`Push ${p?.pushId ?? ''}`, html`<h1>Push <code>${p?.pushId}</code></h1>
 ${p ? html`<dl class="push"><dt>time</dt><dd>${p.time}</dd><dt>repo</dt><dd>${p.repo}</dd><dt>actor</dt><dd>${p.actor} (${p.role}${pushClass(trace) ? `, class ${pushClass(trace)}` : ''})</dd>
