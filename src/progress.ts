@@ -165,15 +165,22 @@ export async function slowPhase<T>(out: SlowPhaseOptions, label: string, total: 
   let finished = false;
   let progress: Progress | null = null;
   let known: number | null = null;
-  const timer = setTimeout(() => {
+  // The phase has run the delay: its lines show even when it ends before its count is known.
+  let due = false;
+  const begin = (): void => {
+    due = true;
     void total().catch(() => null).then((n) => {
       known = n;
       if (finished) return;
       progress = new Progress({ ...out, delayMs: 0 });
       progress.phase(label, n, { startedAt, done });
     });
-  }, out.delayMs ?? 2000);
-  timer.unref?.();
+  };
+  // A delay of 0 shows the phase at once (a timer of 0 may not fire before a phase that never waits on I/O ends).
+  const delay = out.delayMs ?? 2000;
+  const timer = delay > 0 ? setTimeout(begin, delay) : null;
+  timer?.unref?.();
+  if (!timer) begin();
   let note = '';
   try {
     return await work((n = 1) => {
@@ -187,7 +194,11 @@ export async function slowPhase<T>(out: SlowPhaseOptions, label: string, total: 
     throw err;
   } finally {
     finished = true;
-    clearTimeout(timer);
+    if (timer) clearTimeout(timer);
+    if (due && !progress) {
+      progress = new Progress({ ...out, delayMs: 0 });
+      progress.phase(label, known ?? done, { startedAt, done });
+    }
     (progress as Progress | null)?.end(note);
   }
 }

@@ -41,9 +41,9 @@ export async function runServe(args: ServeConfig): Promise<void> {
   // Read once; git and every other child the gate starts must not inherit the URL (and its password).
   delete process.env[AUDIT_URL_ENV];
   // A cold start (audit log, repositories, the hook daemon, recovery) takes seconds before
-  // "serving": one line at once, so a person knows it is under way (issue 49). On stderr:
-  // scripts read stdout's "serving" line.
-  process.stderr.write(`patchgate: starting in ${resolve(args.data)}: opening the audit log, checking the repositories and starting the hook daemon ("serving" follows)\n`);
+  // "serving": one line at once, so a person knows it is under way (issue 49). On stdout with
+  // the "serving" line: stderr is the structured log, one JSON object a line when not a terminal.
+  process.stdout.write(`patchgate: starting in ${resolve(args.data)}: opening the audit log, checking the repositories and starting the hook daemon ("serving" follows)\n`);
   const { startServer } = await import('../server/app.js');
   const { createLogger } = await import('../log.js');
   const logger = createLogger();

@@ -59,7 +59,7 @@ t.test('too many objects: refused by the limits rule, loose (unpack-objects) and
   let { row, rules } = lastRef(gate);
   t.equal(row.decision, 'push-too-large');
   t.match(rules[0], { rule: 'limits', status: 'fail', details: { loose: Number, packs: 0 } });
-  t.same(rules.slice(1).map((r) => `${r.rule}:${r.status}`), ['refs:skipped', 'write-block:skipped', 'contract:skipped', 'fixtures:skipped', 'tamper-scan:skipped', 'ledger:skipped'], 'no other rule ran');
+  t.same(rules.slice(1).map((r) => `${r.rule}:${r.status}`), ['refs:skipped', 'write-block:skipped', 'policy:skipped', 'contract:skipped', 'fixtures:skipped', 'tamper-scan:skipped', 'ledger:skipped'], 'no other rule ran');
 
   // 150 more files: over the unpack limit, so one pack in the quarantine, counted by its index.
   w.commit('one hundred fifty', manyFiles(150, 'b'));

@@ -4,6 +4,7 @@
 // timing) and one when it is done, before the verdict lines. The form on a terminal and off
 // one is in test/cli/progress.test.ts; a hook's stderr is never a terminal.
 
+import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { TestRepo } from '../helpers/repo.js';
 import { gitAsync, startGate } from '../helpers/gate.js';
@@ -19,7 +20,9 @@ t.test("a first push's contract parse: a line when it starts and one when it is 
   await gate.repo('app');
   const human = gate.token('alice', 'human');
   const w = TestRepo.init(t);
-  const tip = w.commit('import 40 modules', files(40));
+  // Over PACK_MAX (1 MiB, incompressible): the pack is not read ahead (src/server/hook/prewarm.ts),
+  // whose parse would otherwise fill the cache first, racing the hook, and show no line at all.
+  const tip = w.commit('import 40 modules', { ...files(40), 'assets/noise.bin': randomBytes(3 << 19).toString('base64') });
   const r = await gitAsync(w.dir, ['push', gate.remote('app', 'alice', human), 'main']);
   t.equal(r.code, 0, r.code ? r.stderr : 'accepted');
   const lines = r.stderr.split('\n').map((l) => l.trim());

@@ -57,8 +57,10 @@ const push = (w: TestRepo, gate: Gate, user: string, secret: string, ...spec: st
 function writeBlockTrace(gate: Gate, ref: string): { commits: number; reused: number } {
   const row = gate.srv.audit.query({ kind: 'ref' }).find((r) => r.ref === ref);
   if (!row) throw new Error(`no ref row for ${ref}`);
-  const wb = (row.rules as Array<{ rule: string; details?: { commits: number; reused: number } }>).find((o) => o.rule === 'write-block');
-  return wb!.details!;
+  const wb = (row.rules as Array<{ rule: string; details?: { commits: number; reused: number; paths?: number } }>).find((o) => o.rule === 'write-block');
+  // Only the counts: the details also carry the push's agent class.
+  const { commits, reused, paths } = wb!.details!;
+  return paths === undefined ? { commits, reused } : { commits, reused, paths };
 }
 
 t.test('a person\'s WIP branch that edits tests/, pushed again by an agent token as agent/x, is refused naming commit and path', async (t) => {
@@ -89,7 +91,7 @@ t.test('an evaluate-mode commit pushed again under enforce, under a new branch n
   t.notMatch(r.stderr, /git reset/, 'no fix commands for a push that was accepted');
   t.notMatch(r.stderr, /next step/, 'no next step either');
   t.equal(await refIn(upDir, 'refs/heads/agent/a'), bad, 'forwarded');
-  const out = runRepoMode({ data: gate.data, name: 'app', mode: 'enforce' });
+  const out = await runRepoMode({ data: gate.data, name: 'app', mode: 'enforce' });
   t.match(out.join('\n'), /repo\.mode evaluate -> enforce/);
   const modeRows = gate.srv.audit.query({ kind: 'admin' }).filter((x) => x.action === 'repo.mode');
   t.same(modeRows.map((x) => [(x.detail as { from: string | null }).from, (x.detail as { to: string }).to]), [['evaluate', 'enforce'], [null, 'evaluate']], 'repo create --mode and the switch are admin rows (newest first) with old and new mode');
@@ -186,7 +188,7 @@ t.test('accepts in evaluate mode are not reused after the switch to enforce', as
   w.commit('clean', { 'src/app.py': 'def add(a, b):\n    return a + b  # evaluate\n' });
   const r = await push(w, gate, 'agent-1', agent, 'agent/c');
   t.equal(r.code, 0, r.stderr);
-  runRepoMode({ data: gate.data, name: 'app', mode: 'enforce' });
+  await runRepoMode({ data: gate.data, name: 'app', mode: 'enforce' });
   const again = await push(w, gate, 'agent-1', agent, 'agent/c:refs/heads/agent/c2');
   t.equal(again.code, 0, again.stderr);
   t.same(writeBlockTrace(gate, 'refs/heads/agent/c2'), { commits: 1, reused: 0, paths: 1 }, 'judged again in enforce mode');

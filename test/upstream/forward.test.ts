@@ -290,7 +290,7 @@ t.test('evaluate mode accepts a bad push, audits would-reject with the reasons; 
   t.equal(ref!.decision, 'test-tree-write');
   t.ok((ref!.rules as Array<{ rule: string; status: string }>).some((o) => o.rule === 'write-block' && o.status === 'fail'), 'with the full reasons');
   t.ok(rows.some((x) => x.kind === 'push'));
-  runRepoMode({ data: gate.data, name: 'app', mode: 'enforce' });
+  await runRepoMode({ data: gate.data, name: 'app', mode: 'enforce' });
   t.ok(gate.srv.audit.query({ kind: 'admin' }).some((x) => x.action === 'repo.mode'), 'the switch is audited');
   w.commit('again', { 'tests/test_app.py': 'def test_add():\n    assert 1\n' });
   const r2 = await gitAsync(w.dir, ['push', gate.remote('app', 'agent-1', agent), 'agent/fix']);
