@@ -149,7 +149,8 @@ export function buildCli(argv: string[]): Argv {
     (a) => guarded(async () => (await ciCommand()).runCi({
       repo: resolve(a.repo), base: a.base, head: a.head, seed: a.seed, junit: a.junit, report: a.report,
       baseline: a.baseline, writeBaseline: a.writeBaseline, data: a.data, ...(a.audit !== undefined ? { audit: a.audit } : {}), today: a.today, cmd: afterDashes(a), verbose: a.verbose, sandbox: a.sandbox, ...(a.holdout !== undefined ? { holdout: a.holdout } : {}), ...(a.runs !== undefined ? { runs: a.runs } : {}),
-    }, io)))
+      // Each suite run's progress past 2 s on stderr: in place on a terminal, a line every 30 s elsewhere (src/ci/run-progress.ts).
+    }, { ...io, progress: { write: (t: string) => void process.stderr.write(t), isTTY: !!process.stderr.isTTY } })))
     .command('ledger', 'the flake ledger: `ledger check`, `ledger freeze`', (y) => y
       .command('check', 'validate the flake ledger; exit 1 when a row is invalid', (y2) => y2
         .option('repo', repoOpt)

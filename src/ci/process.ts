@@ -57,6 +57,8 @@ export interface RunOptions {
   exactEnv?: boolean;
   /** Bytes written to the child's stdin, then closed (held-out tests handed over from memory); default: no stdin. */
   stdin?: Buffer;
+  /** Each line of fd 3 as it arrives (the progress of a sealed run: run-progress.ts); the whole is still kept. */
+  onChannel?(line: string): void;
 }
 
 function lineSplitter(emit: ((line: string) => void) | undefined): { push(b: Buffer): void; end(): void } {
@@ -95,7 +97,11 @@ export function runCommand(argv: string[], opts: RunOptions): Promise<CommandRes
     const chunks: Buffer[] = [];
     const chan: Buffer[] = [];
     const fd3 = opts.channel ? (child.stdio[3] as NodeJS.ReadableStream | null) : null;
-    fd3?.on('data', (b: Buffer) => chan.push(b));
+    const chanLines = lineSplitter(opts.onChannel);
+    fd3?.on('data', (b: Buffer) => {
+      chan.push(b);
+      chanLines.push(b);
+    });
     fd3?.on('error', () => {});
     const out = lineSplitter(opts.onStdout);
     const err = lineSplitter(opts.onStderr);
@@ -111,6 +117,7 @@ export function runCommand(argv: string[], opts: RunOptions): Promise<CommandRes
     child.on('close', (code, signal) => {
       out.end();
       err.end();
+      chanLines.end();
       resolve({ code, signal, ...(spawnError ? { spawnError } : {}), stdout: Buffer.concat(chunks).toString('utf8'), ...(opts.channel ? { channel: Buffer.concat(chan).toString('utf8') } : {}), ms: Date.now() - started });
     });
   });

@@ -26,6 +26,7 @@ import { capped, decidingRow, FAILURE_KINDS, Tail } from './summary.js';
 export { decidingRow, printVerdict } from './summary.js';
 import { heldOutStage, type HoldoutCounts, type SealedCounts } from './holdout-run.js';
 import { sandboxAvailable, type SandboxMode } from './sandbox.js';
+import type { RunProgressOut } from './run-progress.js';
 import { checkStream, environmentRun, laterRun, orderChanges, sealedRun, type SealedRun, type StrictFinding, type StrictOptions } from './strict.js';
 
 export interface CiOptions {
@@ -55,6 +56,8 @@ export interface CiOptions {
 export interface CiIo {
   out(line: string): void;
   err(line: string): void;
+  /** Each strict run's progress past 2 s (src/ci/run-progress.ts); the CLI gives stderr. None without it. */
+  progress?: RunProgressOut;
 }
 
 export type ReasonKind =
@@ -278,13 +281,13 @@ export async function executeCi(args: CiOptions, io: CiIo): Promise<CiReport> {
       // The dependencies CI installed in the checkout (node_modules) are linked into the sealed copy.
       const links = existsSync(join(repo, 'node_modules')) ? [{ name: 'node_modules', target: join(repo, 'node_modules') }] : [];
       const hidden = [repo, ...(args.data ? [resolve(args.data)] : [])];
-      const so: StrictOptions = { git, policy, repo, cmd, seed, tmp, ...(args.junit ? { junit: args.junit } : {}), io, relay, links, sandbox, hidden };
+      const plan = { runs: args.runs ?? policy.ci.runs, baseline: policy.ci.baseline === 'auto' && !baseline };
+      const so: StrictOptions = { git, policy, repo, cmd, seed, tmp, ...(args.junit ? { junit: args.junit } : {}), io, relay, links, sandbox, hidden, plan, ...(io.progress ? { progress: io.progress } : {}) };
       let sealed: SealedRun | null = null;
       let res;
       if (strict) {
         // How many times the suite runs, said before the first (issue 49): each run can take minutes.
-        const runs = args.runs ?? policy.ci.runs;
-        const withBaseline = policy.ci.baseline === 'auto' && !baseline;
+        const { runs, baseline: withBaseline } = plan;
         io.out(`patchgate: the suite runs ${runs} time(s)${runs > 1 ? ` (run 1 in order, then ${runs - 1} shuffled, to catch tests that depend on order or conditions)` : ''}${withBaseline ? ', and once on the trusted tree for the baseline (cached per trusted tree)' : ''}: ${runs + (withBaseline ? 1 : 0)} run(s) in all; --runs 1 runs it once`);
         sealed = await sealedRun(so, headId, 'run1');
         res = sealed.res;

@@ -17,6 +17,7 @@ import { variedEnv } from './vary.js';
 import { sealTree, sealedEnv, unseal, verifySeal, type Seal } from './sealed.js';
 import { findExecutable, sandboxArgv, sandboxEnv, type SandboxMode } from './sandbox.js';
 import { describeVariation, variation, type Variation } from './vary.js';
+import { runLabel, RunWatch, type RunPlan, type RunProgressOut } from './run-progress.js';
 
 export interface StrictFinding {
   kind: 'no-stream' | 'report-mismatch' | 'tree-tampered' | 'runtime-tamper' | 'order-dependent' | 'environment-dependent' | 'vanished' | 'skipped' | 'holdout-failed' | 'holdout-no-stream' | 'holdout-unavailable'
@@ -52,6 +53,10 @@ export interface StrictOptions {
   sandbox?: SandboxMode;
   /** Folders the sandbox never shows, even through a toolchain on PATH (the checkout, the data folder). */
   hidden?: string[];
+  /** Where each run's progress goes after 2 s (run-progress.ts; the CLI: stderr); none without it. */
+  progress?: RunProgressOut;
+  /** How many runs the whole `patchgate ci` makes, for "run 2 of 3". */
+  plan?: RunPlan;
 }
 
 /** The n-th shuffle seed of a run: derived from the run seed, so a replay shuffles the same way. */
@@ -75,6 +80,13 @@ export async function sealedRun(o: StrictOptions, rev: string, name: string, opt
   const findings: StrictFinding[] = [];
   const parts: Array<{ res: CommandResult; argv: string[]; stream: Stream | null }> = [];
   let junit: string | null = null;
+  const label = runLabel(name, o.plan);
+  const sandboxed = (o.sandbox ?? 'bwrap') === 'bwrap';
+  const where = `sealed copy of ${rev.slice(0, 12)} in ${root}${sandboxed ? ', sandboxed by bubblewrap' : ', NOT SANDBOXED'}`;
+  // Every run says when it starts (issue 49: a run can take minutes); run 1 names its command too.
+  if (opt.quiet) o.io.out(`patchgate: ${label}: started (${where})`);
+  let watch: RunWatch | null = null;
+  try {
   for (const argv of opt.sequence ?? [opt.argv ?? withSeed(o.cmd, o.seed)]) {
     // Paths into the agent's checkout are paths into the sealed copy.
     let base = argv.map((a) => a.split(o.repo + '/').join(root + '/'));
@@ -84,8 +96,8 @@ export async function sealedRun(o: StrictOptions, rev: string, name: string, opt
     const att = await attachChannel(base, { dir: pluginDir, seed: o.seed, shuffle: opt.shuffle, plugins: o.policy.ci.pytestPlugins, haveReport: !!o.junit && !opt.argv, collectOnly: opt.collectOnly, root });
     junit = o.junit && !opt.argv ? (isAbsolute(o.junit) ? o.junit : resolve(root, o.junit)) : att.junit;
     const runEnv = (opt.extraFiles || held) && !nodeHeld ? { ...att.env, PYTHONPATH: [att.env.PYTHONPATH, root, join(root, 'src')].filter(Boolean).join(':'), ...(held ? { PATCHGATE_HOLDOUT_FROM_STDIN: '1' } : {}) } : att.env;
-    const sandboxed = (o.sandbox ?? 'bwrap') === 'bwrap';
-    if (!opt.quiet) o.io.out(`patchgate: running ${showArgv(att.argv)} (sealed copy of ${rev.slice(0, 12)} in ${root}${sandboxed ? ', sandboxed by bubblewrap' : ', NOT SANDBOXED'})`);
+    if (!opt.quiet) o.io.out(`patchgate: ${label}: running ${showArgv(att.argv)} (${where})`);
+    if (o.progress && !watch) watch = new RunWatch(label, o.progress, att.kind !== 'unknown').start();
     // Tripwire lines the node preload wrote on stderr (vitest and jest workers pass it through).
     const marks: string[] = [];
     const mark = (emit: (l: string) => void) => (l: string) => {
@@ -93,12 +105,18 @@ export async function sealedRun(o: StrictOptions, rev: string, name: string, opt
       else emit(l);
     };
     const quiet = () => {};
-    const res = await spawnSealed(o, { root, pluginDir, argv: att.argv, runEnv, ...(opt.vary ? { vary: opt.vary } : {}), ...(held ? { stdin: Buffer.from(JSON.stringify({ files: held })) } : {}), channel: att.kind !== 'unknown', onStdout: mark(opt.quiet ? quiet : (o.relay ?? o.io).out), onStderr: mark(opt.quiet ? quiet : (o.relay ?? o.io).err) });
+    const res = await spawnSealed(o, { root, pluginDir, argv: att.argv, runEnv, ...(opt.vary ? { vary: opt.vary } : {}), ...(held ? { stdin: Buffer.from(JSON.stringify({ files: held })) } : {}), channel: att.kind !== 'unknown', ...(watch ? { onChannel: (l: string) => watch!.line(l) } : {}), onStdout: mark(opt.quiet ? quiet : (o.relay ?? o.io).out), onStderr: mark(opt.quiet ? quiet : (o.relay ?? o.io).err) });
     const stream = att.kind === 'unknown' ? null : parseStream(res.channel ?? '', att.kind, root);
     findings.push(...tamperFindings([...(stream?.tampers ?? []), ...tampersInOutput(marks)], name));
     parts.push({ res, argv: att.argv, stream });
     if (opt.sequence) findings.push(...checkStream({ res, argv: att.argv, root, junit: null, stream, findings: [] }, null).map((f) => ({ ...f, message: `${f.message} (${showArgv(argv.slice(1))})` })));
   }
+  } catch (e) {
+    watch?.stop('stopped by an error');
+    throw e;
+  }
+  const last = parts.find((p) => p.res.spawnError || p.res.signal || p.res.code !== 0)?.res ?? parts.at(-1)?.res;
+  watch?.stop(!last ? 'ended' : last.spawnError ? 'could not start' : last.signal ? `killed by ${last.signal}` : `exited ${last.code}`);
   const changed = await verifySeal(seal).catch((e) => [`(the tree could not be read back: ${errorMessage(e)})`]);
   if (changed.length) findings.push({ kind: 'tree-tampered', row: 'tree-tampered', message: `the tests or fixtures changed during the run (${name}): ${changed.slice(0, 8).join(', ')}${changed.length > 8 ? ', ...' : ''}; code under test may not write the oracle` });
   await unseal(root);
@@ -145,6 +163,8 @@ export interface SealedSpawn {
   /** A later run's varied conditions (vary.ts): clock, uid, HOME, temp folder, hostname, hash seed, variable order. */
   vary?: Variation;
   channel: boolean;
+  /** Each line of the gate's pipe as it arrives (the run's progress). */
+  onChannel?(line: string): void;
   onStdout(line: string): void;
   onStderr(line: string): void;
 }
@@ -169,7 +189,7 @@ export async function spawnSealed(o: StrictOptions, p: SealedSpawn): Promise<Com
     ? sandboxArgv(p.argv, { writable: [p.root, p.pluginDir], readOnly: linked, scratch: linked.flatMap((t) => [join(t, '.vite'), join(t, '.vite-temp'), join(t, '.cache')]), cwd: p.root, env, ...(vary ? { uid: vary.uid, hostname: vary.hostname } : {}) }, o.hidden ?? [o.repo])
     : p.argv;
   if (sandboxed && !findExecutable(p.argv[0] ?? '', p.root, env.PATH ?? '')) return { code: null, signal: null, spawnError: `cannot run ${p.argv[0]}: spawn ${p.argv[0]} ENOENT (not found on PATH)`, stdout: '', ms: 0 };
-  return runCommand(spawnArgv, { cwd: p.root, env, exactEnv: true, ...(p.stdin ? { stdin: p.stdin } : {}), channel: p.channel, capture: true, onStdout: p.onStdout, onStderr: p.onStderr });
+  return runCommand(spawnArgv, { cwd: p.root, env, exactEnv: true, ...(p.stdin ? { stdin: p.stdin } : {}), channel: p.channel, ...(p.onChannel ? { onChannel: p.onChannel } : {}), capture: true, onStdout: p.onStdout, onStderr: p.onStderr });
 }
 
 /** One `runtime-tamper` finding per tripwire that fired (the same event at the same line once). */
