@@ -141,14 +141,18 @@ export function buildCli(argv: string[]): Argv {
       .option('today', { type: 'string', describe: 'YYYY-MM-DD for ledger expiry (default: today, UTC)' })
       .option('verbose', { type: 'boolean', default: false, describe: 'show the runner\'s output, the whole decision table and every reason (default: a summary)' })
       .option('sandbox', { choices: ['bwrap', 'none'] as const, default: 'bwrap' as const, describe: 'strict runs: every test process under bubblewrap (no network, no parent /proc, only the sealed tree writable); none: the explicit opt-out, reported as not sandboxed' })
+      .option('class', { type: 'string', describe: 'judge the static policy as a push of this agent class (ci/patchgate.json "classes"; default: the default class)' })
+      .option('evidence', { type: 'boolean', default: false, describe: 'a test author\'s push (issue 50): instead of the suite, its new and changed tests must fail on the trusted tip (--base) and no test may be deleted or lose assertions; use with --class' })
       .usage('$0 ci --base REV --head REV [options] -- CMD...\n\nCMD (after --) runs the tests: pytest, node (--test), vitest or jest, run directly; npm test, npm run NAME, yarn test and pnpm test run the script the trusted revision\'s package.json names.')
       .example('$0 ci --base origin/main --head HEAD -- node --import=@tapjs/typescript/import --test --test-reporter=tap test/node/npm-script.test.ts', 'judge HEAD, then run patchgate\'s own node:test suite (green on this repository)')
       .example('$0 ci --base origin/main --head HEAD -- python3 -m pytest tests', 'a pytest project (src/ put first on the import path)')
+      .example('$0 ci --evidence --class test-author --base origin/main --head agent/tests -- python3 -m pytest tests', 'a test author\'s push: its new tests must fail on main, and it may weaken no test')
       .example('$0 ci --base origin/main --head HEAD -- npm test', 'the trusted package.json\'s test script (e.g. vitest run), run directly')
       .parserConfiguration({ 'populate--': true, 'parse-positional-numbers': false }),
     (a) => guarded(async () => (await ciCommand()).runCi({
       repo: resolve(a.repo), base: a.base, head: a.head, seed: a.seed, junit: a.junit, report: a.report,
       baseline: a.baseline, writeBaseline: a.writeBaseline, data: a.data, ...(a.audit !== undefined ? { audit: a.audit } : {}), today: a.today, cmd: afterDashes(a), verbose: a.verbose, sandbox: a.sandbox, ...(a.holdout !== undefined ? { holdout: a.holdout } : {}), ...(a.runs !== undefined ? { runs: a.runs } : {}),
+      ...(a.class !== undefined ? { agentClass: a.class } : {}), evidence: a.evidence,
       // Each suite run's progress past 2 s on stderr: in place on a terminal, a line every 30 s elsewhere (src/ci/run-progress.ts).
     }, { ...io, progress: { write: (t: string) => void process.stderr.write(t), isTTY: !!process.stderr.isTTY } })))
     .command('ledger', 'the flake ledger: `ledger check`, `ledger freeze`', (y) => y

@@ -202,3 +202,10 @@ export class SealedCaseError extends PatchgateError {
     this.index = index;
   }
 }
+
+/** `patchgate ci --evidence` (src/ci/evidence.ts) could not judge the push's tests (no merge base, a trusted test file that does not parse, no result from the trusted tip): it fails closed with this one line. */
+export class EvidenceError extends PatchgateError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('EVIDENCE', message, options);
+  }
+}

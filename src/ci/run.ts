@@ -26,6 +26,7 @@ import { capped, decidingRow, FAILURE_KINDS, Tail } from './summary.js';
 export { decidingRow, printVerdict } from './summary.js';
 import { heldOutStage, type HoldoutCounts, type SealedCounts } from './holdout-run.js';
 import { sandboxAvailable, type SandboxMode } from './sandbox.js';
+import { evidenceStage, type EvidenceCounts, type EvidenceFinding } from './evidence.js';
 import type { RunProgressOut } from './run-progress.js';
 import { checkStream, environmentRun, laterRun, orderChanges, sealedRun, type SealedRun, type StrictFinding, type StrictOptions } from './strict.js';
 
@@ -51,6 +52,10 @@ export interface CiOptions {
   verbose?: boolean;
   /** `--sandbox bwrap|none` (pinned in DESIGN.md; the bubblewrap work reads it). Tests that measured a run unsandboxed say `none`. */
   sandbox?: SandboxMode;
+  /** `--class`: judge the static policy under this agent class (a test author's push: `--class test-author`). */
+  agentClass?: string;
+  /** `--evidence` (issue 50): instead of the suite, the push's new and changed tests must fail on the trusted tip and weaken no test (evidence.ts). */
+  evidence?: boolean;
 }
 
 export interface CiIo {
@@ -64,7 +69,7 @@ export type ReasonKind =
   | 'check' | 'ledger-invalid' | 'failed' | 'new-seed' | 'expired' | 'fixture-mismatch'
   | 'no-report' | 'stale-report' | 'unreadable-report' | 'incomplete-report' | 'empty-report'
   | 'seed-file' | 'command-failed' | 'vanished' | 'skipped' | 'error' | 'not-judged-code' | 'command-not-found' | 'sandbox-missing' | 'runtime-tamper' | 'runner-shadowed'
-  | StrictFinding['kind'];
+  | StrictFinding['kind'] | EvidenceFinding['kind'];
 
 export interface CiReason {
   kind: ReasonKind;
@@ -99,6 +104,8 @@ export interface CiReport {
   holdout?: HoldoutCounts | null;
   /** Sealed expectations: cases in the held-out `*.sealed.json` files, how many ran and passed (judged by the gate). */
   sealed?: SealedCounts | null;
+  /** `--evidence`: the merge base compared with, the test files, new and changed test ids, those that failed on the trusted tip. */
+  evidence?: EvidenceCounts | null;
   /** pytest: where each of the project's own modules was imported from (the judged tree's, or not). */
   modules?: Record<string, string>;
   /** pytest: where the runner's own modules (pytest, _pytest, pluggy, ...) were imported from, and the judged tree's modules named like them, which were not (issue 46). */
@@ -202,14 +209,14 @@ export async function executeCi(args: CiOptions, io: CiIo): Promise<CiReport> {
   let tmp: string | null = null;
   try {
     // 1. The static policy, exactly as an agent's push meets it.
-    const d: RefDecision = await runCheck({ repo, base: args.base, head: args.head, role: 'agent' });
+    const d: RefDecision = await runCheck({ repo, base: args.base, head: args.head, role: 'agent', ...(args.agentClass !== undefined ? { agentClass: args.agentClass } : {}) });
     report.check = checkJson(d);
     if (d.verdict === 'reject') {
       for (const l of renderDecision(d)) io.out(l);
       if (d.row === 'gate-error') report.verdict = 'error';
       for (const r of d.reasons) red(ctx, r.rule === 'error' ? 'error' : 'check', d.row, r.message);
       if (!d.reasons.length) red(ctx, 'check', d.row, d.action);
-      io.out('patchgate: the static policy refused the patch; the tests were not run');
+      io.out(`patchgate: the static policy refused the patch; the tests were not run${args.evidence && args.agentClass === undefined ? ' (a test author\'s push is judged under its class: add --class, e.g. --class test-author)' : ''}`);
       return finish(ctx);
     }
     io.out(`patchgate: static policy: ACCEPT (contract ${d.contract.head ? d.contract.head.slice(0, 12) : 'n/a'})`);
@@ -230,7 +237,7 @@ export async function executeCi(args: CiOptions, io: CiIo): Promise<CiReport> {
       const strict = policy.ci.integrity === 'strict';
       const sandbox: SandboxMode = args.sandbox ?? 'bwrap';
       report.sandbox = strict ? sandbox : null;
-      if (strict && sandbox === 'bwrap') {
+      if ((strict || args.evidence) && sandbox === 'bwrap') {
         const can = sandboxAvailable();
         if (!can.ok) {
           red(ctx, 'sandbox-missing', 'sandbox-missing', `the tests were not run: ${can.why}`);
@@ -245,7 +252,7 @@ export async function executeCi(args: CiOptions, io: CiIo): Promise<CiReport> {
       // Held-out tests run only in the sealed (strict) run: asked for without it, the run cannot vouch for them.
       if (args.holdout !== undefined && !strict) red(ctx, 'holdout-unavailable', 'holdout-red', `--holdout needs ci.integrity "strict" in the policy on the trusted branch (it is "${policy.ci.integrity}"): the held-out tests were not run`);
       // A sealed run reads the judged tree from git objects; only the old in-checkout run needs the checkout at head.
-      if (!strict) await assertWorkTree(git, headId);
+      if (!strict && !args.evidence) await assertWorkTree(git, headId);
 
       // 2. The ledger of the judged revision, revalidated, and the fixture digest it binds to.
       const ledger = await loadLedgerAt(git, headId, policy.ledger.path, policy.ledger.maxDays);
@@ -283,6 +290,12 @@ export async function executeCi(args: CiOptions, io: CiIo): Promise<CiReport> {
       const hidden = [repo, ...(args.data ? [resolve(args.data)] : [])];
       const plan = { runs: args.runs ?? policy.ci.runs, baseline: policy.ci.baseline === 'auto' && !baseline };
       const so: StrictOptions = { git, policy, repo, cmd, seed, tmp, ...(args.junit ? { junit: args.junit } : {}), io, relay, links, sandbox, hidden, plan, ...(io.progress ? { progress: io.progress } : {}) };
+      // --evidence: the push's new and changed tests, on the trusted tip, in place of the suite (evidence.ts).
+      if (args.evidence) {
+        report.evidence = await evidenceStage(so, { baseId, headId }, evidenceRerun(args), (f) => red(ctx, f.kind, f.row, f.message, f.test));
+        printReasons(ctx);
+        return finish(ctx);
+      }
       let sealed: SealedRun | null = null;
       let res;
       if (strict) {
@@ -503,6 +516,12 @@ async function trustedBaseline(ctx: Ctx, so: StrictOptions, first: SealedRun, ba
   if (!cmp.vanished.length && !cmp.skipped.length) io.out(`patchgate: baseline: all ${cmp.ran} test(s) that ran on the trusted tree ran here${cmp.skippedThere ? ` (${cmp.skippedThere} skipped there too)` : ''}`);
 }
 
+/** The command that runs the evidence check again, as the user gave it (the next step of every finding). */
+function evidenceRerun(a: CiOptions): string {
+  const q = (s: string) => (/^[\w./:=@+-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
+  return ['patchgate', 'ci', '--evidence', ...(a.agentClass ? ['--class', a.agentClass] : []), ...(resolve(a.repo) !== process.cwd() ? ['--repo', resolve(a.repo)] : []), '--base', a.base, '--head', a.head, ...(a.sandbox === 'none' ? ['--sandbox', 'none'] : []), '--', ...a.cmd].map(q).join(' ');
+}
+
 /** The reasons, failures last; in the summary at most a few per kind (the JSON report has all). */
 function printReasons(ctx: Ctx): void {
   const verbose = !!ctx.args.verbose;
@@ -537,6 +556,7 @@ export async function auditCi(dataDir: string, report: CiReport, audit?: string)
         baseline: report.baseline,
         holdout: report.holdout ?? null,
         sealed: report.sealed ?? null,
+        ...(report.evidence ? { evidence: report.evidence } : {}),
         check: report.check ? { verdict: report.check.verdict, row: report.check.row, contract: report.check.contract } : null,
       },
     }));

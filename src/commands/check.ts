@@ -15,6 +15,8 @@ export interface CheckArgs {
   base: string;
   head: string;
   role: Role;
+  /** An agent's class of the policy (src/policy/classes.ts); absent: the default class. */
+  agentClass?: string;
   ref?: string;
   /** Where a long contract parse reports (default: stderr once it has run 2 s, as `contract` does). */
   progress?: SlowPhaseOptions;
@@ -40,7 +42,7 @@ export async function runCheck(args: CheckArgs, cache?: Map<string, unknown>): P
     // With --ref, judge it as the move base -> head; without, the work starts at the merge-base.
     const oldId = args.ref ? base : ((await git.mergeBase(base, head)) ?? '0'.repeat(head.length));
     return await judgeUpdate(
-      { git, role: args.role, mode: 'check', trustedTip: base, exclude: [base], checkRefs: !!args.ref, cache, progress: args.progress ?? { ...stderrProgress(), delayMs: 2000 } },
+      { git, role: args.role, ...(args.agentClass !== undefined ? { agentClass: args.agentClass } : {}), mode: 'check', trustedTip: base, exclude: [base], checkRefs: !!args.ref, cache, progress: args.progress ?? { ...stderrProgress(), delayMs: 2000 } },
       { ref: args.ref ?? (await headLabel(git, args.head)), oldId, newId: head },
     );
   } finally {

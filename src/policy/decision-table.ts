@@ -51,6 +51,8 @@ export const ROW_CODES: Readonly<Record<string, string>> = {
   'order-dependent': 'PG-ORDER-DEPENDENT',
   'environment-dependent': 'PG-ENVIRONMENT-DEPENDENT',
   'holdout-red': 'PG-HOLDOUT',
+  'test-weakened': 'PG-TEST-WEAKENED',
+  'not-evidence': 'PG-NOT-EVIDENCE',
   'oracle-shrank': 'PG-ORACLE-SHRANK',
   'report-missing': 'PG-REPORT-MISSING',
   'contract-red': 'PG-CONTRACT-RED',
@@ -97,6 +99,9 @@ export const DECISION_TABLE: readonly TableRow[] = [
   { id: 'order-dependent', observation: 'a test changed outcome between runs (shuffled order)', result: 'fail', action: 'remove state carried between tests; do not freeze' },
   { id: 'environment-dependent', observation: 'a test changed outcome between runs under varied conditions (clock, uid, HOME, temp folder, hostname, hash seed, variable order), also in the same order', result: 'fail', action: 'compute the result from the inputs, not from the date, user, paths, host or hash order; do not freeze' },
   { id: 'holdout-red', observation: 'a held-out test failed', result: 'fail', action: 'reject patch; fix the bug for every input' },
+  // --- issue 50: `patchgate ci --evidence`, a test author's push (src/ci/evidence.ts).
+  { id: 'test-weakened', observation: "a test author's push deletes a test or removes assertions from one (ci --evidence)", result: 'fail', action: 'put the test or its assertions back; a test author adds and strengthens tests, never weakens one' },
+  { id: 'not-evidence', observation: 'a new or changed test already passes (or is skipped) on the trusted tip, or the push adds no test (ci --evidence)', result: 'fail', action: 'make the test assert what the change to come must do: it must fail on the trusted tip' },
   { id: 'oracle-shrank', observation: 'a trusted test vanished, or became skipped or xfailed', result: 'fail', action: 'reject patch; the tests the trusted branch has must run and pass' },
   { id: 'report-missing', observation: 'no usable test report (missing, stale, unreadable, incomplete or empty)', result: 'fail', action: 'run the command that writes the report; a run without one is not evidence' },
   // --- end of issue 11 rows
