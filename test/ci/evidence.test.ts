@@ -74,6 +74,17 @@ t.test('click: new evidence accepted, a passing test flagged, a weakened test re
   t.same(report().evidence.failOnTip, [newId], 'and it failed on the trusted tip');
   t.equal(report().evidence.mergeBase, main);
 
+  // A new test file that imports a name main does not have yet cannot even be collected there: that is failing.
+  git(d, 'checkout', '-q', '-b', 'agent/tests-import', 'main');
+  writeFileSync(join(d, 'tests/test_shorten.py'), 'from click.utils import shorten_words\n\n\ndef test_shorten_words():\n    assert shorten_words("a b c", 1) == "a..."\n');
+  git(d, 'add', 'tests/test_shorten.py');
+  git(d, 'commit', '-q', '-m', 'test author: a test of a function to come');
+  git(d, 'checkout', '-q', 'main');
+  const imports = await run('agent/tests-import');
+  t.equal(imports.code, 0, `a test file that cannot be collected on main is new evidence:\n${imports.text}`);
+  t.same(report().evidence.failOnTip, ['tests/test_shorten.py::test_shorten_words']);
+  t.match(imports.text, /tests\/test_shorten\.py cannot be collected on the trusted tip/, 'and the log says why it counts as failing');
+
   const flagged = await run('agent/tests-pass');
   t.equal(flagged.code, 1, 'a new test that already passes on main is red');
   const passId = `${FILENAME_TESTS}::test_format_filename_bytes_again`;
