@@ -60,6 +60,12 @@ export interface ProgressOptions {
   verb?: string;
   /** Say nothing unless the phase is still running this long after it started (default 0: at once). */
   delayMs?: number;
+  /**
+   * Why units of the total may not be counted (a contract walk does not read again the files of
+   * a folder whose contract it already knows): the end line then says `N skipped (WHY)`, so
+   * "19 files to read" and "13 files parsed" add up (issue 49). Without it the line is as before.
+   */
+  skippedWhy?: string;
 }
 
 export class Progress {
@@ -134,7 +140,8 @@ export class Progress {
     if (!this.open) return;
     this.open = false;
     if (!this.shown) return; // short enough to say nothing
-    const line = formatDone(this.state(), note);
+    const skipped = this.total !== null && this.opts.skippedWhy && !note ? this.total - this.doneCount : 0;
+    const line = formatDone(this.state(), skipped > 0 ? `${skipped} skipped (${this.opts.skippedWhy})` : note);
     this.opts.write(this.opts.isTTY && this.drawn ? `\r${line}\x1b[K\n` : `${line}\n`);
     this.drawn = false;
   }
@@ -145,7 +152,7 @@ export function stderrProgress(): { write: (text: string) => void; isTTY: boolea
   return { write: (t) => void process.stderr.write(t), isTTY: !!process.stderr.isTTY };
 }
 
-export interface SlowPhaseOptions extends Pick<ProgressOptions, 'write' | 'isTTY' | 'now' | 'unit' | 'verb' | 'everyMs'> {
+export interface SlowPhaseOptions extends Pick<ProgressOptions, 'write' | 'isTTY' | 'now' | 'unit' | 'verb' | 'everyMs' | 'skippedWhy'> {
   /** Say nothing unless the work still runs this long after it started (default 2000 ms). */
   delayMs?: number;
 }

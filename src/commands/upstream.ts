@@ -143,7 +143,7 @@ export async function runRepoWarm(args: { data: string; name: string; progress?:
   const { name, dir } = repoDirOf(args.data, args.name);
   const { PersistentCache, ContentCache } = await import('../cache/content-cache.js');
   const { loadPolicy } = await import('../policy/config.js');
-  const { contractFileCount, contractOf } = await import('../contract/digest.js');
+  const { CONTRACT_SKIPPED_WHY, contractFileCount, contractOf } = await import('../contract/digest.js');
   const { Progress, stderrProgress } = await import('../progress.js');
   const disk = new PersistentCache(join(resolve(args.data), 'cache.db'), () => {});
   const git = new Git({ dir, bare: true });
@@ -154,7 +154,7 @@ export async function runRepoWarm(args: { data: string; name: string; progress?:
     const t0 = Date.now();
     const { roots, format, maxSourceBytes } = policy.contract;
     // Files read of the total, the rate and the time left, on stderr (src/progress.ts).
-    const progress = new Progress(args.progress ?? stderrProgress());
+    const progress = new Progress({ ...(args.progress ?? stderrProgress()), skippedWhy: CONTRACT_SKIPPED_WHY });
     progress.phase(`patchgate: warming ${name}`, await contractFileCount(git, tip, roots, format));
     const c = await contractOf(git, tip, roots, format, new ContentCache(disk), { maxSourceBytes, onFile: (n) => progress.tick(n) }).catch((err: unknown) => {
       if (err instanceof ContractParseError) return null;

@@ -39,6 +39,9 @@ export function limitOf(limits: ContractLimits): Lim {
   return { max, tag: Number.isFinite(max) ? `max${max}` : 'nomax', ...(limits.onFile ? { onFile: limits.onFile } : {}), files: new FileQueue() };
 }
 
+/** Why a contract walk's progress counts fewer files than contractFileCount: a folder whose contract is known is not read again (src/progress.ts skippedWhy). */
+export const CONTRACT_SKIPPED_WHY = 'in folders whose contract was known already, from a revision read before or the cache: not read again';
+
 /** How many contract files (TS/JS and Python, or the seed's Python files) the roots hold at `rev`: a warm-up's total. One ls-tree per root. */
 export async function contractFileCount(git: ContractGit, rev: string, roots: string[], format: ContractFormat): Promise<number> {
   let n = 0;

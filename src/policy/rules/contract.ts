@@ -3,7 +3,7 @@
 // the trusted tip, or be listed in the allow file read from the trusted tip.
 
 import { ContractParseError, ContractSizeError, ParseWorkerError } from '../../errors.js';
-import { contractCached, contractFileCount, contractOf, contractRows, diffContracts, parseAllowFile, type Contract, type ContractDiff, type ContractFormat, type ContractLimits } from '../../contract/digest.js';
+import { CONTRACT_SKIPPED_WHY, contractCached, contractFileCount, contractOf, contractRows, diffContracts, parseAllowFile, type Contract, type ContractDiff, type ContractFormat, type ContractLimits } from '../../contract/digest.js';
 import { sameContract, type Sameness } from '../../contract/unchanged.js';
 import { slowPhase } from '../../progress.js';
 import type { Git } from '../../git/git.js';
@@ -167,5 +167,5 @@ function rowFindings(diff: ContractDiff, headCommit: string): Finding[] {
 function digestOf(ctx: Parameters<Rule['check']>[0], git: Git, rev: string, what: string, roots: string[], format: ContractFormat, limits: ContractLimits): Promise<Contract> {
   if (!ctx.progress) return contractOf(git, rev, roots, format, ctx.cache, limits);
   const label = `patchgate: contract of ${what} ${short(rev)} (not cached yet: the first push of this repository or of this tree)`;
-  return slowPhase(ctx.progress, label, () => contractFileCount(git, rev, roots, format), (tick) => contractOf(git, rev, roots, format, ctx.cache, { ...limits, onFile: tick }));
+  return slowPhase({ ...ctx.progress, skippedWhy: CONTRACT_SKIPPED_WHY }, label, () => contractFileCount(git, rev, roots, format), (tick) => contractOf(git, rev, roots, format, ctx.cache, { ...limits, onFile: tick }));
 }

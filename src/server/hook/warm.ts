@@ -5,7 +5,7 @@
 
 import { Git } from '../../git/git.js';
 import { ContractParseError, errorMessage } from '../../errors.js';
-import { contractFileCount, contractOf } from '../../contract/digest.js';
+import { CONTRACT_SKIPPED_WHY, contractFileCount, contractOf } from '../../contract/digest.js';
 import { Progress } from '../../progress.js';
 import { runCancellable } from '../../cancel.js';
 import { runInBackground } from '../../contract/priority.js';
@@ -68,7 +68,7 @@ export class Warmer {
       if (!tip) return;
       const { roots, format, maxSourceBytes } = policy.contract;
       const out = this.ctx.opts.progress ?? { write: (t: string) => this.ctx.log(t.replace(/\n$/, '')), isTTY: false };
-      const progress = new Progress(out);
+      const progress = new Progress({ ...out, skippedWhy: CONTRACT_SKIPPED_WHY });
       this.warmProgress = progress;
       progress.phase(`patchgate: warming ${repoDir}`, await contractFileCount(git, tip, roots, format));
       let note = '';
