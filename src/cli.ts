@@ -322,10 +322,10 @@ export function buildCli(argv: string[]): Argv {
         .option('data', dataOpt)
         .option('repo', { type: 'string' })
         .option('actor', { type: 'string' })
-        .option('verdict', { choices: ['accept', 'reject', 'would-reject'] as const })
+        .option('verdict', { choices: ['accept', 'reject', 'would-reject'] as const, describe: 'by outcome: a push upstream refused after the gate accepted it is a reject' })
         .option('since', { type: 'string', describe: 'ISO 8601 time' })
         .option('until', { type: 'string', describe: 'ISO 8601 time' })
-        .option('kind', { choices: ['push', 'ref', 'auth', 'admin', 'ci', 'confirm', 'escalation'] as const, describe: 'escalation: agents\' notes for a person and their closing rows' })
+        .option('kind', { choices: ['push', 'ref', 'auth', 'admin', 'ci', 'confirm', 'escalation', 'upstream-refusal'] as const, describe: 'escalation: agents\' notes for a person and their closing rows; upstream-refusal: refs the gate accepted and upstream refused' })
         .option('limit', { type: 'string', default: '100', describe: 'at most this many rows (1 to 1000000)' })
         .option('json', { type: 'boolean', default: false, describe: 'one JSON object per line' })
         .option('audit', auditOpt),

@@ -7,20 +7,25 @@
 // allowed at each schema step are frozen below (KINDS_AT, VERDICTS_AT), and a column records the
 // schema step it came with (`since`): a later column is added by a migration of its own.
 
-export type EventKind = 'push' | 'ref' | 'auth' | 'admin' | 'ci' | 'confirm' | 'escalation';
+export type EventKind = 'push' | 'ref' | 'auth' | 'admin' | 'ci' | 'confirm' | 'escalation' | 'upstream-refusal';
 export type Verdict = 'accept' | 'reject' | 'would-reject';
 export type Role = 'agent' | 'human' | 'admin';
 
-export const EVENT_KINDS: readonly EventKind[] = ['push', 'ref', 'auth', 'admin', 'ci', 'confirm', 'escalation'];
+export const EVENT_KINDS: readonly EventKind[] = ['push', 'ref', 'auth', 'admin', 'ci', 'confirm', 'escalation', 'upstream-refusal'];
 export const VERDICTS: readonly Verdict[] = ['accept', 'reject', 'would-reject'];
 export const ROLES: readonly Role[] = ['agent', 'human', 'admin'];
 /** The prev_hash of row 1, and the head of an empty log. */
 export const ZERO_HASH = '0'.repeat(64);
 
-/** What `kind` allowed: at the first schema step, and since `escalation` (SQLite step 5, PostgreSQL step 3). */
+/**
+ * What `kind` allowed: at the first schema step, since `escalation` (SQLite step 5, PostgreSQL
+ * step 3), and since `upstream-refusal` (SQLite step 7, PostgreSQL step 5: a ref the gate
+ * accepted and upstream then refused, issue 48).
+ */
 export const KINDS_AT = {
   first: ['push', 'ref', 'auth', 'admin', 'ci', 'confirm'],
   escalation: ['push', 'ref', 'auth', 'admin', 'ci', 'confirm', 'escalation'],
+  upstreamRefusal: ['push', 'ref', 'auth', 'admin', 'ci', 'confirm', 'escalation', 'upstream-refusal'],
 } as const;
 /** What `verdict` allowed: at SQLite's first step, and since evaluate mode (SQLite step 4; PostgreSQL from its first). */
 export const VERDICTS_AT = {

@@ -54,6 +54,11 @@ export interface RecordPushInput extends Omit<PushInput, 'refCount'> {
    * token was revoked or expired by then is written as refused (./credential.ts).
    */
   credential?: string;
+  /**
+   * Written before its forward upstream (never stored): /metrics counts it once the forward's
+   * outcome is written, as a refusal when upstream refused (src/server/metrics.ts).
+   */
+  forwarding?: boolean;
 }
 
 export interface AuthFailureInput {
@@ -75,6 +80,24 @@ export interface AdminInput {
   detail?: unknown;
   /** The push this row is about (a forward's outcome, a recovery): `getPush` lists it under `outcomes`. */
   pushId?: string | null;
+}
+
+/**
+ * Refs the gate accepted and wrote as accepted before forwarding them, which upstream then
+ * refused (or which never reached it): one `upstream-refusal` row each (issue 48), so every
+ * count of the push reads it as refused (src/audit/queries.ts OUTCOME).
+ */
+export interface UpstreamRefusalInput extends PusherInput {
+  url: string;
+  refs: Array<{ ref: string; old: string; new: string; forced?: boolean; answer: string }>;
+  /** upstream's own lines (remote: ...), already redacted. */
+  messages?: string[];
+  /** When the forward started, how long it took, whether it was --atomic. */
+  at?: string;
+  ms?: number;
+  atomic?: boolean;
+  /** Written at a later start from the intent journal (src/upstream/recover.ts). */
+  recovered?: boolean;
 }
 
 /** An agent's `git push -o patchgate.escalate="TEXT"`: a note for a person (src/audit/escalation.ts sanitises `text`). */
@@ -179,14 +202,18 @@ export interface AuditRow {
   head: string | null;
   prevHash: string;
   hash: string;
+  /** Set only where it differs from `verdict`: a push or ref upstream refused after it was written as accepted (issue 48). */
+  outcome?: Verdict;
 }
 
 export interface PushTrace {
   push: AuditRow | null;
   refs: AuditRow[];
   confirms: AuditRow[];
-  /** Admin rows recorded under the push's id: the forward's outcome (`upstream.forwarded` / `upstream.forward-failed`), recoveries. */
+  /** Admin rows recorded under the push's id: the forward's outcome (`upstream.forwarded`), recoveries. */
   outcomes?: AuditRow[];
+  /** `upstream-refusal` rows: refs accepted here that upstream refused (the push's outcome is a refusal for them). */
+  upstreamRefusals?: AuditRow[];
   /** `escalation` rows of the push (`git push -o patchgate.escalate=…`) and their closing rows. */
   escalations?: AuditRow[];
 }

@@ -10,6 +10,7 @@
 
 import { UsageError } from '../errors.js';
 import { parseIsoDate, VERDICTS } from './store.js';
+import { OUTCOME_SQL } from './queries.js';
 
 /** The one read these functions need of an audit log (AuditSink.select). */
 export interface SqlReader {
@@ -44,7 +45,8 @@ const SERIES_VERDICTS = ['accept', 'reject', 'would-reject'];
 async function series(store: SqlReader, since: string, width: number, step: number, unit: 'day' | 'hour', now: number, repos?: readonly string[]): Promise<Series> {
   const only = repos === undefined ? '' : repos.length === 0 ? ' AND 1 = 0' : ` AND repo IN (${repos.map(() => '?').join(', ')})`;
   const rows = (await store.select(
-    `SELECT substr(time, 1, ${width}) AS b, verdict, count(*) AS n FROM events INDEXED BY events_kind_time_cover WHERE kind = 'push' AND time >= ?${only} GROUP BY substr(time, 1, ${width}), verdict`,
+    // By outcome: a push upstream refused after the gate wrote it as accepted is a refusal (issue 48).
+    `SELECT substr(e.time, 1, ${width}) AS b, ${OUTCOME_SQL} AS verdict, count(*) AS n FROM events AS e INDEXED BY events_kind_time_cover WHERE e.kind = 'push' AND e.time >= ?${only.replace(/\brepo\b/g, 'e.repo')} GROUP BY 1, 2`,
     [since, ...(repos ?? [])],
   )) as Array<{ b: string; verdict: string | null; n: number }>;
   const buckets: string[] = [];
@@ -77,7 +79,9 @@ export async function overview(store: SqlReader, opts: { days?: number; now?: Da
   // A token's grant (src/server/grant.ts): only its repositories' refusals are counted.
   const only = opts.repos === undefined ? '' : opts.repos.length === 0 ? ' AND 1 = 0' : ` AND repo IN (${opts.repos.map(() => '?').join(', ')})`;
   const args = [since, ...(opts.repos ?? [])];
-  const refusals = `FROM events INDEXED BY events_kind_time_cover WHERE kind = 'ref' AND time >= ? AND verdict = 'reject'${only}`;
+  // Each refused ref once: refused by the gate (its ref row), or accepted and then refused by
+  // upstream (its `upstream-refusal` row; its ref row says accept), issue 48.
+  const refusals = `FROM events INDEXED BY events_kind_time_cover WHERE kind IN ('ref', 'upstream-refusal') AND time >= ? AND verdict = 'reject'${only}`;
   const group = async (col: string) =>
     ((await store.select(`SELECT ${col} AS key, count(*) AS n ${refusals} GROUP BY ${col} ORDER BY n DESC, key LIMIT ${TOP}`, args)) as Array<{ key: string | null; n: number }>)
       .map((r) => ({ key: r.key ?? '(none)', n: Number(r.n) }));
@@ -166,6 +170,9 @@ const TEXT_MAX = 256;
 export async function tablePage(store: SqlReader, f: TableFilter, repos?: readonly string[]): Promise<TablePage> {
   const where = ["e.kind = 'ref'"];
   const params: unknown[] = [];
+  // A ref upstream refused after it was written as accepted reads as that refusal (issue 48).
+  const verdictCol = 'COALESCE(u.verdict, e.verdict)';
+  const decisionCol = 'COALESCE(u.decision, e.decision)';
   const text = (v: string | undefined, name: string): string | undefined => {
     if (v === undefined || v === '') return undefined;
     if (v.length > TEXT_MAX) throw new UsageError(`${name}: longer than ${TEXT_MAX} characters`);
@@ -182,7 +189,7 @@ export async function tablePage(store: SqlReader, f: TableFilter, repos?: readon
   const verdict = text(f.verdict, 'verdict');
   if (verdict) {
     if (![...VERDICTS, 'would-reject'].includes(verdict)) throw new UsageError(`verdict: must be accept, reject or would-reject (got ${JSON.stringify(verdict)})`);
-    where.push('e.verdict = ?');
+    where.push(`${verdictCol} = ?`);
     params.push(verdict);
   }
   let row = text(f.row, 'row');
@@ -193,7 +200,7 @@ export async function tablePage(store: SqlReader, f: TableFilter, repos?: readon
     if (row && row !== r) throw new UsageError(`rule ${rule} maps to row ${r}, not ${row}`);
     row = r;
   }
-  if (row) (where.push('e.decision = ?'), params.push(row));
+  if (row) (where.push(`${decisionCol} = ?`), params.push(row));
   const since = text(f.since, 'since');
   const until = text(f.until, 'until');
   if (since) (where.push('e.time >= ?'), params.push(parseIsoDate(since, 'since')));
@@ -206,7 +213,8 @@ export async function tablePage(store: SqlReader, f: TableFilter, repos?: readon
     const t = parseIsoDate(m[1], 'before');
     params.push(t, t, Number(m[2]));
   }
-  const sql = `SELECT e.id, e.time, e.push_id, e.repo, e.actor, e.role, e.ref, e.verdict, e.decision, e.rules FROM events e
+  const sql = `SELECT e.id, e.time, e.push_id, e.repo, e.actor, e.role, e.ref, ${verdictCol} AS verdict, ${decisionCol} AS decision, COALESCE(u.rules, e.rules) AS rules, e.rules AS judged
+    FROM events e LEFT JOIN events u ON u.kind = 'upstream-refusal' AND u.push_id = e.push_id AND u.ref = e.ref
     WHERE ${where.join(' AND ')} ORDER BY e.time DESC, e.id DESC LIMIT ${PAGE_SIZE + 1}`;
   const raw = (await store.select(sql, params)) as Array<Record<string, string | number | null>>;
   const rows = raw.slice(0, PAGE_SIZE).map((r) => ({
@@ -214,7 +222,7 @@ export async function tablePage(store: SqlReader, f: TableFilter, repos?: readon
     actor: r.actor as string | null, role: r.role as string | null, ref: r.ref as string | null,
     verdict: r.verdict as string | null, decision: r.decision as string | null, rule: firstFailing(r.rules as string | null),
     reason: firstReason(r.rules as string | null),
-    agentClass: classInTrace(r.rules as string | null),
+    agentClass: classInTrace(r.judged as string | null),
   }));
   const last = rows[rows.length - 1];
   return { rows, next: raw.length > PAGE_SIZE && last ? `${last.time}|${last.id}` : null };

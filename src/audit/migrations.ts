@@ -95,6 +95,16 @@ export const MIGRATIONS: readonly Migration[] = [
   (db) => {
     db.exec('ALTER TABLE tokens ADD COLUMN agent_class TEXT');
   },
+  // 7: kind may be 'upstream-refusal' (issue 48: a ref the gate accepted, which upstream then
+  // refused, is a refusal of its own so every count agrees). Rebuilt as in migration 5.
+  (db) =>
+    rebuildEvents(db, 'events_v7', (sql) => {
+      const newSql = sql
+        .replace(/CREATE TABLE "?events"?/, 'CREATE TABLE events_v7')
+        .replace(`kind IN ${sqlIn(KINDS_AT.escalation)}`, `kind IN ${sqlIn(KINDS_AT.upstreamRefusal)}`);
+      if (newSql === sql || !newSql.includes("'upstream-refusal'")) throw new Error('migration 7: unexpected events schema');
+      return newSql;
+    }),
 ];
 
 /**

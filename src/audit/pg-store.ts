@@ -25,10 +25,10 @@ import { EVENT_INDEXES, HEAD_SQL, KINDS_AT, LAST_ROW_SQL, SET_HEAD_SQL, VERDICTS
 import { tokensTableSql } from './tokens-table.js';
 import { ChainCheck, chainAfter, headForAppend, type VerifyResult } from './chain.js';
 import { ESCALATION_CLOSED_SQL, SELECT_ROWS, buildQuery, pushTrace, toAuditRow } from './queries.js';
-import { adminRows, authRows, ciRows, confirmRows, escalationCloseRows, escalationRows, escalationState, recordPushRows } from './rows.js';
+import { adminRows, authRows, ciRows, confirmRows, escalationCloseRows, escalationRows, escalationState, recordPushRows, upstreamRefusalRows } from './rows.js';
 import type {
   AdminInput, AuditRow, AuthFailureInput, CiInput, ConfirmItem, EscalationCloseInput, EscalationInput, PushTrace, QueryOptions,
-  RecordPushInput,
+  RecordPushInput, UpstreamRefusalInput,
 } from './inputs.js';
 import type { TokenRow } from './tokens.js';
 import type { CheckpointLease } from './checkpoint-lease.js';
@@ -75,6 +75,9 @@ const PG_MIGRATIONS: readonly string[] = [
    ALTER TABLE events ADD CONSTRAINT events_kind_check CHECK (kind IN ${sqlIn(KINDS_AT.escalation)});`,
   // 4: an agent token's class of the policy (issue 50), as SQLite's migration 6; existing tokens: the default class (NULL).
   `ALTER TABLE tokens ADD COLUMN IF NOT EXISTS agent_class TEXT;`,
+  // 5: kind may be 'upstream-refusal' (issue 48), as SQLite's migration 7; rows are not touched.
+  `ALTER TABLE events DROP CONSTRAINT IF EXISTS events_kind_check;
+   ALTER TABLE events ADD CONSTRAINT events_kind_check CHECK (kind IN ${sqlIn(KINDS_AT.upstreamRefusal)});`,
 ];
 
 /** BIGINT (ids, counts) as a JS number, as SQLite returns them: ids stay far below 2^53. */
@@ -223,6 +226,10 @@ export class PgAuditStore implements AuditSink {
 
   async appendCi(input: CiInput): Promise<number> {
     return (await this.write('ci', () => ciRows(input)))[0]!;
+  }
+
+  async appendUpstreamRefusal(input: UpstreamRefusalInput): Promise<number[]> {
+    return this.write('upstream-refusal', () => upstreamRefusalRows(input));
   }
 
   async appendEscalation(input: EscalationInput): Promise<number> {

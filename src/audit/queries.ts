@@ -23,6 +23,8 @@ export function toAuditRow(r: Record<string, unknown>): AuditRow {
     }
   };
   const movedRaw = 'moved_eff' in r ? r.moved_eff : r.moved;
+  // Only where upstream overturned the stored verdict (issue 48): every other row reads as before.
+  const outcome = s('outcome');
   return {
     id: Number(r.id),
     kind: r.kind as EventKind,
@@ -52,8 +54,19 @@ export function toAuditRow(r: Record<string, unknown>): AuditRow {
     head: s('head'),
     prevHash: String(r.prev_hash),
     hash: String(r.hash),
+    ...(outcome !== null && outcome !== s('verdict') ? { outcome: outcome as Verdict } : {}),
   };
 }
+
+/**
+ * A push or ref row's outcome (issue 48): its verdict, except that a ref upstream refused after
+ * the gate wrote it as accepted (an `upstream-refusal` row of the same push and ref), and the
+ * push that carried it, count as refused. Every count reads this, never the bare verdict:
+ * `audit --verdict`, the page and its charts, /metrics at start. `e` is the row's alias.
+ */
+export const OUTCOME_SQL = `CASE WHEN e.kind IN ('push', 'ref') AND e.verdict <> 'reject' AND EXISTS (
+      SELECT 1 FROM events u WHERE u.push_id = e.push_id AND u.kind = 'upstream-refusal' AND (e.kind = 'push' OR u.ref = e.ref))
+    THEN 'reject' ELSE e.verdict END`;
 
 /** A ref row's `moved` comes from the newest confirm row for the same push, ref and new id. */
 export const SELECT_ROWS = `
@@ -62,7 +75,8 @@ export const SELECT_ROWS = `
       SELECT c.moved FROM events c
        WHERE c.push_id = e.push_id AND c.ref = e.ref AND c.kind = 'confirm' AND c.new = e.new
        ORDER BY c.id DESC LIMIT 1)
-    ELSE e.moved END AS moved_eff
+    ELSE e.moved END AS moved_eff,
+    ${OUTCOME_SQL} AS outcome
   FROM events e`;
 
 /** The query that finds a closing row of escalation `?` (its id as text, in `subject`). */
@@ -97,7 +111,8 @@ export function buildQuery(options: QueryOptions): { sql: string; params: unknow
     params.push(str(options.actor, '--actor'));
   }
   if (options.verdict !== undefined) {
-    where.push(`${weak}e.verdict = ?`);
+    // By outcome: a push upstream refused is listed under reject, not accept.
+    where.push(`(${OUTCOME_SQL}) = ?`);
     params.push(oneOf(options.verdict, VERDICTS, '--verdict'));
   }
   if (options.pushId !== undefined) {
@@ -140,5 +155,6 @@ export function pushTrace(rows: readonly AuditRow[]): PushTrace | null {
     confirms: rows.filter((r) => r.kind === 'confirm'),
     outcomes: rows.filter((r) => r.kind === 'admin'),
     escalations: rows.filter((r) => r.kind === 'escalation'),
+    upstreamRefusals: rows.filter((r) => r.kind === 'upstream-refusal'),
   };
 }

@@ -8,7 +8,7 @@ import { ROLES, VERDICTS, type EventContent } from './events-table.js';
 import {
   ESCALATION_TEXT_MAX,
   type AdminInput, type AuditRow, type AuthFailureInput, type CiInput, type ConfirmItem, type EscalationCloseInput,
-  type EscalationInput, type PushInput, type PusherInput, type RecordPushInput, type RefInput,
+  type EscalationInput, type PushInput, type PusherInput, type RecordPushInput, type RefInput, type UpstreamRefusalInput,
 } from './inputs.js';
 import { ACTION_RE, jsonOf, lenientString, objectId, oneOf, optString, pushIdOf, reqString, rulesOf, timeOf, timingsOf } from './validate.js';
 
@@ -102,6 +102,32 @@ export function escalationRows(input: EscalationInput): EventContent[] {
       detail: jsonOf(input.detail, 'detail'),
     },
   ];
+}
+
+/** One `upstream-refusal` row per ref upstream did not take: verdict reject, decision `upstream-refused`, rule `upstream`. */
+export function upstreamRefusalRows(input: UpstreamRefusalInput): EventContent[] {
+  if (!Array.isArray(input.refs) || input.refs.length === 0) throw new UsageError('refs: must be a non-empty array');
+  const time = timeOf(input.time);
+  const url = reqString(input.url, 'url', 2048);
+  return input.refs.map((r, i) => {
+    const answer = reqString(r.answer, `refs[${i}].answer`, 2048);
+    return {
+      kind: 'upstream-refusal',
+      time,
+      ...pusherColumns(input),
+      ref: reqString(r.ref, `refs[${i}].ref`, 1024),
+      old: objectId(r.old, `refs[${i}].old`),
+      new: objectId(r.new, `refs[${i}].new`),
+      verdict: 'reject',
+      decision: 'upstream-refused',
+      rules: jsonOf([{ rule: 'upstream', status: 'fail', findings: [{ messageId: 'upstream-refused', message: answer }] }], 'rules'),
+      reason: answer,
+      detail: jsonOf({
+        url, ...(input.at ? { at: input.at } : {}), ...(input.ms !== undefined ? { ms: input.ms } : {}), ...(input.atomic !== undefined ? { atomic: input.atomic } : {}),
+        ...(r.forced !== undefined ? { forced: r.forced } : {}), ...(input.messages?.length ? { messages: input.messages } : {}), ...(input.recovered ? { recovered: true } : {}),
+      }, 'detail'),
+    };
+  });
 }
 
 /** The closing row (repo and push id are copied from the escalation by the store, inside its transaction). */

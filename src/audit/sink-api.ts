@@ -7,7 +7,7 @@ import type { CredentialState } from './credential.js';
 import type { CheckpointLease } from './checkpoint-lease.js';
 import type {
   AdminInput, AuditRow, AuthFailureInput, CiInput, ConfirmItem, EscalationCloseInput, EscalationInput, PushTrace, QueryOptions,
-  RecordPushInput,
+  RecordPushInput, UpstreamRefusalInput,
 } from './inputs.js';
 
 export type Awaitable<T> = T | Promise<T>;
@@ -31,6 +31,8 @@ export interface AuditSink {
   appendAuthFailure(input: AuthFailureInput): Awaitable<number>;
   appendAdmin(input: AdminInput): Awaitable<number>;
   appendCi(input: CiInput): Awaitable<number>;
+  /** Refs accepted here that upstream refused: one `upstream-refusal` row each, one transaction (issue 48). */
+  appendUpstreamRefusal(input: UpstreamRefusalInput): Awaitable<number[]>;
   /** An agent's note for a person (`git push -o patchgate.escalate=…`). */
   appendEscalation(input: EscalationInput): Awaitable<number>;
   /** A person closes an open escalation; UsageError when `id` is no escalation or is closed already. */

@@ -76,7 +76,7 @@ import { migrate, walMode } from './migrations.js';
 import { ESCALATION_CLOSED_SQL, SELECT_ROWS, buildQuery, pushTrace, toAuditRow } from './queries.js';
 import {
   adminRows, authRows, ciRows, confirmContent, confirmRows, escalationCloseRows, escalationRows, escalationState, pushContent,
-  recordPushRows, refContent,
+  recordPushRows, refContent, upstreamRefusalRows,
 } from './rows.js';
 import { pushIdOf } from './validate.js';
 import { movedError, movedMark } from './moved.js';
@@ -84,7 +84,7 @@ import { CREDENTIAL_SQL, credentialState, refusedForCredential } from './credent
 import type { RecordedPush } from './sink-api.js';
 import type {
   AdminInput, AuditRow, AuthFailureInput, CiInput, ConfirmInput, ConfirmItem, EscalationCloseInput, EscalationInput, PushInput,
-  PushTrace, QueryOptions, RecordPushInput, RefInput,
+  PushTrace, QueryOptions, RecordPushInput, RefInput, UpstreamRefusalInput,
 } from './inputs.js';
 
 export { CONTENT_COLUMNS, EVENT_INDEXES, EVENT_KINDS, ROLES, VERDICTS, ZERO_HASH } from './events-table.js';
@@ -94,7 +94,7 @@ export { ChainCheck, canonicalJson, chainRow, rowHash, type VerifyResult } from 
 export { MIGRATIONS } from './migrations.js';
 export { DEFAULT_QUERY_LIMIT, ESCALATION_CLOSED_SQL, MAX_QUERY_LIMIT, SELECT_ROWS, buildQuery, toAuditRow } from './queries.js';
 export {
-  adminRows, authRows, ciRows, compactRow, confirmRows, escalationCloseRows, escalationRows, escalationState, recordPushRows,
+  adminRows, authRows, ciRows, compactRow, confirmRows, escalationCloseRows, escalationRows, escalationState, recordPushRows, upstreamRefusalRows,
 } from './rows.js';
 export { newPushId, nowIso, parseIsoDate } from './validate.js';
 
@@ -208,6 +208,10 @@ export class AuditStore {
 
   appendCi(input: CiInput): number {
     return this.write('ci', () => ciRows(input))[0]!;
+  }
+
+  appendUpstreamRefusal(input: UpstreamRefusalInput): number[] {
+    return this.write('upstream-refusal', () => upstreamRefusalRows(input));
   }
 
   appendConfirm(input: ConfirmInput): number {

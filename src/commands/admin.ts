@@ -154,7 +154,7 @@ function textRow(r: AuditRow): string {
   if (r.repo) parts.push(r.repo);
   if (r.actor) parts.push(r.actor + (r.role ? `(${r.role})` : ''));
   if (r.ref) parts.push(`${r.ref} ${idOrNone(r.old, '(new)')}..${idOrNone(r.new, '(delete)')}`);
-  if (r.verdict) parts.push(r.verdict.toUpperCase());
+  if (r.verdict) parts.push(r.outcome ? `${r.verdict.toUpperCase()}, then REJECT by upstream` : r.verdict.toUpperCase());
   if (r.decision) parts.push(`row=${r.decision}`);
   if (r.moved !== null && r.kind === 'ref') parts.push(r.moved ? 'moved' : 'not moved');
   if (r.reason) parts.push(r.reason);
@@ -186,7 +186,7 @@ export async function runAuditShow(args: { data: string; id: string; json: boole
     }
     const trace = await s.getPush(pushId);
     if (!trace) throw new UsageError(`no push ${args.id} in the audit log`);
-    if (args.json) return [JSON.stringify({ push: trace.push && compactRow(trace.push), refs: trace.refs.map(compactRow), confirms: trace.confirms.map(compactRow), outcomes: (trace.outcomes ?? []).map(compactRow), escalations: (trace.escalations ?? []).map(compactRow) })];
+    if (args.json) return [JSON.stringify({ push: trace.push && compactRow(trace.push), refs: trace.refs.map(compactRow), confirms: trace.confirms.map(compactRow), outcomes: (trace.outcomes ?? []).map(compactRow), upstreamRefusals: (trace.upstreamRefusals ?? []).map(compactRow), escalations: (trace.escalations ?? []).map(compactRow) })];
     const out: string[] = [];
     if (trace.push) out.push(textRow(trace.push));
     for (const ref of trace.refs) {
@@ -202,6 +202,7 @@ export async function runAuditShow(args: { data: string; id: string; json: boole
     for (const c of trace.confirms) out.push(`  ${textRow(c)}`);
     // The forward's outcome and any recovery, recorded under the push's id.
     for (const o of trace.outcomes ?? []) out.push(`  ${textRow(o)}`);
+    for (const u of trace.upstreamRefusals ?? []) out.push(`  ${textRow(u)}`);
     for (const e of trace.escalations ?? []) out.push(`  ${textRow(e)}`);
     return out;
   }, true);

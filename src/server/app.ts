@@ -191,9 +191,6 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const opened = await openServerLog(dataDir, opts.auditUrl === undefined ? null : { value: opts.auditUrl, from: opts.auditFrom ?? '--audit' }, 'serve');
     const { sink, store: audit } = opened;
     undo.push(() => sink.close());
-    // The counters start from what the log holds, then count where decisions become rows.
-    await restorePushCounts(sink, metrics);
-    observeAudit(sink, metrics, logger);
     const tokens = await tokensFor(sink);
 
     // --- repositories: every hook must be ours, or the repo is not served (checked again on every request)
@@ -223,6 +220,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     // Pushes the last run left unsettled (killed, or its log was down): compared with the real
     // refs (upstream's too) and recorded before the first request is served.
     await hooks.recover();
+    // The counters start from what the log holds (after the recovery's rows, which can turn an
+    // accept into an upstream refusal), then count where decisions become rows.
+    await restorePushCounts(sink, metrics);
+    observeAudit(sink, metrics, logger);
     for (const name of listRepos(dataDir)) {
       const dir = resolveRepo(dataDir, name);
       if (dir && checkHooks(dir).ok) warmWithUpstream(hooks, dataDir, name, dir, log);

@@ -1,5 +1,5 @@
 // At start, /metrics' push counters (and the judge-time histogram) are filled from the audit
-// log the server writes to, so a restart does not reset them to zero and they keep equalling
+// log the server writes to, by outcome (a push upstream refused counts as refused, issue 48), so a restart does not reset them to zero and they keep equalling
 // the log's own counts: from then on ./metrics.ts counts each decision where it becomes a row.
 // The log read is the configured one (SQLite or PostgreSQL, through AuditSink.select), in
 // id-ordered pages, so memory stays flat on a long log. On a log shared by several nodes each
@@ -8,12 +8,15 @@
 import type { AuditSink } from '../audit/sink.js';
 import type { RecordPushInput, RefDecisionInput, Verdict } from '../audit/store.js';
 import { decidingRule, type GateMetrics } from './metrics.js';
+import { OUTCOME_SQL } from '../audit/queries.js';
 
 const PAGE = 5000;
 
 /** The rows one push wrote (its push row and the ref rows after it), as the counter sees them. */
 interface Pending {
   verdict: Verdict;
+  /** Written as accepted, then refused by upstream (an `upstream-refusal` row, issue 48): counted as refused by rule `upstream`. */
+  upstreamRefused: boolean;
   pushId: string | null;
   ms: number;
   refs: RefDecisionInput[];
@@ -35,7 +38,8 @@ export async function restorePushCounts(sink: Pick<AuditSink, 'select'>, metrics
   const flush = (): void => {
     if (!pending) return;
     const input = { verdict: pending.verdict, refs: pending.refs } as unknown as RecordPushInput;
-    metrics.pushes.inc({ verdict: pending.verdict, rule: decidingRule(input) });
+    if (pending.upstreamRefused) metrics.pushes.inc({ verdict: 'reject', rule: 'upstream' });
+    else metrics.pushes.inc({ verdict: pending.verdict, rule: decidingRule(input) });
     metrics.judgeSeconds.observe(pending.ms / 1000);
     pushes++;
     pending = null;
@@ -43,17 +47,18 @@ export async function restorePushCounts(sink: Pick<AuditSink, 'select'>, metrics
   for (;;) {
     // Only what decidingRule reads: the trace of refused refs, the timings of push rows.
     const rows = await sink.select(
-      `SELECT id, kind, push_id, verdict, decision,
-              CASE WHEN kind = 'ref' AND verdict <> 'accept' THEN rules END AS rules,
-              CASE WHEN kind = 'push' THEN timings END AS timings
-         FROM events WHERE kind IN ('push', 'ref') AND id > ? ORDER BY id LIMIT ${PAGE}`,
+      `SELECT e.id, e.kind, e.push_id, e.verdict, e.decision,
+              CASE WHEN e.kind = 'ref' AND e.verdict <> 'accept' THEN e.rules END AS rules,
+              CASE WHEN e.kind = 'push' THEN e.timings END AS timings,
+              CASE WHEN e.kind = 'push' THEN ${OUTCOME_SQL} END AS outcome
+         FROM events e WHERE e.kind IN ('push', 'ref') AND e.id > ? ORDER BY e.id LIMIT ${PAGE}`,
       [after],
     );
     for (const r of rows) {
       if (r.kind === 'push') {
         flush();
         const t = parse(r.timings) as { total?: unknown } | null;
-        pending = { verdict: r.verdict as Verdict, pushId: (r.push_id as string | null) ?? null, ms: Number(t?.total ?? 0) || 0, refs: [] };
+        pending = { verdict: r.verdict as Verdict, upstreamRefused: r.outcome === 'reject' && r.verdict !== 'reject', pushId: (r.push_id as string | null) ?? null, ms: Number(t?.total ?? 0) || 0, refs: [] };
       } else if (pending && r.push_id === pending.pushId) {
         // A push's ref rows follow its push row in the same transaction.
         const rules = parse(r.rules);

@@ -70,9 +70,18 @@ export function decidingRule(record: RecordPushInput): string {
 /**
  * Count and log every push decision where it becomes an audit row: wraps this store's
  * recordPush (the one call every push verdict goes through). One log line per decision.
+ * A push written before its forward upstream (`forwarding`) is counted once its outcome is
+ * written (issue 48): as refused by rule `upstream` at its `upstream-refusal` rows, else as
+ * written at its `upstream.forwarded` row, so the counters equal the log's outcomes.
  */
-export function observeAudit(audit: Pick<AuditSink, 'recordPush'>, metrics: GateMetrics, log: Logger): void {
+export function observeAudit(audit: Pick<AuditSink, 'recordPush' | 'appendAdmin' | 'appendUpstreamRefusal'>, metrics: GateMetrics, log: Logger): void {
   const record = audit.recordPush.bind(audit);
+  /** Forwarding pushes by id: what they count as when upstream takes them. */
+  const forwarding = new Map<string, { verdict: string; rule: string; ms: number }>();
+  const count = (verdict: string, rule: string, ms: number): void => {
+    metrics.pushes.inc({ verdict, rule });
+    metrics.judgeSeconds.observe(ms / 1000);
+  };
   audit.recordPush = (input: RecordPushInput) => {
     const rule = decidingRule(input);
     const ms = Number((input.timings as Record<string, number> | undefined)?.total ?? 0);
@@ -87,14 +96,13 @@ export function observeAudit(audit: Pick<AuditSink, 'recordPush'>, metrics: Gate
     const written = <T extends RecordedPush>(out: T): T => {
       if (out.credential) {
         // The token went away before the decision: the store wrote the push as refused (src/audit/credential.ts).
-        metrics.pushes.inc({ verdict: 'reject', rule: 'credential' });
-        metrics.judgeSeconds.observe(ms / 1000);
+        count('reject', 'credential', ms);
         log.info({ ...fields, verdict: 'reject', rule: 'credential', credential: out.credential, refs: refs.map((r) => ({ ...r, verdict: 'reject' })) }, `push reject: token ${out.credential === 'unknown' ? 'gone' : out.credential} before the decision: ${refs.map((r) => `${r.ref} reject`).join(', ')}`);
         return out;
       }
-      metrics.pushes.inc({ verdict: input.verdict, rule });
-      metrics.judgeSeconds.observe(ms / 1000);
-      log.info(fields, `push ${input.verdict}: ${refs.map((r) => `${r.ref} ${r.verdict}${r.verdict === 'accept' ? '' : ` (${r.decision})`}`).join(', ')}`);
+      if (input.forwarding) forwarding.set(input.pushId, { verdict: input.verdict, rule, ms });
+      else count(input.verdict, rule, ms);
+      log.info({ ...fields, ...(input.forwarding ? { forwarding: true } : {}) }, `push ${input.verdict}${input.forwarding ? ' (forwarding upstream)' : ''}: ${refs.map((r) => `${r.ref} ${r.verdict}${r.verdict === 'accept' ? '' : ` (${r.decision})`}`).join(', ')}`);
       return out;
     };
     // A synchronous store (SQLite) stays synchronous; PostgreSQL's promise is counted when it settles.
@@ -106,4 +114,24 @@ export function observeAudit(audit: Pick<AuditSink, 'recordPush'>, metrics: Gate
     }
     return out instanceof Promise ? out.then(written, failed) : written(out);
   };
+  // The forward's outcome rows settle a forwarding push's count (once: the first that is written).
+  const settle = (pushId: string | null | undefined, refused: boolean): void => {
+    const p = pushId ? forwarding.get(pushId) : undefined;
+    if (!p) return;
+    forwarding.delete(pushId!);
+    count(refused ? 'reject' : p.verdict, refused && p.verdict !== 'reject' ? 'upstream' : p.rule, p.ms);
+  };
+  const after = <A, T>(fn: (a: A) => T, then: (a: A) => void) => (a: A): T => {
+    const out = fn(a);
+    if (out instanceof Promise) return out.then((v: unknown) => (then(a), v)) as T;
+    then(a);
+    return out;
+  };
+  audit.appendUpstreamRefusal = after(audit.appendUpstreamRefusal.bind(audit), (input) => {
+    log.info({ event: 'upstream-refusal', pushId: input.pushId, repo: input.repo, actor: input.actor, refs: input.refs.map((r) => ({ ref: r.ref, answer: r.answer })) }, `push ${input.pushId} reject: upstream refused ${input.refs.map((r) => r.ref).join(', ')}`);
+    settle(input.pushId, true);
+  });
+  audit.appendAdmin = after(audit.appendAdmin.bind(audit), (input) => {
+    if (input.action === 'upstream.forwarded') settle(input.pushId, false);
+  });
 }

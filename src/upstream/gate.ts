@@ -7,7 +7,7 @@
 // src/upstream/evaluate.ts. The engine's judgement is the same in every mode: this only wraps it.
 // The decision is written before the forward starts (the `intent` callback of afterJudging;
 // a failed write forwards nothing), and the forward's outcome is a row of its own
-// (`upstream.forwarded` / `upstream.forward-failed`, see forwardOutcomes).
+// (`upstream.forwarded`, and an `upstream-refusal` row per ref upstream did not take; see forwardOutcomes).
 
 import { basename, dirname } from 'node:path';
 import { errorMessage, UpstreamError } from '../errors.js';
@@ -15,7 +15,7 @@ import { Git, isZeroId } from '../git/git.js';
 import { tableRow } from '../policy/decision-table.js';
 import { renderDecision } from '../policy/engine.js';
 import type { RefDecision, RuleOutcome } from '../policy/types.js';
-import type { AdminInput, Verdict } from '../audit/store.js';
+import type { AdminInput, Role, UpstreamRefusalInput, Verdict } from '../audit/store.js';
 import type { AuditSink } from '../audit/sink.js';
 import { forwardPush, UPSTREAM_TIMEOUT_MS, type FetchResult, type ForwardItem, type UpstreamMirror } from './remote.js';
 import { readSettings, type RepoSettings } from './settings.js';
@@ -183,21 +183,27 @@ export async function afterJudging(args: {
   };
 }
 
-/** The forward's outcome as audit rows: one `upstream.forwarded` for the refs upstream took, one `upstream.forward-failed` for the rest. */
-export function forwardOutcomes(f: ForwardRecord, s: { pushId: string; repo: string }): AdminInput[] {
-  const rows: AdminInput[] = [];
+/**
+ * The forward's outcome as audit rows: one admin `upstream.forwarded` row for the refs upstream
+ * took, and the refs it did not take as a refusal of their own (`upstream-refusal` rows, issue
+ * 48), so the push counts as refused wherever pushes are counted.
+ */
+export function forwardOutcomes(f: ForwardRecord, s: { pushId: string; repo: string; actor: string; role: Role; remoteAddr?: string | null; userAgent?: string | null }): { admin: AdminInput[]; refusal: UpstreamRefusalInput | null } {
   const byRef = new Map(f.answers.map((a) => [a.ref, a]));
   const refsOf = (ok: boolean) => f.items.filter((it) => (byRef.get(it.ref)?.ok ?? false) === ok).map((it) => ({ ref: it.ref, old: it.oldId, new: it.newId, forced: it.forced, answer: byRef.get(it.ref)?.answer ?? 'no answer' }));
   const messages = f.answers[0]?.messages ?? [];
-  for (const ok of [true, false]) {
-    const refs = refsOf(ok);
-    if (!refs.length) continue;
-    rows.push({
-      actor: 'gate', action: ok ? 'upstream.forwarded' : 'upstream.forward-failed', subject: s.repo, pushId: s.pushId,
-      detail: { pushId: s.pushId, url: f.url, at: f.at, ms: f.ms, atomic: f.atomic, refs, ...(messages.length ? { messages } : {}) },
-    });
-  }
-  return rows;
+  const took = refsOf(true);
+  const refused = refsOf(false);
+  return {
+    admin: took.length ? [{
+      actor: 'gate', action: 'upstream.forwarded', subject: s.repo, pushId: s.pushId,
+      detail: { pushId: s.pushId, url: f.url, at: f.at, ms: f.ms, atomic: f.atomic, refs: took, ...(messages.length ? { messages } : {}) },
+    }] : [],
+    refusal: refused.length ? {
+      pushId: s.pushId, repo: s.repo, actor: s.actor, role: s.role, remoteAddr: s.remoteAddr ?? null, userAgent: s.userAgent ?? null,
+      url: f.url, at: f.at, ms: f.ms, atomic: f.atomic, refs: refused, ...(messages.length ? { messages } : {}),
+    } : null,
+  };
 }
 
 /**

@@ -3,8 +3,8 @@
 // Every push ends here once its own rows are written (then nothing is missing), and so does,
 // at the next start, a push whose gate was killed or whose store went down on the way:
 // - in front of an upstream, an accepted ref with no forward outcome row is looked up
-//   upstream: at the pushed commit it is `upstream.forwarded`, else `upstream.forward-failed`
-//   (both with `recovered: true`); refs upstream took are fetched into the gate (the repair);
+//   upstream: at the pushed commit it is `upstream.forwarded`, else an `upstream-refusal` row
+//   (both with `recovered: true`; the push then counts as refused, issue 48); refs upstream took are fetched into the gate (the repair);
 // - an accepted ref with no confirm row gets one from the gate's ref as it was found.
 // Only then is the entry removed. A store or upstream that does not answer throws: the entry
 // stays and is tried again (the row queue's back-off, or the next start).
@@ -33,11 +33,12 @@ export interface SettleDeps {
   storeFor?: (repoDir: string) => Git;
 }
 
+/** `upstream.forward-failed`: what a failed forward wrote before `upstream-refusal` rows (issue 48); still read. */
 export const FORWARD_OUTCOMES = ['upstream.forwarded', 'upstream.forward-failed'] as const;
 
 /** Refs an outcome row of this push already covers. */
-function coveredRefs(outcomes: readonly AuditRow[]): Set<string> {
-  const out = new Set<string>();
+function coveredRefs(outcomes: readonly AuditRow[], refusals: readonly AuditRow[]): Set<string> {
+  const out = new Set<string>(refusals.map((r) => r.ref ?? ''));
   for (const o of outcomes) {
     if (!(FORWARD_OUTCOMES as readonly string[]).includes(o.action ?? '')) continue;
     for (const r of ((o.detail as { refs?: Array<{ ref?: unknown }> } | null)?.refs ?? [])) if (typeof r.ref === 'string') out.add(r.ref);
@@ -63,7 +64,7 @@ export async function settleIntent(d: SettleDeps, e: IntentEntry): Promise<strin
     const gateBefore = new Map<string, string | null>();
     for (const r of accepted) gateBefore.set(r.ref!, await git.refTip(r.ref!).catch(() => null));
     if (e.upstream) {
-      const covered = coveredRefs(trace.outcomes ?? []);
+      const covered = coveredRefs(trace.outcomes ?? [], trace.upstreamRefusals ?? []);
       const unknown = accepted.filter((r) => !covered.has(r.ref!));
       const { name } = repoIdentity(d.dataDir, e.repoDir);
       const upstream = unknown.length ? readSettings(repoIdentity(d.dataDir, e.repoDir).dataDir, name).upstream : null;
@@ -84,8 +85,12 @@ export async function settleIntent(d: SettleDeps, e: IntentEntry): Promise<strin
           said.push(`push ${e.pushId}: upstream has ${took.map((r) => r.ref).join(', ')}; recorded as upstream.forwarded${repair ? ` (${repair})` : ''}`);
         }
         if (failed.length) {
-          await d.audit.appendAdmin({ actor: 'gate', action: 'upstream.forward-failed', subject: e.repo, pushId: e.pushId, detail: { pushId: e.pushId, recovered: true, url: upstream.url, refs: failed.map(rowOf), found: 'the forward\'s outcome was not recorded (the gate stopped or its log was down); upstream does not have the pushed commits' } });
-          said.push(`push ${e.pushId}: upstream does not have ${failed.map((r) => r.ref).join(', ')}; recorded as upstream.forward-failed`);
+          const p = trace.push;
+          await d.audit.appendUpstreamRefusal({
+            pushId: e.pushId, repo: e.repo, actor: p?.actor ?? failed[0]!.actor ?? 'unknown', role: p?.role ?? failed[0]!.role ?? 'agent', url: upstream.url, recovered: true,
+            refs: failed.map((r) => ({ ref: r.ref!, old: r.old!, new: r.new!, answer: `the forward's outcome was not recorded (the gate stopped or its log was down); upstream has ${tips.get(r.ref!)?.slice(0, 12) ?? 'no such ref'}, not the pushed commit` })),
+          });
+          said.push(`push ${e.pushId}: upstream does not have ${failed.map((r) => r.ref).join(', ')}; recorded as upstream-refusal`);
         }
       }
     }

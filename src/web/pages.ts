@@ -126,9 +126,13 @@ interface TraceRule {
   details?: Record<string, unknown>;
 }
 
-function refBlock(r: AuditRow): Html {
+function refBlock(r: AuditRow, refusals: readonly AuditRow[] = []): Html {
   const rules = (Array.isArray(r.rules) ? r.rules : []) as TraceRule[];
-  return html`<section class="ref v-${r.verdict ?? ''}"><h2><code>${r.ref}</code> ${r.verdict?.toUpperCase()}</h2>
+  // Accepted here, then refused by upstream (issue 48): the ref's outcome is that refusal.
+  const up = refusals.find((u) => u.ref === r.ref);
+  const verdict = r.outcome ?? r.verdict;
+  return html`<section class="ref v-${verdict ?? ''}"><h2><code>${r.ref}</code> ${verdict?.toUpperCase()}</h2>
+${up ? html`<p class="upstream-refusal">Accepted by the gate, then <strong>refused by upstream</strong> at ${up.time} (row #${up.id}, decision-table row <strong>upstream-refused</strong>): ${up.reason ?? ''}</p>` : ''}
 <p><code>${r.old?.slice(0, 12)}..${r.new?.slice(0, 12)}</code> · decision-table row <strong>${r.decision ?? '—'}</strong>${r.moved === null ? '' : r.moved ? ' · the ref moved' : ' · the ref did not move'}
 ${r.contractBase || r.contractHead ? html` · contract <code>${r.contractBase ?? '—'}</code> → <code>${r.contractHead ?? '—'}</code>` : ''}</p>
 <table class="rules"><thead><tr><th>rule</th><th>status</th><th>ms</th><th>findings</th></tr></thead><tbody>
@@ -154,8 +158,8 @@ export function pushPage(trace: PushTrace, user: string): string {
   const p = trace.push ?? trace.refs[0] ?? null;
   return layout(`Push ${p?.pushId ?? ''}`, html`<h1>Push <code>${p?.pushId}</code></h1>
 ${p ? html`<dl class="push"><dt>time</dt><dd>${p.time}</dd><dt>repo</dt><dd>${p.repo}</dd><dt>actor</dt><dd>${p.actor} (${p.role}${pushClass(trace) ? `, class ${pushClass(trace)}` : ''})</dd>
-<dt>verdict</dt><dd class="verdict">${trace.push?.verdict ?? ''}</dd><dt>from</dt><dd>${p.remoteAddr ?? ''} ${p.userAgent ?? ''}</dd><dt>row</dt><dd>#${p.id}, hash <code>${p.hash}</code></dd></dl>` : ''}
-${trace.refs.map(refBlock)}
+<dt>verdict</dt><dd class="verdict">${trace.push?.outcome ?? trace.push?.verdict ?? ''}${trace.push?.outcome ? ' (refused by upstream after the gate accepted it)' : ''}</dd><dt>from</dt><dd>${p.remoteAddr ?? ''} ${p.userAgent ?? ''}</dd><dt>row</dt><dd>#${p.id}, hash <code>${p.hash}</code></dd></dl>` : ''}
+${trace.refs.map((r) => refBlock(r, trace.upstreamRefusals))}
 ${trace.confirms.length ? html`<h2>Confirmations</h2><ul>${trace.confirms.map((c) => html`<li>${c.time} <code>${c.ref}</code> → <code>${c.new?.slice(0, 12)}</code> ${c.moved ? 'moved' : 'did not move'}</li>`)}</ul>` : ''}
 <p><a href="/pushes">← all pushes</a> · CLI: <code>patchgate audit show ${p?.pushId ?? ''}</code></p>`, user);
 }

@@ -70,24 +70,27 @@ export async function setup(t: TT, auditUrl?: string, extra: { beforeJudge?: () 
 export const intents = (data: string): string[] => new IntentJournal(join(data, 'intents')).list().entries.map((e) => e.pushId);
 
 /** The log's rows of one push (push, ref, confirm, outcome rows), read from `sink`. */
-export async function pushRows(sink: AuditSink, pushId: string): Promise<{ refs: AuditRow[]; confirms: AuditRow[]; outcomes: AuditRow[] }> {
+export async function pushRows(sink: AuditSink, pushId: string): Promise<{ refs: AuditRow[]; confirms: AuditRow[]; outcomes: AuditRow[]; refusals: AuditRow[] }> {
   const trace = await sink.getPush(pushId);
-  return { refs: trace?.refs ?? [], confirms: trace?.confirms ?? [], outcomes: trace?.outcomes ?? [] };
+  return { refs: trace?.refs ?? [], confirms: trace?.confirms ?? [], outcomes: trace?.outcomes ?? [], refusals: trace?.upstreamRefusals ?? [] };
 }
 
 /** Upstream's ref and the log agree: an accepted ref upstream has is `upstream.forwarded`, one it lacks is not. */
 export async function agree(t: TT, sink: AuditSink, pushId: string, upDir: string, ref: string, head: string): Promise<void> {
   const upTip = await refIn(upDir, ref);
-  const { refs, outcomes } = await pushRows(sink, pushId);
+  const { refs, outcomes, refusals } = await pushRows(sink, pushId);
   const forwarded = outcomes.filter((o) => o.action === 'upstream.forwarded' && JSON.stringify(o.detail).includes(ref));
-  const failed = outcomes.filter((o) => o.action === 'upstream.forward-failed' && JSON.stringify(o.detail).includes(ref));
+  const failed = refusals.filter((o) => o.ref === ref);
   if (upTip === head) {
     t.equal(refs[0]?.verdict, 'accept', 'upstream has the commit: the log has its accepting decision');
     t.equal(forwarded.length, 1, 'and one upstream.forwarded row');
     t.equal(failed.length, 0);
   } else {
     t.equal(forwarded.length, 0, 'upstream lacks the commit: no upstream.forwarded row');
-    if (refs[0]?.verdict === 'accept') t.equal(failed.length, 1, 'an accepted decision that did not reach upstream has its upstream.forward-failed row');
+    if (refs[0]?.verdict === 'accept') {
+      t.equal(failed.length, 1, 'an accepted decision that did not reach upstream has its upstream-refusal row');
+      t.equal(refs[0]?.outcome, 'reject', 'and its ref reads as refused');
+    }
   }
   const v = await sink.verify();
   t.ok(v.ok, `the log verifies (${JSON.stringify(v)})`);

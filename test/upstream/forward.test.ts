@@ -211,10 +211,14 @@ t.test('upstream\'s own hook refuses: the agent sees upstream\'s reason; nothing
   const [row] = gate.srv.audit.query({ kind: 'ref', actor: 'agent-1' });
   t.equal(row!.verdict, 'accept');
   t.equal(row!.moved, 0, 'confirmed as not moved');
-  const failed = gate.srv.audit.getPush(row!.pushId!)!.outcomes!.find((o) => o.action === 'upstream.forward-failed');
-  t.ok(failed, 'upstream.forward-failed row');
-  t.match(JSON.stringify(failed!.detail), /pre-receive hook declined|remote rejected/);
+  t.equal(row!.outcome, 'reject', 'its outcome: refused (issue 48)');
+  const failed = gate.srv.audit.getPush(row!.pushId!)!.upstreamRefusals!.find((o) => o.ref === 'refs/heads/agent/fix');
+  t.ok(failed, 'an upstream-refusal row');
+  t.equal(failed!.decision, 'upstream-refused');
+  t.match(failed!.reason, /pre-receive hook declined|remote rejected/);
   t.match(JSON.stringify(failed!.detail), /upstream rule 7/);
+  t.ok(gate.srv.audit.query({ verdict: 'reject', kind: 'push' }).some((p) => p.pushId === row!.pushId), 'audit --verdict reject lists the push');
+  t.notOk(gate.srv.audit.query({ verdict: 'accept', kind: 'push' }).some((p) => p.pushId === row!.pushId), 'and --verdict accept does not');
   noSecret(t, up.secret, gate, logs, r.stderr, r.stdout);
 });
 

@@ -104,7 +104,7 @@ async function judgeAndAnswer(ctx: HookParts, s: PushSession, hr: HookRequest, l
               throw new Error('the hook went away before its verdict, so nothing was forwarded');
             }
             early.used = true;
-            await ctx.decisions.writeDecision(s, record, true, early.opened);
+            await ctx.decisions.writeDecision(s, { ...record, forwarding: true }, true, early.opened);
             ctx.decisions.remember(ds, verdictOf, enforce, s.pushId);
           },
         });
@@ -124,7 +124,11 @@ async function judgeAndAnswer(ctx: HookParts, s: PushSession, hr: HookRequest, l
   if (forward) {
     // The decision is in the log already (written before the forward); its outcome follows.
     for (const d of decisions) s.decisions.set(key(d.ref, d.oldId, d.newId), d);
-    for (const row of forwardOutcomes(forward, s)) await ctx.rows.write(s.pushId, `the ${row.action} row`, () => ctx.opts.audit.appendAdmin(row));
+    // The refusals first: the first outcome row written settles the push's count (src/server/metrics.ts).
+    const out = forwardOutcomes(forward, s);
+    const refusal = out.refusal;
+    if (refusal) await ctx.rows.write(s.pushId, 'the upstream-refusal rows', () => ctx.opts.audit.appendUpstreamRefusal(refusal));
+    for (const row of out.admin) await ctx.rows.write(s.pushId, `the ${row.action} row`, () => ctx.opts.audit.appendAdmin(row));
   } else {
     const record = ctx.decisions.recordOf(s, decisions, auditVerdict, { ...timings, total: Date.now() - t0 });
     if (accepted === 0) {
