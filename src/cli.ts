@@ -172,9 +172,10 @@ export function buildCli(argv: string[]): Argv {
         .option('reason', { type: 'string', demandOption: true })
         .option('expires', { type: 'string', describe: 'YYYY-MM-DD (default and maximum: today + the policy\'s maxDays)' })
         .option('today', { type: 'string' })
+        .option('sandbox', { choices: ['bwrap', 'none'] as const, default: 'bwrap' as const, describe: 'a strict policy\'s re-runs run as patchgate ci runs them (a sealed copy of HEAD, only the named pytest test), under bubblewrap; none: the explicit opt-out' })
         .parserConfiguration({ 'populate--': true, 'parse-positional-numbers': false }),
       (a) => guarded(async () => (await ciCommand()).runLedgerFreeze({
-        repo: resolve(a.repo), nodeid: a.nodeid as string, seed: a.seed, reason: a.reason, expires: a.expires, today: a.today, rerun: afterDashes(a),
+        repo: resolve(a.repo), nodeid: a.nodeid as string, seed: a.seed, reason: a.reason, expires: a.expires, today: a.today, rerun: afterDashes(a), sandbox: a.sandbox,
       }, io)))
       .demandCommand(1, 'name a ledger command: check or freeze'))
     .command('policy', 'the policy file: `policy check`', (y) => y

@@ -45,6 +45,8 @@ export interface AttachOptions {
   haveReport: boolean;
   /** Collect only (the baseline of the trusted tree). */
   collectOnly?: boolean;
+  /** pytest: run only the test of this node id (ledger freeze's re-run). */
+  only?: string;
   /** The sealed tree: its Python source roots go first on PYTHONPATH, so the judged code is what is imported. */
   root?: string;
 }
@@ -74,6 +76,7 @@ export async function attachChannel(argv: string[], o: AttachOptions): Promise<A
     const extra = ['-p', 'patchgate_channel', `--patchgate-fd=${CHANNEL_FD}`, `--patchgate-seed=${o.seed}`, '-p', 'no:cacheprovider'];
     for (const p of o.plugins) extra.push('-p', p);
     if (o.shuffle !== undefined) extra.push(`--patchgate-shuffle=${o.shuffle}`);
+    if (o.only !== undefined) extra.push(`--patchgate-only=${o.only}`);
     let junit: string | null = null;
     if (o.collectOnly) extra.push('--collect-only', '-q');
     else if (!o.haveReport) {

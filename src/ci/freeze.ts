@@ -1,7 +1,8 @@
 // `patchgate ledger freeze`: a person's command that adds one bounded freeze to the flake
 // ledger in the work tree. It re-runs the failing test twice under the seed first, and a
 // failure that reproduces both times is a defect, never a flake; the row it writes is bound
-// to the current fixture digest and expires within the policy's maximum.
+// to the current fixture digest and expires within the policy's maximum. Under a strict policy
+// the re-runs are patchgate ci's (freeze-rerun.ts): sealed, the named test's own outcome.
 
 import { mkdtemp, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,7 +11,9 @@ import { UsageError, errorMessage } from '../errors.js';
 import { fixtureDigest, parseLock } from '../fixtures/lock.js';
 import { Git } from '../git/git.js';
 import { dayOf, parseDay, parseLedger, tripleKey, worktreeLedgerHistory, type LedgerHistory } from '../ledger/ledger.js';
-import { loadPolicy } from '../policy/config.js';
+import { loadPolicy, type Policy } from '../policy/config.js';
+import { sealedReruns } from './freeze-rerun.js';
+import type { SandboxMode } from './sandbox.js';
 import { isExpired } from './apply-ledger.js';
 import { runCommand, showArgv } from './process.js';
 import type { CiIo } from './run.js';
@@ -23,6 +26,8 @@ export interface FreezeOptions {
   reason: string;
   rerun: string[];
   today?: string;
+  /** Strict policies: bwrap (default) or none, as `patchgate ci --sandbox`. */
+  sandbox?: SandboxMode;
 }
 
 const PY_HASH_MAX = 4294967295;
@@ -69,9 +74,10 @@ export async function executeFreeze(args: FreezeOptions, io: CiIo): Promise<numb
   let maxDays: number;
   let history: LedgerHistory;
   let text: string;
+  let policy: Policy;
   try {
     head = await git.refTip('HEAD');
-    const policy = await loadPolicy(git, head);
+    policy = await loadPolicy(git, head);
     ledgerPath = policy.ledger.path;
     lockPath = policy.fixtures.lock;
     maxDays = policy.ledger.maxDays;
@@ -109,22 +115,27 @@ export async function executeFreeze(args: FreezeOptions, io: CiIo): Promise<numb
   }
 
   // Re-run twice under the seed; a failure that reproduces is a defect.
-  const tmp = await mkdtemp(join(tmpdir(), 'patchgate-freeze-'));
   let failures = 0;
-  try {
-    const env: Record<string, string> = { PATCHGATE_SEED: seed.text, PATCHGATE_SEED_FILE: join(tmp, 'seeds.json') };
-    if (Number(seed.text) <= PY_HASH_MAX) env.PYTHONHASHSEED = seed.text;
-    const argv = args.rerun.map((a) => a.split('{seed}').join(seed.text));
-    for (let i = 1; i <= 2; i++) {
-      io.out(`patchgate: freeze: re-run ${i}/2: ${showArgv(argv)} (cwd ${repo}, PATCHGATE_SEED=${seed.text})`);
-      const res = await runCommand(argv, { cwd: repo, env, onStdout: io.out, onStderr: io.err });
-      if (res.spawnError) throw new UsageError(res.spawnError);
-      const ok = res.code === 0 && !res.signal;
-      io.out(`patchgate: freeze: re-run ${i}/2 ${ok ? 'passed' : res.signal ? `was killed by ${res.signal}` : `failed (exit ${res.code})`}`);
-      if (!ok) failures++;
+  if (policy.ci.integrity === 'strict') {
+    if (!head) throw new UsageError(`${repo} has no commit: a strict re-run runs a sealed copy of HEAD`);
+    failures = await sealedReruns({ repo, head, policy, nodeid, seed: seed.text, argv: args.rerun.map((a) => a.split('{seed}').join(seed.text)), sandbox: args.sandbox ?? 'bwrap' }, io);
+  } else {
+    const tmp = await mkdtemp(join(tmpdir(), 'patchgate-freeze-'));
+    try {
+      const env: Record<string, string> = { PATCHGATE_SEED: seed.text, PATCHGATE_SEED_FILE: join(tmp, 'seeds.json') };
+      if (Number(seed.text) <= PY_HASH_MAX) env.PYTHONHASHSEED = seed.text;
+      const argv = args.rerun.map((a) => a.split('{seed}').join(seed.text));
+      for (let i = 1; i <= 2; i++) {
+        io.out(`patchgate: freeze: re-run ${i}/2: ${showArgv(argv)} (cwd ${repo}, PATCHGATE_SEED=${seed.text})`);
+        const res = await runCommand(argv, { cwd: repo, env, onStdout: io.out, onStderr: io.err });
+        if (res.spawnError) throw new UsageError(res.spawnError);
+        const ok = res.code === 0 && !res.signal;
+        io.out(`patchgate: freeze: re-run ${i}/2 ${ok ? 'passed' : res.signal ? `was killed by ${res.signal}` : `failed (exit ${res.code})`}`);
+        if (!ok) failures++;
+      }
+    } finally {
+      await rm(tmp, { recursive: true, force: true }).catch(() => {});
     }
-  } finally {
-    await rm(tmp, { recursive: true, force: true }).catch(() => {});
   }
   if (failures === 2) {
     io.err(`patchgate: refused: ${nodeid} fails under seed ${seed.text} on both re-runs: it reproduces: a defect, not a flake. Fix it instead of freezing it`);

@@ -36,6 +36,8 @@ export function runLabel(name: string, plan?: RunPlan): string {
   const n = /^run(\d+)$/.exec(name);
   if (n) return `run ${n[1]}${plan ? ` of ${plan.runs}` : ''}${n[1] === '1' ? '' : ' (shuffled)'}`;
   if (name === 'baseline') return `the trusted tree's run for the baseline${plan ? ` (${plan.runs + 1} of ${plan.runs + 1} runs in all)` : ''}`;
+  const freeze = /^rerun(\d+)$/.exec(name);
+  if (freeze) return `ledger freeze's re-run ${freeze[1]} of 2`;
   if (name === 'holdout-ids') return 'listing the held-out tests on the trusted tree';
   if (name === 'holdout') return 'the held-out run';
   return name;

@@ -69,7 +69,7 @@ export function shuffleSeed(seed: number, run: number): number {
  * runs in turn in the same copy (the per-file rerun of node:test); their streams are merged
  * and each is cross-checked against its own exit status.
  */
-export async function sealedRun(o: StrictOptions, rev: string, name: string, opt: { shuffle?: number; collectOnly?: boolean; quiet?: boolean; argv?: string[]; extraFiles?: string; held?: Record<string, string>; sequence?: string[][]; vary?: Variation } = {}): Promise<SealedRun> {
+export async function sealedRun(o: StrictOptions, rev: string, name: string, opt: { shuffle?: number; collectOnly?: boolean; only?: string; quiet?: boolean; argv?: string[]; extraFiles?: string; held?: Record<string, string>; sequence?: string[][]; vary?: Variation } = {}): Promise<SealedRun> {
   const root = join(o.tmp, name, 'tree');
   await mkdir(root, { recursive: true });
   const extra = opt.extraFiles;
@@ -93,7 +93,7 @@ export async function sealedRun(o: StrictOptions, rev: string, name: string, opt
     const pluginDir = join(o.tmp, name, 'plugin');
     const nodeHeld = held && runnerKind(base).kind === 'node';
     if (nodeHeld) base = await nodeHeldArgv(base, pluginDir);
-    const att = await attachChannel(base, { dir: pluginDir, seed: o.seed, shuffle: opt.shuffle, plugins: o.policy.ci.pytestPlugins, haveReport: !!o.junit && !opt.argv, collectOnly: opt.collectOnly, root });
+    const att = await attachChannel(base, { dir: pluginDir, seed: o.seed, shuffle: opt.shuffle, plugins: o.policy.ci.pytestPlugins, haveReport: !!o.junit && !opt.argv, collectOnly: opt.collectOnly, ...(opt.only !== undefined ? { only: opt.only } : {}), root });
     junit = o.junit && !opt.argv ? (isAbsolute(o.junit) ? o.junit : resolve(root, o.junit)) : att.junit;
     const runEnv = (opt.extraFiles || held) && !nodeHeld ? { ...att.env, PYTHONPATH: [att.env.PYTHONPATH, root, join(root, 'src')].filter(Boolean).join(':'), ...(held ? { PATCHGATE_HOLDOUT_FROM_STDIN: '1' } : {}) } : att.env;
     if (!opt.quiet) o.io.out(`patchgate: ${label}: running ${showArgv(att.argv)} (${where})`);

@@ -338,6 +338,7 @@ def _make():
         g.addoption("--patchgate-fd", type=int, default=None, help="write the gate's stream to this fd")
         g.addoption("--patchgate-seed", default=None, help="the run seed (the patchgate_seed fixture)")
         g.addoption("--patchgate-shuffle", default=None, help="shuffle the test order from this seed")
+        g.addoption("--patchgate-only", default=None, help="run only the test of this node id (ledger freeze)")
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_configure(config):
@@ -362,6 +363,13 @@ def _make():
     def pytest_collection_modifyitems(session, config, items):
         if held:
             items[:] = [it for it in items if not it.nodeid.startswith(".patchgate-holdout/")] + held_items(session)
+        only = config.getoption("--patchgate-only")
+        if only is not None:
+            # ledger freeze re-runs one test, collected as the whole command collects it (its conftest, its fixtures).
+            dropped = [it for it in items if it.nodeid != only]
+            items[:] = [it for it in items if it.nodeid == only]
+            if dropped:
+                config.hook.pytest_deselected(items=dropped)
         s = config.getoption("--patchgate-shuffle")
         if s is not None:
             random.Random(int(s)).shuffle(items)
