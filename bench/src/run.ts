@@ -272,11 +272,12 @@ async function main(): Promise<void> {
   }
   if (digest) {
     const d = digest;
-    row('(3)', `cold digest TS ${d.size}`, `${round(d.ts.digestMBs, 2)} MB/s vs createSourceFile ${round(d.ts.floorMBs, 2)} MB/s: ratio ${round(d.ts.ratio, 2)} (${round(d.ts.mb, 1)} MB, ${d.ts.files} files)`, '>= 0.5', verdict(d.ts.ratio >= 0.5));
+    // Retired as a target (issue 47, item 8): typescript-estree stays the contract's parser; the
+    // ratio is still printed, informational, beside the Python one.
+    row('(3)', `cold digest TS ${d.size}`, `${round(d.ts.digestMBs, 2)} MB/s vs createSourceFile ${round(d.ts.floorMBs, 2)} MB/s: ratio ${round(d.ts.ratio, 2)} (${round(d.ts.mb, 1)} MB, ${d.ts.files} files)`, '(retired)', 'info');
     row('', `  cold digest Python ${d.size}`, `${round(d.py.digestMBs, 2)} MB/s vs tree-sitter parse ${round(d.py.floorMBs, 2)} MB/s: ratio ${round(d.py.ratio, 2)} (${round(d.py.mb, 1)} MB)`, '', '');
     row('', `  cold digest src/ ${d.size}`, `${round(d.all.digestMBs, 2)} MB/s (${round(d.all.mb, 1)} MB, ${d.all.files} files, median of ${d.runs})`, '', '');
-    targets.push({ id: '3', text: 'cold TypeScript digest throughput / createSourceFile >= 0.5', figure: `ratio ${round(d.ts.ratio, 2)}`, pass: d.ts.ratio >= 0.5 });
-  } else targets.push({ id: '3', text: 'cold digest / parse floor >= 0.5', figure: 'not run', pass: null });
+  }
   if (conc) {
     const c = conc;
     // The floor is the same pushes, as many at once, to plain node-git-server in this run.
@@ -338,9 +339,10 @@ async function main(): Promise<void> {
     targets.push({ id: '8@50k', text: 'never-seen 50k repository, first push on a cold daemon / the 30 s hook limit < 1, daemon peak RSS <= 500 MB', figure: c50 ? `ratio ${round(c50.limitRatio, 2)}, VmHWM ${Math.round(c50.vmHwmMB)} MB${c50.timedOut ? ' (stopped at the budget)' : ''}` : 'not run', pass: pass50 });
   }
   for (const r of reals) {
-    const pass = r.personOk && r.agentOk && r.agentMs <= 2000;
-    row('(9)', `real history: ${r.project}`, `${r.commits} commits, ${r.objects} objects; person's first push ${fmtMs(r.personMs)}${r.personOk ? '' : ' NOT accepted'} vs plain ${fmtMs(r.plainMs)} (x${round(r.ratio, 2)}); agent's first push after it ${fmtMs(r.agentMs)}${r.agentOk ? '' : ' NOT accepted'}${r.stderrTail ? ` (${r.stderrTail})` : ''}`, 'person accepted at the default 30 s limit; agent <= 2 s', verdict(pass));
-    targets.push({ id: `9@${r.project}`, text: `${r.project}'s whole history: a person's first push accepted under the default hook limit, and the agent's first push right after it <= 2 s`, figure: `person ${Math.round(r.personMs)} ms (x${round(r.ratio, 2)} plain), agent ${Math.round(r.agentMs)} ms`, pass });
+    // Issue 47's targets: the person's push at most 1.5 x plain git in the same run, and accepted; the agent's <= 2 s.
+    const pass = r.personOk && r.agentOk && r.agentMs <= 2000 && r.ratio <= 1.5;
+    row('(9)', `real history: ${r.project}`, `${r.commits} commits, ${r.objects} objects; person's first push ${fmtMs(r.personMs)}${r.personOk ? '' : ' NOT accepted'} vs plain ${fmtMs(r.plainMs)} (x${round(r.ratio, 2)}); agent's first push after it ${fmtMs(r.agentMs)}${r.agentOk ? '' : ' NOT accepted'}${r.stderrTail ? ` (${r.stderrTail})` : ''}`, 'person accepted, <= 1.5 x plain; agent <= 2 s', verdict(pass));
+    targets.push({ id: `9@${r.project}`, text: `${r.project}'s whole history: a person's first push accepted under the default hook limit at <= 1.5 x plain node-git-server (same run), and the agent's first push right after it <= 2 s`, figure: `person ${Math.round(r.personMs)} ms (x${round(r.ratio, 2)} plain), agent ${Math.round(r.agentMs)} ms`, pass });
   }
   if (flags.only.has(9) && reals.length === 0) targets.push({ id: '9', text: 'a real project\'s whole history', figure: 'not run (no corpus bundle)', pass: null });
   row('env', 'machine', `${availableParallelism()} cpu(s) ${cpus()[0]?.model ?? ''}, ${fmtBytes(totalmem())}; load avg 1m min/median/max ${round(Math.min(...loads, startLoad[0]!), 1)}/${round(median(loads.length ? loads : [startLoad[0]!]), 1)}/${round(Math.max(...loads, startLoad[0]!), 1)}`, '', '');
