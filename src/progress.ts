@@ -174,9 +174,11 @@ export async function slowPhase<T>(out: SlowPhaseOptions, label: string, total: 
   let known: number | null = null;
   // The phase has run the delay: its lines show even when it ends before its count is known.
   let due = false;
+  let counting: Promise<number | null> | null = null;
   const begin = (): void => {
     due = true;
-    void total().catch(() => null).then((n) => {
+    counting = total().catch(() => null);
+    void counting.then((n) => {
       known = n;
       if (finished) return;
       progress = new Progress({ ...out, delayMs: 0 });
@@ -203,8 +205,11 @@ export async function slowPhase<T>(out: SlowPhaseOptions, label: string, total: 
     finished = true;
     if (timer) clearTimeout(timer);
     if (due && !progress) {
+      // Ended before its count came: the count is still the total said (issue 49: "N files to
+      // read" must be the revision's files, not the ones this walk happened to count).
+      const n = known ?? (counting ? await (counting as Promise<number | null>) : null);
       progress = new Progress({ ...out, delayMs: 0 });
-      progress.phase(label, known ?? done, { startedAt, done });
+      progress.phase(label, n ?? done, { startedAt, done });
     }
     (progress as Progress | null)?.end(note);
   }
