@@ -2,7 +2,8 @@
 // front of a real upstream (gate accepts, gate refusals, upstream refusals of pushes the gate had
 // written as accepted, evaluate mode's would-rejects, one of them refused upstream too), the log
 // read by outcome (`audit --json`), `audit --verdict`, the page's charts and its /pushes table,
-// and /metrics agree, before and after a restart of the server on the same data folder.
+// and /metrics agree, before and after a restart of the server on the same data folder; on
+// SQLite and on PostgreSQL.
 
 import t from 'tap';
 import { rmSync, writeFileSync } from 'node:fs';
@@ -13,6 +14,7 @@ import { runAudit } from '../../src/commands/admin.js';
 import { TestRepo, removeTree, tempDir } from '../helpers/repo.js';
 import { gitAsync } from '../helpers/gate.js';
 import { startUpstream } from '../helpers/upstream.js';
+import { needPostgres, startPostgres } from '../helpers/postgres.js';
 
 const BASE = {
   'src/app.py': 'def add(a, b):\n    return a + b\n',
@@ -60,7 +62,15 @@ async function tableCounts(srv: RunningServer, admin: string, query = ''): Promi
   return out;
 }
 
-t.test('after upstream refusals, evaluate mode and a restart, the log, audit, the page and /metrics count the same pushes', async (t) => {
+const noPg = needPostgres(t);
+for (const store of ['sqlite', 'postgres'] as const) t.test(`${store}: after upstream refusals, evaluate mode and a restart, the log, audit, the page and /metrics count the same pushes`, { skip: store === 'postgres' && noPg ? noPg : false }, async (t) => {
+  const auditUrl = store === 'postgres' ? (await startPostgres(t)).url : undefined;
+  const opts = { port: 0, host: '127.0.0.1', log: () => {}, upstreamFreshMs: 0, ...(auditUrl ? { auditUrl } : {}) };
+  // The commands' own way to the log's password, as a person gives it: PATCHGATE_AUDIT_URL.
+  if (auditUrl) {
+    process.env.PATCHGATE_AUDIT_URL = auditUrl;
+    t.teardown(() => void delete process.env.PATCHGATE_AUDIT_URL);
+  }
   const up = await startUpstream(t);
   const w = TestRepo.init(t);
   w.commit('base', BASE);
@@ -73,11 +83,11 @@ t.test('after upstream refusals, evaluate mode and a restart, the log, audit, th
   t.teardown(() => rmSync(credDir, { recursive: true, force: true }));
   writeFileSync(join(credDir, 'token'), `${up.secret}\n`);
 
-  let srv = await startServer({ dataDir: data, port: 0, host: '127.0.0.1', log: () => {}, upstreamFreshMs: 0 });
+  let srv = await startServer({ dataDir: data, ...opts });
   t.teardown(() => srv.close());
   await runRepoCreateUpstream({ data, name: 'app', trusted: 'main', upstream: up.url('app'), credentialFile: join(credDir, 'token'), mode: 'enforce' });
-  const agent = srv.tokens.create('agent-1', 'agent') as string;
-  const admin = srv.tokens.create('ops', 'admin') as string;
+  const agent = await srv.tokens.create('agent-1', 'agent');
+  const admin = await srv.tokens.create('ops', 'admin');
   const push = (branch: string) => gitAsync(w.dir, ['push', `http://agent-1:${agent}@127.0.0.1:${srv.port}/app.git`, `HEAD:refs/heads/${branch}`]);
 
   // enforce: an accept that lands, a gate refusal, an accept upstream refuses.
@@ -115,7 +125,8 @@ t.test('after upstream refusals, evaluate mode and a restart, the log, audit, th
   t.ok(refusals.every((r) => r.decision === 'upstream-refused' && /remote rejected|declined/.test(r.reason)), 'each with its row and upstream\'s answer');
 
   await srv.close();
-  srv = await startServer({ dataDir: data, port: 0, host: '127.0.0.1', log: () => {}, upstreamFreshMs: 0 });
+  srv = await startServer({ dataDir: data, ...opts });
   await check('after the restart');
-  t.ok(srv.audit!.verify().ok, 'the log verifies');
+  t.ok((await runAudit({ data, json: true, kind: 'push', limit: 1 })).length === 1, 'the CLI reads the same log as the server');
+  if (srv.audit) t.ok(srv.audit.verify().ok, 'the log verifies');
 });
