@@ -5,7 +5,9 @@
 // then times the agent's first one-file push right after it. Beside it in the same run, the
 // same history pushed to plain node-git-server (receive.fsckObjects on, with the same format
 // slips relaxed as the gate relaxes them for a person: src/git/push-fsck.ts), so the figure is a
-// ratio taken on one machine at one time. The gate runs with its default hook limit (30 s):
+// ratio taken on one machine at one time. Then a repository made with `repo create --upstream`
+// in front of that plain copy (a real upstream with the whole history) takes the same agent
+// push, as a second node meets the project. The gate runs with its default hook limit (30 s):
 // a person's push that the gate's clock refuses is a MISS, not a slow figure.
 
 import { chmodSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,7 +17,7 @@ import { AuditStore } from '../../dist/audit/store.js';
 import { TokenStore } from '../../dist/audit/tokens.js';
 import { createRepo } from '../../dist/server/repos.js';
 import { RELAXED_FSCK_IDS } from '../../dist/git/push-fsck.js';
-import { git as gitRaw, nowMs, REPO_TOP, run, startNodeChild, startServeChild, stopServeChild, tempDir } from './util.js';
+import { CLI_JS, git as gitRaw, nowMs, REPO_TOP, run, startNodeChild, startServeChild, stopServeChild, tempDir } from './util.js';
 import { fileURLToPath } from 'node:url';
 
 export interface RealHistoryResult {
@@ -31,6 +33,14 @@ export interface RealHistoryResult {
   /** The agent's first one-file push right after it. */
   agentMs: number;
   agentOk: boolean;
+  /**
+   * A second repository on the same gate made with `repo create --upstream` in front of the
+   * plain server's copy of the whole history (a real upstream, by file://), as a second node
+   * meets a project: the create, then the agent's first push through it.
+   */
+  upstreamCreateMs: number;
+  upstreamAgentMs: number;
+  upstreamAgentOk: boolean;
   stderrTail: string;
 }
 
@@ -74,7 +84,7 @@ export async function realHistoryBench(project: string, bundle: string, opts: { 
   try {
     const tokens = new TokenStore(store);
     person = tokens.create('seed-person', 'human');
-    agent = tokens.create('first-agent', 'agent', { repos: 'bench' });
+    agent = tokens.create('first-agent', 'agent', { repos: 'bench*' });
     tokens.create('admin', 'admin');
   } finally {
     store.close();
@@ -102,13 +112,23 @@ export async function realHistoryBench(project: string, bundle: string, opts: { 
     const a = await run('git', ['push', `http://first-agent:${agent}@127.0.0.1:${gate.port}/bench.git`, `${sha}:refs/heads/agent/first`], { cwd: client, timeoutMs: opts.budgetMs });
     const agentMs = nowMs() - t2;
     const agentOk = a.code === 0 && /patchgate: ACCEPT/.test(a.stderr);
+    // The same first push on a repository made in front of a real upstream holding the whole
+    // history (the plain server's repository), which the gate has never parsed.
+    const u0 = nowMs();
+    const c = await run(process.execPath, [CLI_JS, 'repo', 'create', 'bench-up', '--data', data, '--upstream', `file://${bare}`], { timeoutMs: opts.budgetMs });
+    const upstreamCreateMs = nowMs() - u0;
+    if (c.code !== 0) opts.log(`  [${project}] repo create --upstream failed: ${c.stderr.trim().split('\n').slice(-2).join(' | ')}`);
+    const u1 = nowMs();
+    const up = c.code === 0 ? await run('git', ['push', `http://first-agent:${agent}@127.0.0.1:${gate.port}/bench-up.git`, `${sha}:refs/heads/agent/first`], { cwd: client, timeoutMs: opts.budgetMs }) : null;
+    const upstreamAgentMs = nowMs() - u1;
+    const upstreamAgentOk = !!up && up.code === 0 && /patchgate: ACCEPT/.test(up.stderr);
     // git leaves credentials out of the URLs it prints; the tokens are taken out here all the same.
     const tail = (s: string) => s.split(person).join('***').split(agent).join('***').trim().split('\n').filter((l) => /REJECT|error|\[/.test(l)).slice(0, 3).join(' | ');
     const res: RealHistoryResult = {
-      project, commits, objects, personMs, plainMs, personOk, ratio: personMs / plainMs, agentMs, agentOk,
-      stderrTail: !personOk ? tail(g.stderr) : !agentOk ? tail(a.stderr) : '',
+      project, commits, objects, personMs, plainMs, personOk, ratio: personMs / plainMs, agentMs, agentOk, upstreamCreateMs, upstreamAgentMs, upstreamAgentOk,
+      stderrTail: !personOk ? tail(g.stderr) : !agentOk ? tail(a.stderr) : up && !upstreamAgentOk ? tail(up.stderr) : '',
     };
-    opts.log(`  [${project}] ${commits} commits, ${objects} objects: a person's first push ${Math.round(personMs)} ms through the gate${personOk ? '' : ' (NOT accepted)'}, ${Math.round(plainMs)} ms to plain node-git-server (${res.ratio.toFixed(2)}x); the agent's first one-file push ${Math.round(agentMs)} ms${agentOk ? '' : ' (NOT accepted)'}${res.stderrTail ? `: ${res.stderrTail}` : ''}`);
+    opts.log(`  [${project}] ${commits} commits, ${objects} objects: a person's first push ${Math.round(personMs)} ms through the gate${personOk ? '' : ' (NOT accepted)'}, ${Math.round(plainMs)} ms to plain node-git-server (${res.ratio.toFixed(2)}x); the agent's first one-file push ${Math.round(agentMs)} ms${agentOk ? '' : ' (NOT accepted)'}; after repo create --upstream (${Math.round(upstreamCreateMs)} ms) the same push ${Math.round(upstreamAgentMs)} ms${upstreamAgentOk ? '' : ' (NOT accepted)'}${res.stderrTail ? `: ${res.stderrTail}` : ''}`);
     return res;
   } finally {
     await stopServeChild(gate.child);
