@@ -218,7 +218,10 @@ export async function judgeUpdate(opts: JudgeOptions, update: RefUpdate): Promis
     });
     const runMain = (rule: Rule): Promise<RuleRun | typeof DEFERRED> => {
       const p = run(rule);
-      return deadline && rule.waivedForHumans ? Promise.race([p, deadline]) : p;
+      if (!deadline || !rule.waivedForHumans) return p;
+      // A budget of 0 waits for nothing: deferred at once (a 0 ms timer may fire only after work that never waits).
+      if (budget! <= 0) return (void p.catch(() => undefined), Promise.resolve(DEFERRED));
+      return Promise.race([p, deadline]);
     };
     // The size limits run first and alone: a pack bomb is refused before any rule reads it.
     // Then the rules run side by side (they mostly wait on the same cat-file reader, which

@@ -22,7 +22,9 @@ interface T { teardown(fn: () => unknown): void }
 
 export async function startGate(t: T, opts: Partial<ServerOptions> = {}): Promise<Gate> {
   const data = tempDir('pg-data-');
-  const srv = await startServer({ dataDir: data, port: 0, host: '127.0.0.1', log: () => {}, ...opts });
+  // Tests read a person's waived findings in the answer: by default they wait a quarter of the
+  // hook limit for them, as before serve's 1 s default (test/server/person-waived.test.ts tests that).
+  const srv = await startServer({ dataDir: data, port: 0, host: '127.0.0.1', log: () => {}, waivedWaitMs: Math.floor((opts.hookTimeoutMs ?? 30_000) / 4), ...opts });
   t.teardown(async () => {
     await srv.close();
     removeTree(data);

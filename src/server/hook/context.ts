@@ -25,7 +25,8 @@ export interface HookServiceOptions {
   timeoutMs: number;
   /**
    * How long a person's push waits for the rules whose findings are waived for a person
-   * (src/policy/engine.ts waivedBudgetMs); default a quarter of the push's time limit.
+   * (src/policy/engine.ts waivedBudgetMs); default 1 s (./judge.ts WAIVED_WAIT_MS), or a
+   * quarter of the push's time limit when that is less.
    */
   waivedWaitMs?: number;
   cache: Map<string, unknown>;

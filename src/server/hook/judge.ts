@@ -19,6 +19,9 @@ import type { PushSession } from './session.js';
 import { defaultJudgeSlots, Slots } from './slots.js';
 import { aheadFor, aheadWaitMs, type TrustedState } from './ahead.js';
 
+/** How long a person's push waits, by default, for the rules whose findings are waived for a person. */
+export const WAIVED_WAIT_MS = 1000;
+
 export class Judge {
   private judges = 0;
   /** Judgements that run at once (./slots.ts); the others wait in arrival order. */
@@ -104,8 +107,10 @@ export class Judge {
     // Where a push's time goes, kept in the audit row (ms): setup = trusted tip and policy.
     timings.setup = Math.round(performance.now() - t0);
     const out: RefDecision[] = [];
-    // A person's push: the rules waived for a person hold the answer a quarter of its time limit at most (issue 47).
-    const waivedBudgetMs = this.ctx.opts.waivedWaitMs ?? Math.floor((s.timeoutMs ?? this.ctx.opts.timeoutMs) / 4);
+    // A person's push: the rules waived for a person hold the answer WAIVED_WAIT_MS (or a quarter
+    // of its time limit, if less) at most; what they have not found by then is audited as
+    // deferred and goes on after the answer (issue 47: they do not hold a person's push).
+    const waivedBudgetMs = this.ctx.opts.waivedWaitMs ?? Math.min(WAIVED_WAIT_MS, Math.floor((s.timeoutMs ?? this.ctx.opts.timeoutMs) / 4));
     for (const [i, u] of updates.entries()) {
       if (signal.aborted) break;
       out.push(await judgeUpdate({ git, role, ...(agentClass ? { agentClass } : {}), mode: 'push', waivedBudgetMs, ...(live ? { live } : {}), trustedTip, trustedBranch, policy, cache: this.ctx.opts.cache, mainStore: store, ...(s.pushTarget ? { pushTarget: s.pushTarget } : {}), ...(remote ? { progress: remote } : {}), ...(ahead ? { ahead: ahead[i]! } : {}) }, u));
