@@ -206,6 +206,15 @@ export function buildCli(argv: string[]): Argv {
       .option('audit', { type: 'string', describe: 'audit store URL: sqlite:PATH or postgres://USER@HOST:PORT/DB (the password in PATCHGATE_AUDIT_URL, PGPASSFILE or PGPASSWORD, never the command line); overrides the config and PATCHGATE_AUDIT_URL' })
       .epilog('Keep it running (systemd) as the user that runs the host\'s hooks; the shims `hook install` writes talk to it. /healthz and /metrics on the config\'s "monitor" address.'),
     (a) => guarded(async () => (await hostCommand()).runDaemon({ config: a.config, audit: a.audit })))
+    .command('warm <repos..>', 'seed the contract cache from a repository on this machine, with progress, before agents push (a host with a short hook budget: GHES); see docs/hosts.md', (y) => y
+      .positional('repos', { type: 'string', array: true, demandOption: true, describe: 'REPO_DIR...: each bare repository\'s folder (the host\'s own copy; with --data also a repository name)' })
+      .option('config', { type: 'string', describe: 'the daemon\'s JSON config (its data folder holds cache.db; its trusted branches apply)' })
+      .option('data', { type: 'string', describe: 'the gate server\'s data folder (patchgate serve --data DIR)' })
+      .epilog('Run it as the user that owns the repositories and runs the daemon. The daemon may keep running: it reads what this writes on its next miss.'),
+    async (a) => {
+      await guarded(async () => out(await (await import('./commands/warm.js')).runWarm({ config: a.config, data: a.data, repos: a.repos as string[] })));
+      process.exit(); // the parse workers would keep the process alive
+    })
     .command('hook', 'hooks inside a git host: `hook install --host H --config FILE REPO_DIR...`', (y) => y
       .command('install <dirs..>', 'write the pre-receive shim for that host into each REPO_DIR', (y2) => y2
         .positional('dirs', { type: 'string', array: true, demandOption: true, describe: 'REPO_DIR...: where each shim goes, by host: gitlab REPO.git (writes custom_hooks/pre-receive), gitea REPO.git (hooks/pre-receive.d/patchgate), ghes the hook repository\'s work tree (patchgate-pre-receive.sh), gitolite ~/local (hooks/repo-specific/patchgate, created when missing), generic REPO.git (hooks/pre-receive)' })

@@ -155,6 +155,13 @@ export function stderrProgress(): { write: (text: string) => void; isTTY: boolea
 export interface SlowPhaseOptions extends Pick<ProgressOptions, 'write' | 'isTTY' | 'now' | 'unit' | 'verb' | 'everyMs' | 'skippedWhy'> {
   /** Say nothing unless the work still runs this long after it started (default 2000 ms). */
   delayMs?: number;
+  /**
+   * Ask `total()` this long after the start even if nothing is said yet (default: at delayMs),
+   * so a refusal for time within the delay still says "N of TOTAL" (src/policy/live.ts).
+   */
+  countAfterMs?: number;
+  /** What the phase walks, for a refusal for time ("the pushed commit 1a2b3c4d5e6f"). */
+  what?: string;
 }
 
 /**
@@ -175,11 +182,14 @@ export async function slowPhase<T>(out: SlowPhaseOptions, label: string, total: 
   // The phase has run the delay: its lines show even when it ends before its count is known.
   let due = false;
   let counting: Promise<number | null> | null = null;
+  const count = (): Promise<number | null> => (counting ??= total().catch(() => null).then((n) => {
+    known = n;
+    if (!finished) liveCount(done, known, out.unit, out.verb, out.what);
+    return n;
+  }));
   const begin = (): void => {
     due = true;
-    counting = total().catch(() => null);
-    void counting.then((n) => {
-      known = n;
+    void count().then((n) => {
       if (finished) return;
       progress = new Progress({ ...out, delayMs: 0 });
       progress.phase(label, n, { startedAt, done });
@@ -189,6 +199,9 @@ export async function slowPhase<T>(out: SlowPhaseOptions, label: string, total: 
   const delay = out.delayMs ?? 2000;
   const timer = delay > 0 ? setTimeout(begin, delay) : null;
   timer?.unref?.();
+  const countAfter = out.countAfterMs ?? delay;
+  const countTimer = timer && countAfter < delay ? setTimeout(() => void count(), countAfter) : null;
+  countTimer?.unref?.();
   if (!timer) begin();
   let note = '';
   try {
@@ -196,7 +209,7 @@ export async function slowPhase<T>(out: SlowPhaseOptions, label: string, total: 
       done += n;
       progress?.tick(n);
       // A refusal for time says how far the rule running this had come (src/policy/live.ts).
-      liveCount(done, known, out.unit, out.verb);
+      liveCount(done, known, out.unit, out.verb, out.what);
     });
   } catch (err) {
     note = 'stopped';
@@ -204,6 +217,7 @@ export async function slowPhase<T>(out: SlowPhaseOptions, label: string, total: 
   } finally {
     finished = true;
     if (timer) clearTimeout(timer);
+    if (countTimer) clearTimeout(countTimer);
     if (due && !progress) {
       // Ended before its count came: the count is still the total said (issue 49: "N files to
       // read" must be the revision's files, not the ones this walk happened to count).

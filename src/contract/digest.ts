@@ -9,6 +9,7 @@
 import { isFileKind, type EntryKind, type Git, type RawTreeEntry, type TreeEntry } from '../git/git.js';
 import { ContractParseError, ContractSizeError } from '../errors.js';
 import { cancelledBy, currentSignal, throwIfCancelled } from '../cancel.js';
+import { liveParsed } from '../policy/live.js';
 import { isTypeScriptPath, TS_EXTRACTOR_VERSION } from './typescript.js';
 import { initPython, isPrivateModule, PY_EXTRACTOR_VERSION, seedDigest, seedOrder, type PyLinks } from './python.js';
 import { parsePool } from './parse-pool.js';
@@ -163,6 +164,8 @@ async function parseFileNow(git: BlobReader, cache: Map<string, unknown>, e: Tre
   if (links) cache.set(linksKey(e.id, e.path), links);
   cache.set(key, rows);
   if (sig !== null && format === 'v1') cache.set(sigKey(sig), key);
+  // Kept as soon as parsed: a walk the time limit stops leaves this file to the next try (issue 47).
+  liveParsed();
   return { rows, links };
 }
 

@@ -20,6 +20,7 @@ import { hostSession } from './identity.js';
 import { stderrProgress } from '../progress.js';
 import type { IdleGcOptions } from '../server/idle-gc.js';
 import { runUndo } from '../undo.js';
+import { warmCommand } from '../commands/warm.js';
 
 export interface RunningDaemon {
   hooks: HookService;
@@ -51,6 +52,8 @@ export async function startDaemon(cfg: DaemonConfig, opts: { log?: (l: string) =
     const hooks = new HookService({
       endpointPath: join(cfg.data, 'hook.endpoint'), audit, timeoutMs: cfg.hookTimeout * 1000, cache: new ContentCache(disk),
       sessionFor: (hr) => hostSession(hr, cfg), onAnswer: metrics.observe, beforeJudge: opts.beforeJudge,
+      // A refusal for time names the command that seeds this daemon's cache from the repository (issue 47).
+      seedCommand: (dir) => warmCommand(cfg.configPath ? { config: cfg.configPath } : { data: cfg.data }, dir),
       ...(cfg.notifyUrl ? { notifyUrl: cfg.notifyUrl } : {}),
       ...(opts.log ? { log: opts.log } : { progress: stderrProgress() }), ...(opts.gc ? { gc: opts.gc } : {}),
     });

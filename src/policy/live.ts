@@ -30,6 +30,8 @@ interface RuleState {
   error?: string;
   /** The last counted phase of the rule: what it counts, how many done, of how many. */
   count?: Count;
+  /** Files the rule parsed itself (liveParsed), over all its phases. */
+  parsedNow?: number;
 }
 
 interface Count {
@@ -37,14 +39,46 @@ interface Count {
   total: number | null;
   unit: string;
   verb: string;
+  /** What the phase walks (a contract parse: "the pushed commit 1a2b3c4d5e6f"). */
+  what?: string;
+  /** Of `done`, the files this judgement parsed itself (the rest were in the cache); see liveParsed. */
+  parsed?: number;
+}
+
+/**
+ * How far a contract parse that the time limit stopped had come (issue 47): its files done
+ * (parsed now, or found in the cache) are kept in the cache, so the next try starts from them.
+ */
+export interface StoppedParse {
+  rule: RuleId;
+  what: string | null;
+  /** Files whose rows are in the cache now (this try's parses and those found there). */
+  kept: number;
+  total: number | null;
+  /** Of `kept`, those this try parsed itself. */
+  parsedNow: number;
 }
 
 const currentRule = new AsyncLocalStorage<RuleState>();
 
 /** A counted phase (slowPhase) reports here, when it runs inside a rule of a live judgement. */
-export function liveCount(done: number, total: number | null, unit = 'files', verb = 'parsed'): void {
+export function liveCount(done: number, total: number | null, unit = 'files', verb = 'parsed', what?: string): void {
   const r = currentRule.getStore();
-  if (r) r.count = { done, total, unit, verb };
+  if (r) r.count = { done, total, unit, verb, ...(what ? { what } : {}), parsed: r.parsedNow ?? 0 };
+}
+
+/** Files the current rule of a live judgement parsed itself so far (undefined outside one: `check`, a judgement ahead). */
+export function liveParsedCount(): number | undefined {
+  const r = currentRule.getStore();
+  return r ? (r.parsedNow ?? 0) : undefined;
+}
+
+/** A file's rows were parsed (not found in the cache) and put in the cache, inside a rule of a live judgement. */
+export function liveParsed(): void {
+  const r = currentRule.getStore();
+  if (!r) return;
+  r.parsedNow = (r.parsedNow ?? 0) + 1;
+  if (r.count) r.count.parsed = r.parsedNow;
 }
 
 export class LiveJudgement {
@@ -92,16 +126,28 @@ export class LiveJudgement {
     return parts.join('; ');
   }
 
+  /** The rules still running with a counted parse, and how far each had come (a refusal for time says it). */
+  stoppedParses(): StoppedParse[] {
+    return this.rules.filter((r) => r.ms === undefined && r.count && r.count.unit === 'files')
+      .map((r) => ({ rule: r.rule, what: r.count!.what ?? null, kept: r.count!.done, total: r.count!.total, parsedNow: r.count!.parsed ?? 0 }));
+  }
+
   /** The audit row's outcomes at the limit: the finished rules' times, and the running ones as stopped. */
   outcomes(now = Date.now()): LiveOutcome[] {
     return this.rules.map((r): LiveOutcome => r.ms === undefined
-      ? { rule: r.rule, status: 'fail', findings: [], details: { stopped: `still running when the time limit passed (${secs(now - r.startedAt)})`, ...(r.count ? { progress: countText(r.count) } : {}) }, ms: now - r.startedAt }
+      ? { rule: r.rule, status: 'fail', findings: [], details: { stopped: `still running when the time limit passed (${secs(now - r.startedAt)})`, ...(r.count ? { progress: countText(r.count), ...keptDetails(r.count) } : {}) }, ms: now - r.startedAt }
       : { rule: r.rule, status: r.error ? 'fail' : 'skipped', findings: [], details: { finished: true, ...(r.findings !== undefined ? { findings: r.findings } : {}), ...(r.error ? { error: r.error } : {}), why: 'finished before the limit; the push was refused for time, so its result was not used' }, ms: r.ms });
   }
 }
 
 function secs(ms: number): string {
   return `${(ms / 1000).toFixed(1)} s`;
+}
+
+/** A stopped parse's figures for the audit row: files kept in the cache, of how many, how many left, and how many this try parsed. */
+function keptDetails(c: Count): Record<string, unknown> {
+  if (c.unit !== 'files') return {};
+  return { ...(c.what ? { parsing: c.what } : {}), kept: c.done, total: c.total, left: c.total === null ? null : Math.max(0, c.total - c.done), parsedNow: c.parsed ?? 0 };
 }
 
 function countText(c: Count): string {

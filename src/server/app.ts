@@ -49,6 +49,7 @@ import { nodeName, type CheckpointSigner } from '../audit/checkpoint-lease.js';
 import { tokensFor, type AuditSink } from '../audit/sink.js';
 import { openServerLog } from './folder-log.js';
 import { runUndo } from '../undo.js';
+import { warmCommand } from '../commands/warm.js';
 
 export interface ServerOptions {
   dataDir: string;
@@ -214,7 +215,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     // What an escalation's printed close command names: this data folder, and the log when it is not the folder's own.
     const pgUrl = auditArg(opened.where.location.kind === 'postgres' ? opened.where.location.url : undefined);
     const escalationWhere = { dataDir, ...(pgUrl ? { audit: pgUrl } : {}) };
-    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, ...(opts.waivedWaitMs !== undefined ? { waivedWaitMs: opts.waivedWaitMs } : {}), cache, beforeJudge: opts.beforeJudge, ...(opts.judgeSlots !== undefined ? { judgeSlots: opts.judgeSlots } : {}), dataDir, upstreamFreshMs: opts.upstreamFreshMs, ...(opts.remoteProgressDelayMs !== undefined ? { remoteProgressDelayMs: opts.remoteProgressDelayMs } : {}), ...(opts.gc ? { gc: opts.gc } : {}), ...(opts.log ? {} : { progress: opts.logger ? { write: (t: string) => logger.info(t.replace(/\n$/, '')), isTTY: false } : stderrProgress() }), onTimeout: () => metrics.hookTimeouts.inc(), onAnswer: (hr, verdict) => metrics.hookAnswers.inc({ hook: hr && HOOK_LABELS.has(hr.hook) ? hr.hook : 'other', verdict }), log, escalationWhere, ...(opts.notifyUrl ? { notifyUrl: opts.notifyUrl, notify: opts.notify } : {}) });
+    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, ...(opts.waivedWaitMs !== undefined ? { waivedWaitMs: opts.waivedWaitMs } : {}), cache, beforeJudge: opts.beforeJudge, seedCommand: (dir) => warmCommand({ data: dataDir }, dir), ...(opts.judgeSlots !== undefined ? { judgeSlots: opts.judgeSlots } : {}), dataDir, upstreamFreshMs: opts.upstreamFreshMs, ...(opts.remoteProgressDelayMs !== undefined ? { remoteProgressDelayMs: opts.remoteProgressDelayMs } : {}), ...(opts.gc ? { gc: opts.gc } : {}), ...(opts.log ? {} : { progress: opts.logger ? { write: (t: string) => logger.info(t.replace(/\n$/, '')), isTTY: false } : stderrProgress() }), onTimeout: () => metrics.hookTimeouts.inc(), onAnswer: (hr, verdict) => metrics.hookAnswers.inc({ hook: hr && HOOK_LABELS.has(hr.hook) ? hr.hook : 'other', verdict }), log, escalationWhere, ...(opts.notifyUrl ? { notifyUrl: opts.notifyUrl, notify: opts.notify } : {}) });
     undo.push(() => hooks.stop());
     await hooks.start();
     // Pushes the last run left unsettled (killed, or its log was down): compared with the real

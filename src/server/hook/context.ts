@@ -48,6 +48,11 @@ export interface HookServiceOptions {
   dataDir?: string;
   /** An upstream fetch younger than this is reused by the next push (default FRESH_MS). */
   upstreamFreshMs?: number;
+  /**
+   * The command that seeds the cache with a repository's contract outside any push's time
+   * limit (`patchgate warm …`, src/commands/warm.ts), as a refusal for time prints it.
+   */
+  seedCommand?: (repoDir: string) => string;
   /** Called when a push passes the time limit (for the hook-timeout metric). */
   onTimeout?: () => void;
   /** What an escalation's printed close command names (src/server/escalate.ts): the data folder and the log. */

@@ -11,7 +11,8 @@ import { trustedPolicy } from '../../policy/trusted-policy.js';
 import type { SlowPhaseOptions } from '../../progress.js';
 import { parsePool } from '../../contract/parse-pool.js';
 import { runCancellable } from '../../cancel.js';
-import { LiveJudgement } from '../../policy/live.js';
+import { LiveJudgement, type StoppedParse } from '../../policy/live.js';
+import { RUN } from '../../policy/remedy.js';
 import { foreground } from '../../contract/priority.js';
 import type { RefDecision, RefUpdate, RuleOutcome } from '../../policy/types.js';
 import type { HookContext } from './context.js';
@@ -75,7 +76,8 @@ export class Judge {
         const parsing = parsePool.pathsOf(cancel.signal);
         this.ctx.opts.onTimeout?.();
         cancel.abort(new Error(`the hook time limit of ${limitMs} ms passed`));
-        resolve(updates.map((u) => (started ? timedOut(u, limitMs, parsing, s.timeoutMessage, live) : busy(u, limitMs, this.slots.size))));
+        const seed = this.ctx.opts.seedCommand?.(s.repoDir) ?? null;
+        resolve(updates.map((u) => (started ? timedOut(u, limitMs, parsing, s.timeoutMessage, live, seed) : busy(u, limitMs, this.slots.size))));
       }, limitMs);
     });
     try {
@@ -137,14 +139,34 @@ export async function trustedState(git: Git, branch?: string): Promise<TrustedSt
  * still running and how far they came, those done: ./live.ts), and its audit row keeps the
  * rules' times; when files were still being parsed, it names them and says what to do.
  */
-function timedOut(u: RefUpdate, ms: number, parsing: string[] = [], lead = '', live?: LiveJudgement): RefDecision {
+function timedOut(u: RefUpdate, ms: number, parsing: string[] = [], lead = '', live?: LiveJudgement, seed: string | null = null): RefDecision {
   const files = [...new Set(parsing)].slice(0, 3);
   const doing = live ? ` (${live.describe()})` : '';
   const outcomes = live && live.ref === u.ref ? (live.outcomes() as RuleOutcome[]) : [];
+  // A walk over many files (a repository's first parse): what it parsed is kept (issue 47).
+  const walk = live && live.ref === u.ref ? live.stoppedParses().find((p) => (p.total ?? p.kept) > Math.max(1, files.length)) : undefined;
+  if (walk) {
+    const d = errorDecision(u, new Error(`${lead}the policy did not finish within ${ms} ms${doing}; the judgement was stopped`), Date.now(), outcomes);
+    return { ...d, remediation: keptRemedy(walk, seed) };
+  }
   if (!files.length) return errorDecision(u, new Error(`${lead}the policy did not finish within ${ms} ms${doing}; the judgement was stopped`), Date.now(), outcomes);
   const d = errorDecision(u, new Error(`${lead}the policy did not finish within ${ms} ms: still parsing ${files.join(', ')}${doing}; the parse was stopped`), Date.now(), outcomes);
   if (d.reasons[0]) d.reasons[0] = { ...d.reasons[0], path: files[0]! };
   return { ...d, remediation: `split or simplify ${files.join(', ')} so each parses quickly (or move generated code out of the contract roots), commit, and push again` };
+}
+
+/**
+ * The next step after a stopped parse: how much of it is kept and how much is left, push again
+ * (each try starts from what the ones before it parsed), or seed the cache first with the
+ * command that parses the repository outside any push's time limit (`patchgate warm`).
+ */
+export function keptRemedy(p: StoppedParse, seed: string | null): string {
+  const what = `${p.rule}${p.what ? ` of ${p.what}` : ''}`;
+  const counts = p.total === null ? `${p.kept} files parsed and kept` : `${p.kept} of ${p.total} files parsed and kept; ${Math.max(0, p.total - p.kept)} left`;
+  const again = 'push again (each try keeps its work)';
+  return seed
+    ? `${what}: ${counts}: ${again}, or seed the cache first (a person runs it on the gate's machine; it parses the repository outside any push's time limit, with progress):\n${RUN}${seed}`
+    : `${what}: ${counts}: ${again}`;
 }
 
 /** The limit passed before a slot was free: nothing of this push was judged. */
