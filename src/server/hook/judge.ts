@@ -143,8 +143,9 @@ function timedOut(u: RefUpdate, ms: number, parsing: string[] = [], lead = '', l
   const files = [...new Set(parsing)].slice(0, 3);
   const doing = live ? ` (${live.describe()})` : '';
   const outcomes = live && live.ref === u.ref ? (live.outcomes() as RuleOutcome[]) : [];
-  // A walk over many files (a repository's first parse): what it parsed is kept (issue 47).
-  const walk = live && live.ref === u.ref ? live.stoppedParses().find((p) => (p.total ?? p.kept) > Math.max(1, files.length)) : undefined;
+  // A walk with more files left than those being parsed (a repository's first parse): what it
+  // parsed is kept (issue 47). One slow file holding the limit keeps the step below instead.
+  const walk = live && live.ref === u.ref ? live.stoppedParses().find((p) => (p.total === null ? !files.length && p.kept > 0 : p.total - p.kept > Math.max(1, files.length))) : undefined;
   if (walk) {
     const d = errorDecision(u, new Error(`${lead}the policy did not finish within ${ms} ms${doing}; the judgement was stopped`), Date.now(), outcomes);
     return { ...d, remediation: keptRemedy(walk, seed) };
