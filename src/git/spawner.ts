@@ -26,6 +26,7 @@ import { isPushAdvert, RefAdverts, type AdvertChild } from './ref-advert.js';
 import { isPushPost, SpareReceivePacks } from './spare-receive.js';
 import { fsckEnv, markFsck, takeStartFsck } from './push-fsck.js';
 import { takeReaderEnv } from './reader-env.js';
+import { pushPathOf, type PushPath } from '../server/push-path.js';
 
 export { HelperChild } from './helper-child.js';
 
@@ -64,9 +65,12 @@ export class GitSpawner implements ChildOwner {
 
   /** Push receive-packs started while their clients pack (./spare-receive.ts). */
   readonly spares: SpareReceivePacks;
+  /** Which of the push path's mechanisms run (src/server/push-path.ts): here the spare receive-pack and the advertisement made ahead. */
+  readonly pushPath: PushPath;
 
-  constructor(private readonly log: (line: string) => void = () => {}, opts: { answerMs?: number; spareIdleMs?: number } = {}) {
+  constructor(private readonly log: (line: string) => void = () => {}, opts: { answerMs?: number; spareIdleMs?: number; pushPath?: Partial<PushPath> } = {}) {
     this.answerMs = opts.answerMs ?? SPAWN_ANSWER_MS;
+    this.pushPath = pushPathOf(opts.pushPath);
     this.spares = new SpareReceivePacks((dir, env) => this.spawn('git-receive-pack', ['--stateless-rpc', dir], { env }), opts.spareIdleMs === undefined ? {} : { idleMs: opts.spareIdleMs });
   }
 
@@ -239,9 +243,10 @@ export function routeServiceSpawns(spawner: GitSpawner): () => void {
         let child: AdvertChild | HelperChild | null;
         if (isPushAdvert(cmd, args)) {
           // Once the advertisement is answered, the POST's receive-pack is started while the client packs.
+          // Either off (src/server/push-path.ts): git answers each GET, and no spare is started.
           const dir = args[2] as string;
-          child = s.adverts.answer(dir);
-          child.once('exit', (code: number | null) => void (code === 0 && s.spares.prime(dir, fsck)));
+          child = s.pushPath.advert ? s.adverts.answer(dir) : (s.spawn(cmd, args as string[]) ?? ((original as (...a: unknown[]) => ChildProcess).call(this, cmd, args) as unknown as AdvertChild));
+          if (s.pushPath.spare) child.once('exit', (code: number | null) => void (code === 0 && s.spares.prime(dir, fsck)));
         } else if (isPushPost(cmd, args)) {
           child = s.spares.take(args[1] as string, fsck) ?? s.spawn(cmd, args as string[], { env: fsckEnv(fsck) });
           if (child) markFsck(child, fsck);
@@ -302,5 +307,6 @@ export function helperSpawn(cmd: string, args: readonly string[], opts: { cwd: s
 
 /** Make the repository's push advertisement ahead of its next push (./ref-advert.ts); nothing when no server routes. */
 export function primeAdvert(repoDir: string): void {
-  routed[routed.length - 1]?.adverts.prime(repoDir);
+  const s = routed[routed.length - 1];
+  if (s?.pushPath.advert) s.adverts.prime(repoDir);
 }

@@ -98,6 +98,8 @@ export interface ServerOptions {
   /** `--notify-url`: each escalation is POSTed there (./notify.ts); `notify` shortens its limits (tests). */
   notifyUrl?: string;
   notify?: NotifyOptions;
+  /** The push path's mechanisms, each on unless false (./push-path.ts; `serve` reads PATCHGATE_PUSH_PATH_OFF). */
+  pushPath?: Partial<import('./push-path.js').PushPath>;
 }
 
 export interface RunningServer {
@@ -215,7 +217,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     // What an escalation's printed close command names: this data folder, and the log when it is not the folder's own.
     const pgUrl = auditArg(opened.where.location.kind === 'postgres' ? opened.where.location.url : undefined);
     const escalationWhere = { dataDir, ...(pgUrl ? { audit: pgUrl } : {}) };
-    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, ...(opts.waivedWaitMs !== undefined ? { waivedWaitMs: opts.waivedWaitMs } : {}), cache, beforeJudge: opts.beforeJudge, seedCommand: (dir) => warmCommand({ data: dataDir }, dir), ...(opts.judgeSlots !== undefined ? { judgeSlots: opts.judgeSlots } : {}), dataDir, upstreamFreshMs: opts.upstreamFreshMs, ...(opts.remoteProgressDelayMs !== undefined ? { remoteProgressDelayMs: opts.remoteProgressDelayMs } : {}), ...(opts.gc ? { gc: opts.gc } : {}), ...(opts.log ? {} : { progress: opts.logger ? { write: (t: string) => logger.info(t.replace(/\n$/, '')), isTTY: false } : stderrProgress() }), onTimeout: () => metrics.hookTimeouts.inc(), onAnswer: (hr, verdict) => metrics.hookAnswers.inc({ hook: hr && HOOK_LABELS.has(hr.hook) ? hr.hook : 'other', verdict }), log, escalationWhere, ...(opts.notifyUrl ? { notifyUrl: opts.notifyUrl, notify: opts.notify } : {}) });
+    const hooks = new HookService({ endpointPath: join(dataDir, 'hook.endpoint'), audit: sink, timeoutMs: hookTimeoutMs, ...(opts.waivedWaitMs !== undefined ? { waivedWaitMs: opts.waivedWaitMs } : {}), cache, beforeJudge: opts.beforeJudge, seedCommand: (dir) => warmCommand({ data: dataDir }, dir), ...(opts.judgeSlots !== undefined ? { judgeSlots: opts.judgeSlots } : {}), pushPath: opts.pushPath, dataDir, upstreamFreshMs: opts.upstreamFreshMs, ...(opts.remoteProgressDelayMs !== undefined ? { remoteProgressDelayMs: opts.remoteProgressDelayMs } : {}), ...(opts.gc ? { gc: opts.gc } : {}), ...(opts.log ? {} : { progress: opts.logger ? { write: (t: string) => logger.info(t.replace(/\n$/, '')), isTTY: false } : stderrProgress() }), onTimeout: () => metrics.hookTimeouts.inc(), onAnswer: (hr, verdict) => metrics.hookAnswers.inc({ hook: hr && HOOK_LABELS.has(hr.hook) ? hr.hook : 'other', verdict }), log, escalationWhere, ...(opts.notifyUrl ? { notifyUrl: opts.notifyUrl, notify: opts.notify } : {}) });
     undo.push(() => hooks.stop());
     await hooks.start();
     // Pushes the last run left unsettled (killed, or its log was down): compared with the real
@@ -231,7 +233,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     }
 
     // --- git services started by a small helper process, not by this big one (src/git/spawner.ts)
-    const spawner = new GitSpawner(log);
+    const spawner = new GitSpawner(log, { pushPath: opts.pushPath });
     spawner.start();
     const unroute = routeServiceSpawns(spawner);
     const stopSpawner = (): void => {
@@ -497,7 +499,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       gitServer.handle(view, res);
     };
 
-    const front: FrontDeps = { limits, send, log, orphanGraceMs: hookTimeoutMs + 60_000 };
+    const front: FrontDeps = { limits, send, log, orphanGraceMs: hookTimeoutMs + 60_000, keepPack: spawner.pushPath.prewarm };
     const node = nodeName(dataDir);
     const web = createWeb({ dataDir, audit: sink, tokens, limiter, secure: opts.tlsCert !== undefined, log, escalationWhere, node, checkpoints: { signer: opts.checkpointSigner ?? 'lease', everySeconds: opts.checkpointEverySeconds ?? 3600 } });
     // Checkpoints sign the configured store (`sink`), not the data folder's file when --audit names another.

@@ -80,6 +80,8 @@ export interface FrontDeps {
   log: (line: string) => void;
   /** How long a receive-pack may keep running after its client left (hook time and a margin). */
   orphanGraceMs: number;
+  /** False: a push's pack is not kept for the read before the hook (switched off: ./push-path.ts). */
+  keepPack?: boolean;
 }
 
 /**
@@ -195,7 +197,7 @@ export function preparePost(req: http.IncomingMessage, res: http.ServerResponse,
       view.end();
     };
     // The pack, kept for the cache warm-up while it stays small (receive-pack only).
-    let packParts: Buffer[] | null = service === 'receive-pack' ? [] : null;
+    let packParts: Buffer[] | null = service === 'receive-pack' && deps.keepPack !== false ? [] : null;
     let packSize = 0;
     let settlePack: (b: Buffer | null) => void = () => {};
     const keepPack = (b: Buffer): void => {

@@ -51,6 +51,7 @@ import { Warmer } from './hook/warm.js';
 import { warmParsers, type ParserWarmResult } from './hook/parser-warm.js';
 import { pushesInFlight } from '../contract/priority.js';
 import { prewarmPush } from './hook/prewarm.js';
+import { pushPathOf, type PushPath } from './push-path.js';
 import { Generations, judgeFromPack, type Ahead } from './hook/ahead.js';
 import type { PushTarget } from '../policy/push-target.js';
 import type { RefUpdate, Role } from '../policy/types.js';
@@ -117,6 +118,7 @@ export class HookService {
   readonly prewarms = { pushes: 0, files: 0, contracts: 0, failed: 0, judged: 0 };
   /** Each repository's generation (./hook/ahead.ts). */
   readonly generations = new Generations();
+  private pushPath: PushPath | undefined;
 
   /**
    * Parse what a push's pack changes into the caches the rules read, while receive-pack unpacks
@@ -125,7 +127,9 @@ export class HookService {
    * that fails there, leaves the hook to do it all (null).
    */
   prewarm(repoDir: string, role: Role, pack: Buffer, commands: readonly RefUpdate[], pushTarget?: PushTarget, agentClass?: string): Promise<Ahead | null> {
-    if (this.stopping.signal.aborted) return Promise.resolve(null);
+    // Either switched off (./push-path.ts): the hook does it all, as it does for a pack over PACK_MAX.
+    const path = (this.pushPath ??= pushPathOf(this.opts.pushPath));
+    if (this.stopping.signal.aborted || !path.prewarm) return Promise.resolve(null);
     const generation = this.generations.of(repoDir);
     const store = this.stores.get(repoDir);
     return prewarmPush({ store, cache: this.opts.cache, agent: role === 'agent', pack, tips: commands.map((c) => c.newId) }).then(
@@ -135,7 +139,7 @@ export class HookService {
         this.prewarms.contracts += r.contracts;
         // Judged ahead only when that parses nothing more than was just parsed (bounded above), and
         // then under its own time limit: a push that needs more is judged by its hook alone.
-        if (!r.whole || !commands.length || this.gc.inFlight(repoDir) > 1 || this.stopping.signal.aborted) return null;
+        if (!path.ahead || !r.whole || !commands.length || this.gc.inFlight(repoDir) > 1 || this.stopping.signal.aborted) return null;
         const a = await judgeFromPack({ repoDir, store, cache: this.opts.cache, role, ...(role === 'agent' && agentClass ? { agentClass } : {}), ...(pushTarget ? { pushTarget } : {}), updates: commands, view: r.view, trusted: r.trusted, generation }).catch(() => null);
         if (a) this.prewarms.judged++;
         return a;

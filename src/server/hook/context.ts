@@ -4,6 +4,7 @@
 // facade, so no import goes back up.
 
 import type { EscalationWhere } from '../escalate.js';
+import type { PushPath } from '../push-path.js';
 import type { Generations } from './ahead.js';
 import type { AuditSink } from '../../audit/sink.js';
 import type { UpstreamMirror } from '../../upstream/remote.js';
@@ -34,6 +35,8 @@ export interface HookServiceOptions {
   beforeJudge?: () => Promise<void>;
   /** Pushes judged at once (default ./slots.ts defaultJudgeSlots; 0: no bound). */
   judgeSlots?: number;
+  /** The push path's mechanisms (../push-path.ts): here the pack read before the hook and the judgement ahead. */
+  pushPath?: Partial<PushPath>;
   /** Rate limit of the `auth` rows the endpoint writes (tests shorten it). */
   authRows?: AuthRowLimits;
   /**
