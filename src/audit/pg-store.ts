@@ -49,7 +49,7 @@ export interface PgStoreOptions {
 }
 
 /** Ordered schema steps; step i brings `patchgate_schema.version` from i to i + 1. Append only. */
-const PG_MIGRATIONS: readonly string[] = [
+export const PG_MIGRATIONS: readonly string[] = [
   `${eventsTableSql('pg', { kind: KINDS_AT.first, verdict: VERDICTS_AT.evaluate }, '   ')};
    ${EVENT_INDEXES}
    CREATE TABLE chain_head (
