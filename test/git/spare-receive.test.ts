@@ -141,7 +141,13 @@ t.test('an idle spare is stopped; many repositories stay within the bound; no he
 });
 
 t.test('a gate\'s push is received by the receive-pack started at its advertisement, and judged', async (t) => {
-  const { gate, agent, w, bare: repo } = await seededGate(t, { 'src/a.ts': 'export function a(): number { return 1; }\n' });
+  /** The receive-pack pids whose hooks asked for a judgement (the sessions under way when the hook judges). */
+  const hookPids: number[] = [];
+  let srv: { hooks: { sessions: Map<number, unknown> } } | null = null;
+  const { gate, agent, w, bare: repo } = await seededGate(t, { 'src/a.ts': 'export function a(): number { return 1; }\n' }, {
+    beforeJudge: async () => void hookPids.push(...(srv?.hooks.sessions.keys() ?? [])),
+  });
+  srv = gate.srv;
   const url = gate.remote('app', 'agent-1', agent);
   const auth = { authorization: `Basic ${Buffer.from(`agent-1:${agent}`).toString('base64')}` };
   /** A push's GET as git makes it, then its spare's pid once it runs. */
@@ -156,13 +162,26 @@ t.test('a gate\'s push is received by the receive-pack started at its advertisem
     return pids[0]!;
   };
 
+  // The order is driven, not raced: the spare runs before the push starts (advertise waits for
+  // its pid), and the receive-pack that ran the push's hook is read in the hook (beforeJudge).
+  // Whether the POST may take it is then a matter of what it read at its start: if anything
+  // of that moved meanwhile (the repository's folder or config, the global configs: spareKey),
+  // it must be dropped instead, and nothing else may make the POST start its own.
   const pid = await advertise();
-  const taken = gate.srv.spares.stats.taken;
+  const { taken, dropped: droppedBefore } = { ...gate.srv.spares.stats };
+  const key = spareKey(repo);
+  hookPids.length = 0;
   w.commit('one', { 'src/a.ts': 'export function a(): number { return 2; }\n' });
   let r = await gitAsync(w.dir, ['push', url, 'HEAD:refs/heads/agent/one']);
   t.equal(r.code, 0, r.stderr || 'the push lands');
-  t.ok(gate.srv.spares.stats.taken >= taken + 1, 'its POST took a spare');
-  t.ok(await ends(pid), 'the spare that was running is the one that received it, and has ended');
+  if (spareKey(repo) === key) {
+    t.equal(gate.srv.spares.stats.taken, taken + 1, 'its POST took a spare');
+    t.same(hookPids, [pid], 'the spare that was running is the receive-pack that ran its hook');
+  } else {
+    t.ok(gate.srv.spares.stats.dropped >= droppedBefore + 1, 'what the spare read at its start moved before the POST: it was dropped, not used');
+    t.not(hookPids[0], pid, 'and the push was received by a receive-pack started for it');
+  }
+  t.ok(await ends(pid), 'the spare has ended');
   const rows = () => gate.srv.audit.query({ kind: 'ref', actor: 'agent-1' });
   t.equal(rows().filter((row) => row.ref === 'refs/heads/agent/one' && row.verdict === 'accept' && row.moved === 1).length, 1, 'judged, audited and confirmed as moved');
 

@@ -11,6 +11,7 @@ import { PackView, readPack } from '../../src/git/pack-read.js';
 import { aheadFor, type Ahead } from '../../src/server/hook/ahead.js';
 import { defaultPolicy } from '../../src/policy/config.js';
 import { gitAsync, seededGate } from '../helpers/gate.js';
+import { drivenGate } from '../helpers/driven.js';
 import { TestRepo } from '../helpers/repo.js';
 
 const BASE = {
@@ -19,19 +20,19 @@ const BASE = {
 };
 
 type PushRow = { id: number; ref?: string; verdict?: string; timings?: Record<string, number> };
-
 /** The push rows of `actor`, newest first. */
 function pushes(gate: Awaited<ReturnType<typeof seededGate>>['gate'], actor: string): PushRow[] {
   return gate.srv.audit.query({ kind: 'push', actor }) as unknown as PushRow[];
 }
 
 t.test('an agent\'s push is judged from its pack, and its hook takes that judgement', async (t) => {
-  const { gate, agent, w } = await seededGate(t, BASE);
+  const { gate, agent, w, expect, settle } = await drivenGate(t, BASE);
   const url = gate.remote('app', 'agent-1', agent);
   const warm = gate.srv.hooks.prewarms;
 
   const before = warm.judged;
   w.commit('honest', { 'src/a.ts': 'export function a(x: number): number {\n  return x + 2;\n}\n' });
+  expect('judged');
   let r = await gitAsync(w.dir, ['push', url, 'HEAD:refs/heads/agent/one']);
   t.equal(r.code, 0, r.stderr || 'the honest push lands');
   t.equal(warm.judged, before + 1, 'it was judged ahead');
@@ -41,6 +42,8 @@ t.test('an agent\'s push is judged from its pack, and its hook takes that judgem
   // with main the last push kept): a write to the test tree, refused with the write-block
   // rule's own finding.
   w.commit('tests', { 'tests/a.test.ts': 'console.log("green");\n' });
+  await settle();
+  expect('judged');
   r = await gitAsync(w.dir, ['push', url, 'HEAD:refs/heads/agent/one']);
   t.not(r.code, 0, 'a write to tests/ is refused');
   t.match(r.stderr, /\[write-block\].*tests\/a\.test\.ts/, 'naming the rule and the path');
@@ -51,7 +54,7 @@ t.test('an agent\'s push is judged from its pack, and its hook takes that judgem
 });
 
 t.test('a push of two refs is judged ahead ref by ref; a refused one stays refused, the other lands', async (t) => {
-  const { gate, agent, w } = await seededGate(t, BASE);
+  const { gate, agent, w, expect } = await drivenGate(t, BASE);
   const url = gate.remote('app', 'agent-1', agent);
   const seed = w.git('rev-parse', 'HEAD').trim();
   w.git('checkout', '-q', '-b', 'good', seed);
@@ -59,6 +62,7 @@ t.test('a push of two refs is judged ahead ref by ref; a refused one stays refus
   w.git('checkout', '-q', '-b', 'bad', seed);
   w.commit('bad', { 'tests/a.test.ts': 'console.log("always green");\n' });
   const before = gate.srv.hooks.prewarms.judged;
+  expect('judged');
   const r = await gitAsync(w.dir, ['push', url, 'good:refs/heads/agent/good', 'bad:refs/heads/agent/bad']);
   t.not(r.code, 0, 'one ref is refused');
   t.match(r.stderr, /agent\/good/, 'the good one is reported');
@@ -70,9 +74,10 @@ t.test('a push of two refs is judged ahead ref by ref; a refused one stays refus
 });
 
 t.test('the size limits run on the quarantine even when the rest was judged ahead', async (t) => {
-  const { gate, agent, w } = await seededGate(t, { ...BASE, 'ci/patchgate.json': JSON.stringify({ limits: { maxObjects: 2 } }) });
+  const { gate, agent, w, expect } = await drivenGate(t, { ...BASE, 'ci/patchgate.json': JSON.stringify({ limits: { maxObjects: 2 } }) });
   const url = gate.remote('app', 'agent-1', agent);
   w.commit('small', { 'src/a.ts': 'export function a(x: number): number {\n  return x + 3;\n}\n' });
+  expect('judged');
   const r = await gitAsync(w.dir, ['push', url, 'HEAD:refs/heads/agent/big']);
   t.not(r.code, 0, 'a push of more objects than limits.maxObjects is refused');
   t.match(r.stderr, /\[limits\] the push brings \d+ objects, over limits\.maxObjects \(2\)/, 'by the size limits, counted in the quarantine');
@@ -81,7 +86,8 @@ t.test('the size limits run on the quarantine even when the rest was judged ahea
 
 t.test('a trusted branch that moves between the judgement ahead and the hook is judged again', async (t) => {
   let move: (() => void) | null = null;
-  const { gate, agent, w, bare } = await seededGate(t, BASE, { beforeJudge: async () => move?.() });
+  // The hook moves main only once the judgement ahead was made (on the old tip): no race with it.
+  const { gate, agent, w, bare, expect } = await drivenGate(t, BASE, { then: () => move?.() });
   const url = gate.remote('app', 'agent-1', agent);
   // The trusted branch gains a commit (as a person's push would give it) while the agent's push
   // waits for its hook: the agent's branch does not carry it, and its new contract moved.
@@ -94,6 +100,7 @@ t.test('a trusted branch that moves between the judgement ahead and the hook is 
   };
   const before = gate.srv.hooks.prewarms.judged;
   w.commit('honest', { 'src/a.ts': 'export function a(x: number): number {\n  return x + 2;\n}\n' });
+  expect('judged');
   const r = await gitAsync(w.dir, ['push', url, 'HEAD:refs/heads/agent/moved']);
   t.equal(r.code, 0, r.stderr || 'the push lands');
   t.equal(move, null, 'the trusted branch moved before the hook judged');

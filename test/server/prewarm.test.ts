@@ -7,6 +7,7 @@
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { gitAsync, seededGate } from '../helpers/gate.js';
+import { drivenGate } from '../helpers/driven.js';
 
 const BASE = {
   'src/a.ts': 'export function a(x: number): number {\n  return x + 1;\n}\n',
@@ -20,7 +21,8 @@ function lastRules(gate: Awaited<ReturnType<typeof seededGate>>['gate'], ref: st
 }
 
 t.test('an agent\'s push finds its changed files parsed from its pack, and is judged as before', async (t) => {
-  const { gate, agent, w } = await seededGate(t, BASE);
+  // Each push's hook waits until its pack was read ahead (test/helpers/driven.ts): the counters are not raced.
+  const { gate, agent, w, expect, settle } = await drivenGate(t, BASE);
   const url = gate.remote('app', 'agent-1', agent);
   const warm = gate.srv.hooks.prewarms;
   const seed = w.git('rev-parse', 'HEAD').trim();
@@ -28,6 +30,7 @@ t.test('an agent\'s push finds its changed files parsed from its pack, and is ju
   // An honest change to a TS and a Python file: accepted, both files parsed ahead.
   const before = { ...warm };
   w.commit('honest', { 'src/a.ts': 'export function a(x: number): number {\n  return x + 2;\n}\n', 'src/b.py': 'def b(x):\n    return x * 2\n' });
+  expect('read');
   let r = await gitAsync(w.dir, ['push', url, 'HEAD:refs/heads/agent/one']);
   t.equal(r.code, 0, r.stderr || 'the honest push lands');
   t.equal(warm.pushes, before.pushes + 1, 'its pack was read');
@@ -40,6 +43,8 @@ t.test('an agent\'s push finds its changed files parsed from its pack, and is ju
 
   // A tamper construct on a changed line: refused with the rule's own finding.
   w.commit('exit', { 'src/a.ts': 'export function a(x: number): number {\n  return x + 2;\n}\nprocess.exit(0);\n' });
+  await settle();
+  expect('read');
   r = await gitAsync(w.dir, ['push', url, 'HEAD:refs/heads/agent/one']);
   t.not(r.code, 0, 'a process exit at load time is refused');
   t.match(r.stderr, /\[tamper-scan\] commit [0-9a-f]+: src\/a\.ts:4: process\.exit\(\) at load time \(exit\)/, 'with the line and the construct');
@@ -51,6 +56,8 @@ t.test('an agent\'s push finds its changed files parsed from its pack, and is ju
   const nine = { ...warm };
   w.git('checkout', '-q', '-b', 'nine', seed);
   w.commit('nine', Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`src/n${i}.ts`, `const n${i} = ${i};\nconsole.log(n${i});\n`])));
+  await settle();
+  expect('read');
   r = await gitAsync(w.dir, ['push', url, 'HEAD:refs/heads/agent/nine']);
   t.equal(r.code, 0, r.stderr || 'nine new files land');
   t.equal(warm.files, nine.files + 8, 'eight files parsed ahead');
@@ -62,6 +69,8 @@ t.test('an agent\'s push finds its changed files parsed from its pack, and is ju
   w.git('checkout', '-q', '-b', 'side', seed);
   w.commit('side', { 'src/side.ts': 'const side = 1;\nconsole.log(side);\n' });
   w.git('merge', '-q', '--no-edit', 'nine');
+  await settle();
+  expect('read');
   r = await gitAsync(w.dir, ['push', url, 'HEAD:refs/heads/agent/merge']);
   t.equal(r.code, 0, r.stderr || 'the merge lands');
   t.equal(warm.pushes, merge.pushes + 1, 'its pack was read');
@@ -78,17 +87,19 @@ t.test('an agent\'s push finds its changed files parsed from its pack, and is ju
 });
 
 t.test('a person\'s push warms the contract rows only; a pack too large to read is judged as before', async (t) => {
-  const { gate, human, w } = await seededGate(t, BASE);
+  const { gate, human, w, expect, settle } = await drivenGate(t, BASE);
   const url = gate.remote('app', 'alice', human);
   const warm = gate.srv.hooks.prewarms;
   const before = { ...warm };
   w.commit('person', { 'src/a.ts': 'export function a(x: number): number {\n  return x + 3;\n}\n' });
+  expect('read');
   let r = await gitAsync(w.dir, ['push', url, 'HEAD:refs/heads/feature']);
   t.equal(r.code, 0, r.stderr);
   t.equal(warm.files, before.files + 1, 'the changed file was parsed ahead');
 
   // Over a MiB of pack (random bytes do not compress): not kept, nothing read, judged as before.
   const big = randomBytes(1_300_000);
+  await settle();
   const mid = { ...warm };
   w.commit('big', { 'data/blob.bin': big, 'src/a.ts': 'export function a(x: number): number {\n  return x + 4;\n}\n' });
   r = await gitAsync(w.dir, ['push', url, 'HEAD:refs/heads/feature']);
