@@ -115,8 +115,8 @@ export interface Gate {
 }
 
 /** patchgate serve on a prepared data folder, as a child process (long hook timeout: a cold first push may take minutes). */
-export async function startGate(data: string, agentName: string, secret: string): Promise<Gate> {
-  const { child, port } = await startServeChild(data, 900);
+export async function startGate(data: string, agentName: string, secret: string, env: Record<string, string> = {}): Promise<Gate> {
+  const { child, port } = await startServeChild(data, 900, env);
   return { child, pid: child.pid!, url: `http://${agentName}:${secret}@127.0.0.1:${port}/bench.git` };
 }
 
@@ -349,6 +349,8 @@ export interface PushBenchOptions {
   budgetMs: number;
   /** Keep a copy of the daemon's cache.db for a later measurement (restart scenario). */
   saveCache: boolean;
+  /** Extra environment of the gate's serve process (PATCHGATE_PUSH_PATH_OFF: bench/src/mechanisms.ts). */
+  gateEnv?: Record<string, string>;
 }
 
 /** Server-side figures from the audit log: the push rows and ref rows of the timed pushes. */
@@ -408,7 +410,7 @@ export async function pushBench(size: string, gen: GeneratedRepo, iterations: nu
         if (snapshotCache(data, to)) snapshot = to;
       }
     }
-    gate = await startGate(data, agent, secret);
+    gate = await startGate(data, agent, secret, opts.gateEnv);
     base = await startBaseline(gen);
     const client = await agentRepo(gen, 'agent-');
     const rng = new Rng(42);

@@ -6,10 +6,11 @@
 //   node bench/dist/run.js [--sizes 1k,10k,50k] [--quick] [--only 1,2,3,4,5,6,7,8,9] [--iterations N]
 //                          [--agents N] [--pushes N] [--audit-rows N] [--digest-runs N]
 //                          [--concurrency-size S] [--digest-size S] [--budget SECONDS] [--no-strace] [--keep]
+//                          [--mechanisms] [--results FILE]
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { auditBench, type AuditBenchResult } from './audit.js';
 import { coldPushBench, HOOK_LIMIT_MS, type ColdPushResult } from './cold.js';
 import { concurrencyBench, type ConcurrencyResult } from './concurrency.js';
@@ -17,6 +18,7 @@ import { digestBench, type DigestBenchResult } from './digest.js';
 import { generateRepo, type GeneratedRepo } from './gen.js';
 import { ghesBench, type GhesBenchResult } from './ghes.js';
 import { pushBench, type PushBenchResult } from './push.js';
+import { mechanismsBench, mechanismsTable, type MechanismsResult } from './mechanisms.js';
 import { corpusBundle, realHistoryBench, type RealHistoryResult } from './real-history.js';
 import { upstreamBench, type UpstreamBenchResult } from './upstream.js';
 import { cleanup, fmtBytes, fmtMs, keepDir, median, nowMs, parseSize, REPO_TOP, round, run, tempDir } from './util.js';
@@ -36,11 +38,18 @@ interface Flags {
   keep: boolean;
   /** Seconds each push measurement may run before it stops early. */
   budgetS: number;
+  /** (2) again with each push-path mechanism off (./mechanisms.ts). */
+  mechanisms: boolean;
+  /** Where results.json goes (default bench/results.json). */
+  results: string | null;
 }
 
 const USAGE = `usage: node bench/dist/run.js [--sizes 1k,10k,50k] [--quick] [--only 1,2,3,4,5,6,7,8,9] [--iterations N]
   [--agents N] [--pushes N] [--audit-rows N] [--digest-runs N] [--concurrency-size S] [--digest-size S]
-  [--budget SECONDS] [--no-strace] [--keep]`;
+  [--budget SECONDS] [--no-strace] [--keep] [--mechanisms] [--results FILE]
+  --mechanisms: measurement (2) also with each push-path mechanism off (the spare receive-pack,
+    the advertisement made ahead, the pack read before the hook, the judgement ahead), then all
+    on again; prints the ratio off against all on and whether the difference is outside the noise`;
 
 export function label(n: number): string {
   return n % 1000 === 0 ? `${n / 1000}k` : String(n);
@@ -63,7 +72,7 @@ function parseFlags(argv: string[]): Flags {
   const f: Flags = {
     sizes: quick ? [1000] : [1000, 10_000, 50_000], quick, only: new Set([1, 2, 3, 4, 5, 6, 8, 9]), iterations: null,
     agents: quick ? 8 : 32, pushes: quick ? 3 : 10, auditRows: quick ? 100_000 : 1_000_000, digestRuns: quick ? 1 : 3,
-    concurrencySize: null, digestSize: null, strace: true, keep: false, budgetS: quick ? 120 : 300,
+    concurrencySize: null, digestSize: null, strace: true, keep: false, budgetS: quick ? 120 : 300, mechanisms: false, results: null,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -90,6 +99,8 @@ function parseFlags(argv: string[]): Flags {
       case '--digest-size': f.digestSize = parseSize(val()); break;
       case '--no-strace': f.strace = false; break;
       case '--keep': f.keep = true; break;
+      case '--mechanisms': f.mechanisms = true; break;
+      case '--results': f.results = val(); break;
       case '--budget': f.budgetS = int(); break;
       case '--help': case '-h': process.stdout.write(USAGE + '\n'); process.exit(0); break;
       default: throw new Error(`unknown option ${a}\n${USAGE}`);
@@ -165,6 +176,7 @@ async function main(): Promise<void> {
   };
 
   const pushes: PushBenchResult[] = [];
+  const mechanisms: MechanismsResult[] = [];
   const cacheDbs = new Map<number, string>();
   let digest: DigestBenchResult | null = null;
   let conc: ConcurrencyResult | null = null;
@@ -178,11 +190,11 @@ async function main(): Promise<void> {
     if ((flags.only.has(1) || flags.only.has(2)) && flags.sizes.includes(size)) {
       log(`(1,2) pushes on ${label(size)}: ${iterationsFor(size, flags)} alternated patchgate/baseline pairs (patchgate in a child process)`);
       const smallest = size === Math.min(...flags.sizes);
-      const r = await pushBench(label(size), g, iterationsFor(size, flags), {
-        strace: flags.strace, log, prewarm: !smallest, budgetMs: flags.budgetS * 1000, saveCache: flags.only.has(4) && size === concSize,
-      });
+      const pushOpts = { strace: flags.strace, log, prewarm: !smallest, budgetMs: flags.budgetS * 1000, saveCache: flags.only.has(4) && size === concSize };
+      const r = await pushBench(label(size), g, iterationsFor(size, flags), pushOpts);
       pushes.push(r);
       if (r.cacheDb) cacheDbs.set(size, r.cacheDb);
+      if (flags.mechanisms && flags.only.has(2)) mechanisms.push(await mechanismsBench(label(size), g, iterationsFor(size, flags), pushOpts, r));
     }
     if (coldSizes.includes(size)) {
       log(`(8) never-seen ${label(size)} repository: first push on a cold daemon (empty cache.db, --hook-timeout 900, stopped after ${flags.budgetS} s)`);
@@ -354,6 +366,7 @@ async function main(): Promise<void> {
   const line = (c: string[]) => c.map((x, i) => x.padEnd(widths[i]!)).join('  ').trimEnd();
   const out = [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)];
   out.push('', 'targets: ' + targets.map((t) => `(${t.id}) ${verdict(t.pass)}`).join('  '));
+  if (mechanisms.length) out.push('', '(2) with each push-path mechanism off (--mechanisms):', ...mechanismsTable(mechanisms));
   process.stdout.write(out.join('\n') + '\n');
 
   const results = {
@@ -366,12 +379,12 @@ async function main(): Promise<void> {
     },
     targets, generation: genRows,
     push: pushes.map((p) => ({ ...p, gateWall: { ...p.gateWall, samples: p.gateWall.samples.map((x) => round(x, 2)) }, baseWall: { ...p.baseWall, samples: p.baseWall.samples.map((x) => round(x, 2)) } })),
-    digest, concurrency: conc, audit, ghes, upstream: upstreamFig, coldPush: colds, realHistory: reals, table: out,
+    digest, concurrency: conc, audit, ghes, upstream: upstreamFig, coldPush: colds, realHistory: reals, mechanisms, table: out,
   };
-  const dir = join(REPO_TOP, 'bench');
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'results.json'), JSON.stringify(results, null, 2) + '\n');
-  log(`wrote ${join(dir, 'results.json')}`);
+  const file = flags.results ?? join(REPO_TOP, 'bench', 'results.json');
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, JSON.stringify(results, null, 2) + '\n');
+  log(`wrote ${file}`);
   if (flags.keep) for (const g of gens.values()) keepDir(g.dir);
 }
 

@@ -126,16 +126,16 @@ export async function git(cwd: string, args: string[], input?: string): Promise<
  * `node dist/cli.js serve` on `data`, port 0 on loopback, as in production: its own process, so
  * its memory and the cost of every process it spawns are its own, not the bench's.
  */
-export async function startServeChild(data: string, hookTimeoutS: number): Promise<{ child: ChildProcess; port: number }> {
+export async function startServeChild(data: string, hookTimeoutS: number, env: Record<string, string> = {}): Promise<{ child: ChildProcess; port: number }> {
   // BENCH_SERVE_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": node options for the served gate only (a profile of the daemon, not of the bench).
   const nodeArgs = (process.env.BENCH_SERVE_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   const args = [...nodeArgs, CLI_JS, 'serve', '--data', data, '--port', '0', '--host', '127.0.0.1', '--hook-timeout', String(hookTimeoutS)];
-  return startNodeChild(args, /serving .* at https?:\/\/127\.0\.0\.1:(\d+)/, 'patchgate serve');
+  return startNodeChild(args, /serving .* at https?:\/\/127\.0\.0\.1:(\d+)/, 'patchgate serve', env);
 }
 
 /** A node script as a tracked child; resolves with the port it prints (first group of `portLine`). */
-export async function startNodeChild(args: string[], portLine: RegExp, what: string): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, args, { env: gitEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+export async function startNodeChild(args: string[], portLine: RegExp, what: string, env: Record<string, string> = {}): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn(process.execPath, args, { env: { ...gitEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   trackChild(child);
   let out = '';
   child.stderr!.on('data', (b: Buffer) => (out += b.toString('utf8')));
