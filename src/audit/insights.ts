@@ -46,7 +46,7 @@ async function series(store: SqlReader, since: string, width: number, step: numb
   const only = repos === undefined ? '' : repos.length === 0 ? ' AND 1 = 0' : ` AND repo IN (${repos.map(() => '?').join(', ')})`;
   const rows = (await store.select(
     // By outcome: a push upstream refused after the gate wrote it as accepted is a refusal (issue 48).
-    `SELECT substr(e.time, 1, ${width}) AS b, ${OUTCOME_SQL} AS verdict, count(*) AS n FROM events AS e INDEXED BY events_kind_time_cover WHERE e.kind = 'push' AND e.time >= ?${only.replace(/\brepo\b/g, 'e.repo')} GROUP BY 1, 2`,
+    `SELECT substr(e.time, 1, ${width}) AS b, ${OUTCOME_SQL} AS verdict, count(*) AS n FROM events AS e INDEXED BY events_kind_time_cover WHERE e.kind = 'push' AND e.time >= ?${only} GROUP BY 1, 2`,
     [since, ...(repos ?? [])],
   )) as Array<{ b: string; verdict: string | null; n: number }>;
   const buckets: string[] = [];

@@ -7,7 +7,7 @@
 
 import type { AuditSink } from '../audit/sink.js';
 import type { RecordPushInput, RefDecisionInput, Verdict } from '../audit/store.js';
-import { decidingRule, type GateMetrics } from './metrics.js';
+import { decidingRule, outcomeLabels, type GateMetrics } from './metrics.js';
 import { OUTCOME_SQL } from '../audit/queries.js';
 
 const PAGE = 5000;
@@ -15,8 +15,8 @@ const PAGE = 5000;
 /** The rows one push wrote (its push row and the ref rows after it), as the counter sees them. */
 interface Pending {
   verdict: Verdict;
-  /** Written as accepted, then refused by upstream (an `upstream-refusal` row, issue 48): counted as refused by rule `upstream`. */
-  upstreamRefused: boolean;
+  /** Its outcome is a refusal: its own verdict, or an `upstream-refusal` row (issue 48); outcomeLabels reads which. */
+  outcomeReject: boolean;
   pushId: string | null;
   ms: number;
   refs: RefDecisionInput[];
@@ -38,8 +38,7 @@ export async function restorePushCounts(sink: Pick<AuditSink, 'select'>, metrics
   const flush = (): void => {
     if (!pending) return;
     const input = { verdict: pending.verdict, refs: pending.refs } as unknown as RecordPushInput;
-    if (pending.upstreamRefused) metrics.pushes.inc({ verdict: 'reject', rule: 'upstream' });
-    else metrics.pushes.inc({ verdict: pending.verdict, rule: decidingRule(input) });
+    metrics.pushes.inc(outcomeLabels(pending.verdict, decidingRule(input), pending.outcomeReject));
     metrics.judgeSeconds.observe(pending.ms / 1000);
     pushes++;
     pending = null;
@@ -58,7 +57,7 @@ export async function restorePushCounts(sink: Pick<AuditSink, 'select'>, metrics
       if (r.kind === 'push') {
         flush();
         const t = parse(r.timings) as { total?: unknown } | null;
-        pending = { verdict: r.verdict as Verdict, upstreamRefused: r.outcome === 'reject' && r.verdict !== 'reject', pushId: (r.push_id as string | null) ?? null, ms: Number(t?.total ?? 0) || 0, refs: [] };
+        pending = { verdict: r.verdict as Verdict, outcomeReject: r.outcome === 'reject', pushId: (r.push_id as string | null) ?? null, ms: Number(t?.total ?? 0) || 0, refs: [] };
       } else if (pending && r.push_id === pending.pushId) {
         // A push's ref rows follow its push row in the same transaction.
         const rules = parse(r.rules);

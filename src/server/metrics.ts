@@ -68,6 +68,15 @@ export function decidingRule(record: RecordPushInput): string {
 }
 
 /**
+ * The labels a push is counted under, by outcome (issue 48): a push the gate wrote as not
+ * refused that upstream then refused counts as refused by rule `upstream`; any other push
+ * as written. Live (observeAudit) and from the log at start (./metrics-restore.ts) alike.
+ */
+export function outcomeLabels(verdict: string, rule: string, upstreamRefused: boolean): { verdict: string; rule: string } {
+  return upstreamRefused && verdict !== 'reject' ? { verdict: 'reject', rule: 'upstream' } : { verdict, rule };
+}
+
+/**
  * Count and log every push decision where it becomes an audit row: wraps this store's
  * recordPush (the one call every push verdict goes through). One log line per decision.
  * A push written before its forward upstream (`forwarding`) is counted once its outcome is
@@ -119,7 +128,8 @@ export function observeAudit(audit: Pick<AuditSink, 'recordPush' | 'appendAdmin'
     const p = pushId ? forwarding.get(pushId) : undefined;
     if (!p) return;
     forwarding.delete(pushId!);
-    count(refused ? 'reject' : p.verdict, refused && p.verdict !== 'reject' ? 'upstream' : p.rule, p.ms);
+    const labels = outcomeLabels(p.verdict, p.rule, refused);
+    count(labels.verdict, labels.rule, p.ms);
   };
   const after = <A, T>(fn: (a: A) => T, then: (a: A) => void) => (a: A): T => {
     const out = fn(a);
